@@ -1,0 +1,181 @@
+// Reference 2-D batch normalization over NHWC tensors (statistics per channel over N·H·W).
+// Statistics are accumulated in double, two passes (mean, then squared deviations), with
+// threads splitting the channel axis so every sum runs in a fixed order.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernels.h"
+
+namespace trident::cpu_ref {
+
+namespace {
+
+constexpr int64_t kChannelBlock = 16;
+
+// out[c] = Σ_m f(m, c) over the M rows of a [M, C] view, in double, in row order.
+template <class F>
+void channel_sums(int64_t M, int64_t C, std::vector<double>& out, F&& f) {
+  out.assign(static_cast<size_t>(C), 0.0);
+  const int64_t blocks = (C + kChannelBlock - 1) / kChannelBlock;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t c0 = b * kChannelBlock, c1 = std::min(C, c0 + kChannelBlock);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = c0; c < c1; ++c) out[c] += f(m, c);
+  }
+}
+
+struct BnShape {
+  int64_t M = 0;  // N·H·W
+  int64_t C = 0;
+};
+
+BnShape bn_shape(const KernelArgs& a, const TensorView& x) {
+  expect_rank(a, x, 4, "x");
+  return {x.shape[0] * x.shape[1] * x.shape[2], x.shape[3]};
+}
+
+void expect_channels(const KernelArgs& a, const TensorView& v, int64_t C, const char* what) {
+  if (v.shape.size() != 1 || v.shape[0] != C)
+    throw Error("node '" + a.node.name + "' (op " + a.node.op + "): " + what + " has shape " +
+                shape_str(v.shape) + " but [" + std::to_string(C) + "] was expected");
+  expect_dtype(a, v, a.in[0].dtype, what);
+}
+
+// y = x·scale[c] + shift[c], rows in parallel.
+template <class T>
+void affine_rows(const T* X, T* Y, int64_t M, int64_t C, const std::vector<T>& scale,
+                 const std::vector<T>& shift) {
+  const T* sc = scale.data();
+  const T* sh = shift.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t m = 0; m < M; ++m) {
+    const T* xr = X + m * C;
+    T* yr = Y + m * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) yr[c] = xr[c] * sc[c] + sh[c];
+  }
+}
+
+template <class T>
+void bn_forward(const KernelArgs& a) {
+  const TensorView& x = a.in[0];
+  const auto [M, C] = bn_shape(a, x);
+  const bool training = a.node.attrs.i("training", a.out.size() == 5 ? 1 : 0) != 0;
+  expect_arity(a, 5, training ? 5 : 1);
+  const char* names[] = {"x", "gamma", "beta", "running_mean", "running_var"};
+  for (int i = 1; i < 5; ++i) expect_channels(a, a.in[i], C, names[i]);
+  expect_dtype(a, a.out[0], x.dtype, "y");
+  const double eps = a.node.attrs.f("eps", 1e-5);
+  const T* X = x.as<T>();
+  const T* gamma = a.in[1].as<T>();
+  const T* beta = a.in[2].as<T>();
+  std::vector<T> scale(C), shift(C);
+
+  if (!training) {
+    const T* rm = a.in[3].as<T>();
+    const T* rv = a.in[4].as<T>();
+    for (int64_t c = 0; c < C; ++c) {
+      const double invstd = 1.0 / std::sqrt(static_cast<double>(rv[c]) + eps);
+      scale[c] = static_cast<T>(invstd * gamma[c]);
+      shift[c] = static_cast<T>(beta[c] - rm[c] * invstd * gamma[c]);
+    }
+    affine_rows(X, a.out[0].as<T>(), M, C, scale, shift);
+    return;
+  }
+
+  if (M < 2)
+    throw Error("node '" + a.node.name + "' (batchnorm2d): training needs more than one value " +
+                "per channel (N·H·W = " + std::to_string(M) + ")");
+  for (int i = 1; i < 5; ++i) expect_channels(a, a.out[i], C, "an output statistic");
+  std::vector<double> mean, var;
+  channel_sums(M, C, mean, [&](int64_t m, int64_t c) { return static_cast<double>(X[m * C + c]); });
+  for (double& v : mean) v /= static_cast<double>(M);
+  channel_sums(M, C, var, [&](int64_t m, int64_t c) {
+    const double d = X[m * C + c] - mean[c];
+    return d * d;
+  });
+  for (double& v : var) v /= static_cast<double>(M);
+
+  const double momentum = a.node.attrs.f("momentum", 0.1);
+  const T* rm_in = a.in[3].as<T>();
+  const T* rv_in = a.in[4].as<T>();
+  T* saved_mean = a.out[1].as<T>();
+  T* saved_invstd = a.out[2].as<T>();
+  T* rm_out = a.out[3].as<T>();  // usually the same memory as rm_in
+  T* rv_out = a.out[4].as<T>();
+  const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
+  for (int64_t c = 0; c < C; ++c) {
+    const double invstd = 1.0 / std::sqrt(var[c] + eps);
+    saved_mean[c] = static_cast<T>(mean[c]);
+    saved_invstd[c] = static_cast<T>(invstd);
+    scale[c] = static_cast<T>(invstd * gamma[c]);
+    shift[c] = static_cast<T>(beta[c] - mean[c] * invstd * gamma[c]);
+    rm_out[c] = static_cast<T>((1.0 - momentum) * rm_in[c] + momentum * mean[c]);
+    rv_out[c] = static_cast<T>((1.0 - momentum) * rv_in[c] + momentum * var[c] * unbias);
+  }
+  affine_rows(X, a.out[0].as<T>(), M, C, scale, shift);
+}
+
+template <class T>
+void bn_backward(const KernelArgs& a) {
+  expect_arity(a, 5, 3);
+  const TensorView &x = a.in[0], &dy = a.in[1];
+  const auto [M, C] = bn_shape(a, x);
+  if (dy.shape != x.shape || a.out[0].shape != x.shape)
+    throw Error("node '" + a.node.name + "' (op " + a.node.op + "): x, dy and dx must share a shape");
+  expect_dtype(a, dy, x.dtype, "dy");
+  expect_dtype(a, a.out[0], x.dtype, "dx");
+  expect_channels(a, a.in[2], C, "gamma");
+  expect_channels(a, a.in[3], C, "saved_mean");
+  expect_channels(a, a.in[4], C, "saved_invstd");
+  expect_channels(a, a.out[1], C, "dgamma");
+  expect_channels(a, a.out[2], C, "dbeta");
+  const T* X = x.as<T>();
+  const T* DY = dy.as<T>();
+  const T* gamma = a.in[2].as<T>();
+  const T* mean = a.in[3].as<T>();
+  const T* invstd = a.in[4].as<T>();
+
+  std::vector<double> dbeta, dgamma;
+  channel_sums(M, C, dbeta, [&](int64_t m, int64_t c) { return static_cast<double>(DY[m * C + c]); });
+  channel_sums(M, C, dgamma, [&](int64_t m, int64_t c) {
+    return static_cast<double>(DY[m * C + c]) * (X[m * C + c] - mean[c]) * invstd[c];
+  });
+
+  // dx = gamma·invstd·(dy − dbeta/M − (x − mean)·invstd·dgamma/M), per-channel factors first.
+  std::vector<T> g(C), db_m(C), xhat_k(C);
+  for (int64_t c = 0; c < C; ++c) {
+    g[c] = static_cast<T>(static_cast<double>(gamma[c]) * invstd[c]);
+    db_m[c] = static_cast<T>(dbeta[c] / static_cast<double>(M));
+    xhat_k[c] = static_cast<T>(invstd[c] * dgamma[c] / static_cast<double>(M));
+    a.out[1].as<T>()[c] = static_cast<T>(dgamma[c]);
+    a.out[2].as<T>()[c] = static_cast<T>(dbeta[c]);
+  }
+  T* DX = a.out[0].as<T>();
+  const T *gp = g.data(), *dbp = db_m.data(), *kp = xhat_k.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t m = 0; m < M; ++m) {
+    const T* xr = X + m * C;
+    const T* dyr = DY + m * C;
+    T* dxr = DX + m * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) dxr[c] = gp[c] * (dyr[c] - dbp[c] - (xr[c] - mean[c]) * kp[c]);
+  }
+}
+
+}  // namespace
+
+void batchnorm2d(const KernelArgs& args) {
+  expect_arity(args, 5, 5, 1, 5);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_forward<decltype(tag)>(args); });
+}
+
+void batchnorm2d_backward(const KernelArgs& args) {
+  expect_arity(args, 5, 3);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_backward<decltype(tag)>(args); });
+}
+
+}  // namespace trident::cpu_ref

@@ -1,0 +1,68 @@
+// Shared plumbing of the reference CPU backend: dtype dispatch, arity checks and the
+// geometry of convolution/pooling windows read from node attributes and view shapes.
+// Kernels never look at the graph: everything comes from the node's attributes and the views.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "backends/kernel.h"
+#include "core/error.h"
+
+namespace trident::cpu_ref {
+
+// Throws an Error naming the node, its op and the dtype it was given.
+[[noreturn]] void unsupported_dtype(const KernelArgs& args, DType dtype);
+
+// Throws an Error unless the node has exactly `n_in` inputs and `n_out` outputs.
+void expect_arity(const KernelArgs& args, size_t n_in, size_t n_out);
+// Same, with ranges (an optional trailing input or output).
+void expect_arity(const KernelArgs& args, size_t min_in, size_t max_in, size_t min_out,
+                  size_t max_out);
+
+// Throws an Error unless `view` has dtype `dtype`; `what` names the tensor in the message.
+void expect_dtype(const KernelArgs& args, const TensorView& view, DType dtype, const char* what);
+// Throws an Error unless `view` has rank `rank`.
+void expect_rank(const KernelArgs& args, const TensorView& view, size_t rank, const char* what);
+
+// Calls `fn(T{})` with T = float or double according to `dtype`.
+template <class Fn>
+void dispatch_float(const KernelArgs& args, DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: fn(float{}); return;
+    case DType::f64: fn(double{}); return;
+    default: unsupported_dtype(args, dtype);
+  }
+}
+
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() { return DType::f32; }
+template <>
+constexpr DType dtype_of<double>() { return DType::f64; }
+
+// An [h, w] integer pair attribute, or `fallback` when the node does not carry it.
+struct Pair {
+  int64_t h = 0;
+  int64_t w = 0;
+};
+Pair pair_attr(const KernelArgs& args, const std::string& key, Pair fallback);
+
+// Sizes of a 2-D sliding-window op over NHWC tensors: x [N,H,W,C] → y [N,P,Q,K].
+// For pooling K == C, R×S is the window and groups == 1.
+struct WindowGeom {
+  int64_t N = 0, H = 0, W = 0, C = 0;  // input
+  int64_t P = 0, Q = 0, K = 0;         // output
+  int64_t R = 0, S = 0;                // window (filter) extent
+  Pair stride{1, 1}, pad{0, 0}, dil{1, 1};
+  int64_t groups = 1;
+  int64_t Cg = 0, Kg = 0;  // channels per group, input and output side
+};
+
+// Convolution geometry from x shape, weight shape [K,R,S,C/g] and y shape; checks that they
+// agree with the node's stride/padding/dilation/groups and throws an Error otherwise.
+WindowGeom conv_geom(const KernelArgs& args, const Shape& x, const Shape& w, const Shape& y);
+// Pooling geometry from x and y shapes and the node's kernel/stride/padding.
+WindowGeom pool_geom(const KernelArgs& args, const Shape& x, const Shape& y);
+
+}  // namespace trident::cpu_ref

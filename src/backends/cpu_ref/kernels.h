@@ -1,0 +1,45 @@
+// Entry points of the reference CPU kernels, one per op of docs/OPS.md, registered by
+// register.cpp. Each takes the node's bound views in the order of the spec and dispatches
+// on dtype internally (f32 and f64; labels i32).
+#pragma once
+#include "backends/kernel.h"
+
+namespace trident::cpu_ref {
+
+// conv.cpp
+void conv2d(const KernelArgs& args);
+void conv2d_backward_data(const KernelArgs& args);
+void conv2d_backward_weight(const KernelArgs& args);
+
+// batchnorm.cpp
+void batchnorm2d(const KernelArgs& args);
+void batchnorm2d_backward(const KernelArgs& args);
+
+// elementwise.cpp
+void relu(const KernelArgs& args);
+void relu_backward(const KernelArgs& args);
+void add(const KernelArgs& args);
+void fill(const KernelArgs& args);
+void view_copy(const KernelArgs& args);  // flatten and reshape
+
+// pool.cpp
+void maxpool2d(const KernelArgs& args);
+void maxpool2d_backward(const KernelArgs& args);
+void avgpool2d(const KernelArgs& args);
+void avgpool2d_backward(const KernelArgs& args);
+void global_avgpool(const KernelArgs& args);
+void global_avgpool_backward(const KernelArgs& args);
+
+// linear.cpp
+void linear(const KernelArgs& args);
+void linear_backward_data(const KernelArgs& args);
+void linear_backward_weight(const KernelArgs& args);
+
+// loss.cpp
+void softmax_cross_entropy(const KernelArgs& args);
+void softmax_cross_entropy_backward(const KernelArgs& args);
+
+// optimizer.cpp
+void sgd_update(const KernelArgs& args);
+
+}  // namespace trident::cpu_ref

@@ -1,0 +1,248 @@
+// Reference pooling over NHWC tensors: max, average and global average, with backward.
+// Forward loops keep the channel axis innermost (one window walk serves all channels);
+// backward passes scatter into dx one sample per thread, so the sum order is fixed.
+#include <algorithm>
+#include <vector>
+
+#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernels.h"
+
+namespace trident::cpu_ref {
+
+namespace {
+
+// The in-bounds part of the window of output (p, q): rows [h0, h1), columns [w0, w1).
+struct Window {
+  int64_t h0, h1, w0, w1;
+  int64_t cells() const { return std::max<int64_t>(0, h1 - h0) * std::max<int64_t>(0, w1 - w0); }
+};
+
+inline Window window_at(const WindowGeom& g, int64_t p, int64_t q) {
+  const int64_t hs = p * g.stride.h - g.pad.h, ws = q * g.stride.w - g.pad.w;
+  return {std::max<int64_t>(hs, 0), std::min(hs + g.R, g.H), std::max<int64_t>(ws, 0),
+          std::min(ws + g.S, g.W)};
+}
+
+// Maxpool's forward and backward share one argmax rule: the first row-major in-bounds cell
+// holding the maximum wins (strict >), and padding never wins. `fn(c, h, w)` receives it.
+template <class T, class Fn>
+void for_each_argmax(const T* xn, const WindowGeom& g, const Window& win, std::vector<T>& best,
+                     std::vector<int64_t>& at, Fn&& fn) {
+  if (win.cells() == 0) return;
+  const T* first = xn + (win.h0 * g.W + win.w0) * g.C;
+  for (int64_t c = 0; c < g.C; ++c) {
+    best[c] = first[c];
+    at[c] = win.h0 * g.W + win.w0;
+  }
+  for (int64_t h = win.h0; h < win.h1; ++h)
+    for (int64_t w = win.w0; w < win.w1; ++w) {
+      const T* xp = xn + (h * g.W + w) * g.C;
+      for (int64_t c = 0; c < g.C; ++c)
+        if (xp[c] > best[c]) {
+          best[c] = xp[c];
+          at[c] = h * g.W + w;
+        }
+    }
+  for (int64_t c = 0; c < g.C; ++c) fn(c, at[c], best[c]);
+}
+
+template <class T>
+void maxpool_forward(const KernelArgs& a) {
+  const TensorView &x = a.in[0], &y = a.out[0];
+  expect_dtype(a, y, x.dtype, "y");
+  const WindowGeom g = pool_geom(a, x.shape, y.shape);
+  const T* X = x.as<T>();
+  T* Y = y.as<T>();
+#pragma omp parallel
+  {
+    std::vector<T> best(g.C);
+    std::vector<int64_t> at(g.C);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t p = 0; p < g.P; ++p)
+        for (int64_t q = 0; q < g.Q; ++q) {
+          T* yp = Y + ((n * g.P + p) * g.Q + q) * g.C;
+          const Window win = window_at(g, p, q);
+          if (win.cells() == 0) std::fill(yp, yp + g.C, T(0));
+          for_each_argmax(X + n * g.H * g.W * g.C, g, win, best, at,
+                          [&](int64_t c, int64_t, T v) { yp[c] = v; });
+        }
+  }
+}
+
+template <class T>
+void maxpool_backward(const KernelArgs& a) {
+  const TensorView &x = a.in[0], &dy = a.in[1], &dx = a.out[0];
+  expect_dtype(a, dy, x.dtype, "dy");
+  expect_dtype(a, dx, x.dtype, "dx");
+  if (dx.shape != x.shape)
+    throw Error("node '" + a.node.name + "' (op " + a.node.op + "): dx must have x's shape");
+  const WindowGeom g = pool_geom(a, x.shape, dy.shape);
+  const T* X = x.as<T>();
+  const T* DY = dy.as<T>();
+  T* DX = dx.as<T>();
+#pragma omp parallel
+  {
+    std::vector<T> best(g.C);
+    std::vector<int64_t> at(g.C);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.N; ++n) {
+      T* dxn = DX + n * g.H * g.W * g.C;
+      std::fill(dxn, dxn + g.H * g.W * g.C, T(0));
+      for (int64_t p = 0; p < g.P; ++p)
+        for (int64_t q = 0; q < g.Q; ++q) {
+          const T* dyp = DY + ((n * g.P + p) * g.Q + q) * g.C;
+          for_each_argmax(X + n * g.H * g.W * g.C, g, window_at(g, p, q), best, at,
+                          [&](int64_t c, int64_t cell, T) { dxn[cell * g.C + c] += dyp[c]; });
+        }
+    }
+  }
+}
+
+// The forward divisor of window (p, q): its full size, or only its in-bounds cells.
+inline int64_t avg_divisor(const WindowGeom& g, const Window& win, bool include_pad) {
+  return include_pad ? g.R * g.S : win.cells();
+}
+
+template <class T>
+void avgpool_forward(const KernelArgs& a) {
+  const TensorView &x = a.in[0], &y = a.out[0];
+  expect_dtype(a, y, x.dtype, "y");
+  const WindowGeom g = pool_geom(a, x.shape, y.shape);
+  const bool include_pad = a.node.attrs.i("count_include_pad", 1) != 0;
+  const T* X = x.as<T>();
+  T* Y = y.as<T>();
+#pragma omp parallel
+  {
+    std::vector<double> acc(g.C);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t p = 0; p < g.P; ++p)
+        for (int64_t q = 0; q < g.Q; ++q) {
+          const Window win = window_at(g, p, q);
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t h = win.h0; h < win.h1; ++h)
+            for (int64_t w = win.w0; w < win.w1; ++w) {
+              const T* xp = X + ((n * g.H + h) * g.W + w) * g.C;
+              for (int64_t c = 0; c < g.C; ++c) acc[c] += xp[c];
+            }
+          const int64_t div = avg_divisor(g, win, include_pad);
+          T* yp = Y + ((n * g.P + p) * g.Q + q) * g.C;
+          for (int64_t c = 0; c < g.C; ++c)
+            yp[c] = div > 0 ? static_cast<T>(acc[c] / static_cast<double>(div)) : T(0);
+        }
+  }
+}
+
+template <class T>
+void avgpool_backward(const KernelArgs& a) {
+  const TensorView &dy = a.in[0], &dx = a.out[0];
+  expect_dtype(a, dx, dy.dtype, "dx");
+  const WindowGeom g = pool_geom(a, dx.shape, dy.shape);
+  const bool include_pad = a.node.attrs.i("count_include_pad", 1) != 0;
+  const T* DY = dy.as<T>();
+  T* DX = dx.as<T>();
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.N; ++n) {
+    T* dxn = DX + n * g.H * g.W * g.C;
+    std::fill(dxn, dxn + g.H * g.W * g.C, T(0));
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const Window win = window_at(g, p, q);
+        const int64_t div = avg_divisor(g, win, include_pad);
+        if (div == 0) continue;
+        const T scale = T(1) / static_cast<T>(div);
+        const T* dyp = DY + ((n * g.P + p) * g.Q + q) * g.C;
+        for (int64_t h = win.h0; h < win.h1; ++h)
+          for (int64_t w = win.w0; w < win.w1; ++w) {
+            T* dst = dxn + (h * g.W + w) * g.C;
+#pragma omp simd
+            for (int64_t c = 0; c < g.C; ++c) dst[c] += dyp[c] * scale;
+          }
+      }
+  }
+}
+
+void expect_global_shapes(const KernelArgs& a, const TensorView& big, const TensorView& small) {
+  expect_rank(a, big, 4, "the spatial tensor");
+  const Shape want{big.shape[0], 1, 1, big.shape[3]};
+  if (small.shape != want)
+    throw Error("node '" + a.node.name + "' (op " + a.node.op + "): pooled tensor has shape " +
+                shape_str(small.shape) + " but " + shape_str(want) + " was expected");
+  expect_dtype(a, small, big.dtype, "the pooled tensor");
+}
+
+template <class T>
+void global_avgpool_forward(const KernelArgs& a) {
+  const TensorView &x = a.in[0], &y = a.out[0];
+  expect_global_shapes(a, x, y);
+  const int64_t N = x.shape[0], HW = x.shape[1] * x.shape[2], C = x.shape[3];
+  const T* X = x.as<T>();
+  T* Y = y.as<T>();
+#pragma omp parallel
+  {
+    std::vector<double> acc(C);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t i = 0; i < HW; ++i) {
+        const T* xp = X + (n * HW + i) * C;
+        for (int64_t c = 0; c < C; ++c) acc[c] += xp[c];
+      }
+      for (int64_t c = 0; c < C; ++c) Y[n * C + c] = static_cast<T>(acc[c] / static_cast<double>(HW));
+    }
+  }
+}
+
+template <class T>
+void global_avgpool_backward_t(const KernelArgs& a) {
+  const TensorView &dy = a.in[0], &dx = a.out[0];
+  expect_global_shapes(a, dx, dy);
+  const int64_t N = dx.shape[0], HW = dx.shape[1] * dx.shape[2], C = dx.shape[3];
+  const T* DY = dy.as<T>();
+  T* DX = dx.as<T>();
+  const T scale = T(1) / static_cast<T>(HW);
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < HW; ++i) {
+      T* dst = DX + (n * HW + i) * C;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) dst[c] = DY[n * C + c] * scale;
+    }
+}
+
+}  // namespace
+
+void maxpool2d(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { maxpool_forward<decltype(tag)>(args); });
+}
+
+void maxpool2d_backward(const KernelArgs& args) {
+  expect_arity(args, 2, 1);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { maxpool_backward<decltype(tag)>(args); });
+}
+
+void avgpool2d(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { avgpool_forward<decltype(tag)>(args); });
+}
+
+void avgpool2d_backward(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { avgpool_backward<decltype(tag)>(args); });
+}
+
+void global_avgpool(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  dispatch_float(args, args.in[0].dtype,
+                 [&](auto tag) { global_avgpool_forward<decltype(tag)>(args); });
+}
+
+void global_avgpool_backward(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  dispatch_float(args, args.in[0].dtype,
+                 [&](auto tag) { global_avgpool_backward_t<decltype(tag)>(args); });
+}
+
+}  // namespace trident::cpu_ref

@@ -1,0 +1,41 @@
+// Registers every reference CPU kernel under the backend name "cpu_ref".
+// The table is the single place listing which kernel serves which op of docs/OPS.md.
+#include "backends/cpu_ref/kernels.h"
+#include "backends/kernel.h"
+
+namespace trident {
+
+void register_cpu_ref_kernels() {
+  struct Entry {
+    const char* op;
+    void (*fn)(const KernelArgs&);
+  };
+  static const Entry entries[] = {
+      {"conv2d", cpu_ref::conv2d},
+      {"conv2d_backward_data", cpu_ref::conv2d_backward_data},
+      {"conv2d_backward_weight", cpu_ref::conv2d_backward_weight},
+      {"batchnorm2d", cpu_ref::batchnorm2d},
+      {"batchnorm2d_backward", cpu_ref::batchnorm2d_backward},
+      {"relu", cpu_ref::relu},
+      {"relu_backward", cpu_ref::relu_backward},
+      {"add", cpu_ref::add},
+      {"fill", cpu_ref::fill},
+      {"flatten", cpu_ref::view_copy},
+      {"reshape", cpu_ref::view_copy},
+      {"maxpool2d", cpu_ref::maxpool2d},
+      {"maxpool2d_backward", cpu_ref::maxpool2d_backward},
+      {"avgpool2d", cpu_ref::avgpool2d},
+      {"avgpool2d_backward", cpu_ref::avgpool2d_backward},
+      {"global_avgpool", cpu_ref::global_avgpool},
+      {"global_avgpool_backward", cpu_ref::global_avgpool_backward},
+      {"linear", cpu_ref::linear},
+      {"linear_backward_data", cpu_ref::linear_backward_data},
+      {"linear_backward_weight", cpu_ref::linear_backward_weight},
+      {"softmax_cross_entropy", cpu_ref::softmax_cross_entropy},
+      {"softmax_cross_entropy_backward", cpu_ref::softmax_cross_entropy_backward},
+      {"sgd_update", cpu_ref::sgd_update},
+  };
+  for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
+}
+
+}  // namespace trident

@@ -1,0 +1,46 @@
+// What a backend provides for one op: a Kernel made once per node at lowering time
+// (where a fast backend builds its primitives) and run every step on bound tensors.
+// Kernels are registered per (backend, op); a missing pair is a compile-time error that
+// names both, never a silent fallback.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor_view.h"
+#include "ir/graph.h"
+
+namespace trident {
+
+struct KernelArgs {
+  const ir::Node& node;
+  std::vector<TensorView> in;   // one per node input, in order
+  std::vector<TensorView> out;  // one per node output, in order
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(const KernelArgs& args) = 0;
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const ir::Node&, const ir::Graph&)>;
+using KernelFn = std::function<void(const KernelArgs&)>;
+
+class KernelRegistry {
+ public:
+  static void add(const std::string& backend, const std::string& op, KernelFactory factory);
+  // Convenience for stateless kernels.
+  static void add_fn(const std::string& backend, const std::string& op, KernelFn fn);
+  // Throws Error("backend 'b' has no kernel for op 'o' (node 'n')") when missing.
+  static std::unique_ptr<Kernel> make(const std::string& backend, const ir::Node& node,
+                                      const ir::Graph& g);
+  static bool has(const std::string& backend, const std::string& op);
+  static std::vector<std::string> backends();
+};
+
+// Each backend's registration entry point (called once, lazily, by KernelRegistry).
+void register_cpu_ref_kernels();
+
+}  // namespace trident

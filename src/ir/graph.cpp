@@ -1,0 +1,100 @@
+// Graph construction and queries. Shape inference is delegated to the op registry so
+// that a node can never enter the graph with shapes its op does not accept.
+#include "ir/graph.h"
+
+#include "core/error.h"
+#include "ir/op_registry.h"
+
+namespace trident::ir {
+
+std::string_view role_name(ValueRole r) {
+  switch (r) {
+    case ValueRole::Input: return "input";
+    case ValueRole::Parameter: return "param";
+    case ValueRole::State: return "state";
+    case ValueRole::Activation: return "act";
+  }
+  return "?";
+}
+
+int Graph::new_value(const std::string& name, Shape shape, DType dtype, ValueRole role) {
+  for (int64_t d : shape)
+    if (d <= 0) throw Error("value '" + name + "' has a non-positive extent in shape " + shape_str(shape));
+  Value v;
+  v.id = static_cast<int>(values_.size());
+  v.name = name;
+  v.shape = std::move(shape);
+  v.dtype = dtype;
+  v.role = role;
+  values_.push_back(std::move(v));
+  return values_.back().id;
+}
+
+int Graph::add_input(const std::string& name, Shape shape, DType dtype) {
+  return new_value(name, std::move(shape), dtype, ValueRole::Input);
+}
+
+int Graph::add_parameter(const std::string& name, Shape shape, Init init, DType dtype) {
+  int id = new_value(name, std::move(shape), dtype, ValueRole::Parameter);
+  values_[id].init = init;
+  return id;
+}
+
+int Graph::add_state(const std::string& name, Shape shape, Init init, DType dtype) {
+  int id = new_value(name, std::move(shape), dtype, ValueRole::State);
+  values_[id].init = init;
+  return id;
+}
+
+std::vector<int> Graph::add_node(const std::string& op, std::vector<int> inputs, Attrs attrs,
+                                 const std::string& name) {
+  const OpDef& def = OpRegistry::get(op);
+  Node n;
+  n.id = static_cast<int>(nodes_.size());
+  n.op = op;
+  n.name = name.empty() ? op + "_" + std::to_string(n.id) : name;
+  for (int in : inputs)
+    if (in < 0 || in >= num_values())
+      throw Error("node '" + n.name + "' (" + op + ") reads an undefined value");
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  std::vector<TypeInfo> outs;
+  try {
+    def.check_arity(n);
+    outs = def.infer(n, *this);
+  } catch (const Error& e) {
+    throw Error("node '" + n.name + "' (" + op + "): " + e.what());
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::string vname = n.name + (outs.size() > 1 ? "." + def.output_name(i) : "");
+    int v = new_value(vname, outs[i].shape, outs[i].dtype, ValueRole::Activation);
+    values_[v].producer = n.id;
+    n.outputs.push_back(v);
+  }
+  nodes_.push_back(n);
+  order_.push_back(n.id);
+  return nodes_.back().outputs;
+}
+
+std::vector<int> Graph::values_with_role(ValueRole role) const {
+  std::vector<int> out;
+  for (const Value& v : values_)
+    if (v.role == role) out.push_back(v.id);
+  return out;
+}
+
+std::vector<std::vector<int>> Graph::users() const {
+  std::vector<std::vector<int>> u(values_.size());
+  for (int nid : order_)
+    for (int in : nodes_[nid].inputs)
+      if (u[in].empty() || u[in].back() != nid) u[in].push_back(nid);
+  return u;
+}
+
+int Graph::find_value(const std::string& name) const {
+  for (const Value& v : values_)
+    if (v.name == name) return v.id;
+  return -1;
+}
+
+}  // namespace trident::ir

@@ -1,0 +1,63 @@
+// The op table. Built-in ops register themselves through register_builtin_ops(), called
+// lazily on first lookup, so static libraries never drop an op's object file.
+#include "ir/op_registry.h"
+
+#include <mutex>
+
+#include "core/error.h"
+
+namespace trident::ir {
+
+std::map<std::string, OpDef>& OpRegistry::table() {
+  static std::map<std::string, OpDef> t;
+  return t;
+}
+
+namespace {
+std::once_flag g_builtin_once;
+void ensure_builtins() { std::call_once(g_builtin_once, [] { register_builtin_ops(); }); }
+}  // namespace
+
+const OpDef& OpRegistry::get(const std::string& name) {
+  ensure_builtins();
+  auto it = table().find(name);
+  if (it == table().end()) throw Error("unknown op '" + name + "'");
+  return it->second;
+}
+
+bool OpRegistry::has(const std::string& name) {
+  ensure_builtins();
+  return table().count(name) != 0;
+}
+
+void OpRegistry::add(OpDef def) {
+  if (!def.aliases) def.aliases = [](const Node&) { return std::vector<std::pair<int, int>>{}; };
+  if (!def.side_effects) def.side_effects = [](const Node&) { return false; };
+  if (!def.macs) def.macs = [](const Node&, const Graph&) { return int64_t{0}; };
+  std::string name = def.name;
+  table()[name] = std::move(def);
+}
+
+std::vector<std::string> OpRegistry::names() {
+  ensure_builtins();
+  std::vector<std::string> out;
+  for (const auto& [k, v] : table()) out.push_back(k);
+  return out;
+}
+
+void OpDef::check_arity(const Node& n) const {
+  if (variadic) return;
+  size_t max_in = inputs.size();
+  size_t min_in = max_in;
+  if (!inputs.empty() && inputs.back().back() == '?') min_in = max_in - 1;
+  if (n.inputs.size() < min_in || n.inputs.size() > max_in)
+    throw Error("expects " + std::to_string(min_in) +
+                (min_in != max_in ? " or " + std::to_string(max_in) : "") + " inputs, got " +
+                std::to_string(n.inputs.size()));
+}
+
+std::string OpDef::output_name(size_t i) const {
+  return i < outputs.size() ? outputs[i] : "out" + std::to_string(i);
+}
+
+}  // namespace trident::ir

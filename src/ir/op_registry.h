@@ -1,0 +1,64 @@
+// The op registry: for every op, one entry holding its schema (input/output names),
+// attribute validation + shape inference, memory aliasing, side effects, cost, and the
+// graph-level backward rule used by autodiff. Backends add kernels elsewhere, keyed by name.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace trident::ir {
+
+struct TypeInfo {
+  Shape shape;
+  DType dtype = DType::f32;
+};
+
+// Emits the gradient nodes of one forward node. `output_grads[i]` is the value holding
+// d(loss)/d(output i), or -1 when that output receives no gradient. Returns, for each input,
+// the value holding d(loss)/d(input), or -1. Rules always emit every input gradient they
+// can; dead-code elimination later removes the ones nobody reads (the data input's).
+using BackwardFn =
+    std::function<std::vector<int>(Graph& g, const Node& n, const std::vector<int>& output_grads)>;
+
+struct OpDef {
+  std::string name;
+  std::vector<std::string> inputs;   // names; a trailing "?" marks an optional last input
+  std::vector<std::string> outputs;  // names of the outputs in their maximal form
+  bool variadic = false;             // any number of inputs (the optimizer step)
+  std::string summary;               // one line, for docs and `trident info --ops`
+
+  // Validates attributes and input shapes; returns output types. Throws Error sentences.
+  std::function<std::vector<TypeInfo>(const Node&, const Graph&)> infer;
+  // Pairs (output index, input index) whose storage is shared: views (flatten) and in-place
+  // updates (running statistics, optimizer state).
+  std::function<std::vector<std::pair<int, int>>(const Node&)> aliases;
+  // True when the node must run even if no output is read (it updates state in place).
+  std::function<bool(const Node&)> side_effects;
+  // Multiply-accumulates of one execution (0 for element-wise ops).
+  std::function<int64_t(const Node&, const Graph&)> macs;
+  BackwardFn backward;  // empty: not differentiable (a backward op itself, or the loss seed)
+
+  void check_arity(const Node& n) const;
+  std::string output_name(size_t i) const;
+};
+
+class OpRegistry {
+ public:
+  // Throws Error("unknown op 'x'") for names never registered.
+  static const OpDef& get(const std::string& name);
+  static bool has(const std::string& name);
+  static void add(OpDef def);
+  static std::vector<std::string> names();
+
+ private:
+  static std::map<std::string, OpDef>& table();
+};
+
+// Registers every built-in op once (idempotent). Called by OpRegistry::get.
+void register_builtin_ops();
+
+}  // namespace trident::ir

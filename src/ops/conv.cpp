@@ -1,0 +1,123 @@
+// conv2d and its two backward ops. Activations NHWC, weights OHWI [K,R,S,C/groups].
+// The backward rule emits both the data and the weight gradient; the data gradient of a
+// layer whose input needs none (the first conv) is removed later by dead-code elimination.
+#include "ops/op_helpers.h"
+
+namespace trident::ops {
+
+namespace {
+
+struct ConvGeom {
+  std::vector<int64_t> stride, pad, dil;
+  int64_t groups;
+};
+
+ConvGeom conv_geom(const Attrs& a) {
+  ConvGeom g{pair_attr(a, "stride", 1, 1), pair_attr(a, "padding", 0, 0),
+             pair_attr(a, "dilation", 1, 1), a.i("groups", 1)};
+  if (g.groups < 1) throw Error("attribute 'groups' must be at least 1");
+  return g;
+}
+
+// Output shape of conv2d for an input shape and weight shape, validating both.
+Shape conv_out_shape(const Shape& x, const Shape& w, const ConvGeom& g) {
+  const int64_t C = x[3], K = w[0];
+  if (C % g.groups != 0 || K % g.groups != 0)
+    throw Error("groups=" + std::to_string(g.groups) + " must divide both input channels (" +
+                std::to_string(C) + ") and output channels (" + std::to_string(K) + ")");
+  if (w[3] != C / g.groups)
+    throw Error("weight " + shape_str(w) + " expects " + std::to_string(w[3] * g.groups) +
+                " input channels but the input " + shape_str(x) + " has " + std::to_string(C));
+  return {x[0], window_out(x[1], w[1], g.stride[0], g.pad[0], g.dil[0], "height"),
+          window_out(x[2], w[2], g.stride[1], g.pad[1], g.dil[1], "width"), K};
+}
+
+int64_t conv_macs(const Shape& y, const Shape& w) { return numel(y) * w[1] * w[2] * w[3]; }
+
+std::vector<int> conv_backward(Graph& g, const Node& n, const std::vector<int>& dys) {
+  std::vector<int> grads(n.inputs.size(), -1);
+  if (dys[0] < 0) return grads;
+  Attrs geom = copy_attrs(n.attrs, {"stride", "padding", "dilation", "groups"});
+  const bool has_bias = n.inputs.size() == 3;
+
+  Attrs data_attrs = geom;
+  data_attrs.set("input_shape", g.value(n.inputs[0]).shape);
+  grads[0] = g.add_node1("conv2d_backward_data", {dys[0], n.inputs[1]}, data_attrs,
+                         n.name + ".dgrad");
+
+  Attrs w_attrs = geom;
+  w_attrs.set("weight_shape", g.value(n.inputs[1]).shape);
+  w_attrs.set("has_bias", int64_t{has_bias});
+  auto wg = g.add_node("conv2d_backward_weight", {n.inputs[0], dys[0]}, w_attrs, n.name + ".wgrad");
+  grads[1] = wg[0];
+  if (has_bias) grads[2] = wg[1];
+  return grads;
+}
+
+}  // namespace
+
+void register_conv_ops() {
+  ir::OpDef conv;
+  conv.name = "conv2d";
+  conv.inputs = {"x", "w", "b?"};
+  conv.outputs = {"y"};
+  conv.summary = "2-D convolution, NHWC activations, OHWI weights, optional bias";
+  conv.infer = [](const Node& n, const Graph& g) {
+    const auto &x = in_value(g, n, 0), &w = in_value(g, n, 1);
+    expect_rank(x, 4, "input");
+    expect_rank(w, 4, "weight");
+    expect_float(x, "input");
+    Shape y = conv_out_shape(x.shape, w.shape, conv_geom(n.attrs));
+    if (n.inputs.size() == 3 && in_value(g, n, 2).shape != Shape{w.shape[0]})
+      throw Error("bias must have shape [" + std::to_string(w.shape[0]) + "], got " +
+                  shape_str(in_value(g, n, 2).shape));
+    return std::vector<TypeInfo>{{y, x.dtype}};
+  };
+  conv.macs = [](const Node& n, const Graph& g) {
+    return conv_macs(g.value(n.outputs[0]).shape, in_value(g, n, 1).shape);
+  };
+  conv.backward = conv_backward;
+  ir::OpRegistry::add(conv);
+
+  ir::OpDef dgrad;
+  dgrad.name = "conv2d_backward_data";
+  dgrad.inputs = {"dy", "w"};
+  dgrad.outputs = {"dx"};
+  dgrad.summary = "gradient of conv2d with respect to its input";
+  dgrad.infer = [](const Node& n, const Graph& g) {
+    const auto &dy = in_value(g, n, 0), &w = in_value(g, n, 1);
+    Shape x = n.attrs.ints("input_shape");
+    if (x.size() != 4) throw Error("attribute 'input_shape' must have 4 extents");
+    if (conv_out_shape(x, w.shape, conv_geom(n.attrs)) != dy.shape)
+      throw Error("output gradient " + shape_str(dy.shape) + " does not match the convolution of " +
+                  shape_str(x));
+    return std::vector<TypeInfo>{{x, dy.dtype}};
+  };
+  dgrad.macs = [](const Node& n, const Graph& g) {
+    return conv_macs(in_value(g, n, 0).shape, in_value(g, n, 1).shape);
+  };
+  ir::OpRegistry::add(dgrad);
+
+  ir::OpDef wgrad;
+  wgrad.name = "conv2d_backward_weight";
+  wgrad.inputs = {"x", "dy"};
+  wgrad.outputs = {"dw", "db"};
+  wgrad.summary = "gradient of conv2d with respect to its weight (and bias)";
+  wgrad.infer = [](const Node& n, const Graph& g) {
+    const auto &x = in_value(g, n, 0), &dy = in_value(g, n, 1);
+    Shape w = n.attrs.ints("weight_shape");
+    if (w.size() != 4) throw Error("attribute 'weight_shape' must have 4 extents");
+    if (conv_out_shape(x.shape, w, conv_geom(n.attrs)) != dy.shape)
+      throw Error("output gradient " + shape_str(dy.shape) + " does not match the convolution of " +
+                  shape_str(x.shape));
+    std::vector<TypeInfo> out{{w, x.dtype}};
+    if (n.attrs.i("has_bias", 0)) out.push_back({{w[0]}, x.dtype});
+    return out;
+  };
+  wgrad.macs = [](const Node& n, const Graph& g) {
+    return conv_macs(in_value(g, n, 1).shape, g.value(n.outputs[0]).shape);
+  };
+  ir::OpRegistry::add(wgrad);
+}
+
+}  // namespace trident::ops

@@ -1,0 +1,43 @@
+// softmax_cross_entropy: the mean negative log-likelihood of integer labels, and its
+// backward, which recomputes the softmax from the logits rather than saving probabilities.
+#include "ops/op_helpers.h"
+
+namespace trident::ops {
+
+void register_loss_ops() {
+  ir::OpDef ce;
+  ce.name = "softmax_cross_entropy";
+  ce.inputs = {"logits", "labels"};
+  ce.outputs = {"loss"};
+  ce.summary = "mean over the batch of -log softmax(logits)[label]";
+  ce.infer = [](const Node& n, const Graph& g) {
+    const auto &z = in_value(g, n, 0), &y = in_value(g, n, 1);
+    expect_rank(z, 2, "logits");
+    expect_float(z, "logits");
+    if (y.dtype != DType::i32 || y.shape != Shape{z.shape[0]})
+      throw Error("labels must be i32 of shape [" + std::to_string(z.shape[0]) + "], got " +
+                  std::string(dtype_name(y.dtype)) + shape_str(y.shape));
+    return std::vector<TypeInfo>{{{1}, z.dtype}};
+  };
+  ce.backward = [](Graph& g, const Node& n, const std::vector<int>& dys) {
+    if (dys[0] < 0) return std::vector<int>{-1, -1};
+    int dz = g.add_node1("softmax_cross_entropy_backward", {n.inputs[0], n.inputs[1], dys[0]}, {},
+                         n.name + ".backward");
+    return std::vector<int>{dz, -1};
+  };
+  ir::OpRegistry::add(ce);
+
+  ir::OpDef bwd;
+  bwd.name = "softmax_cross_entropy_backward";
+  bwd.inputs = {"logits", "labels", "dloss"};
+  bwd.outputs = {"dlogits"};
+  bwd.summary = "(softmax(logits) - onehot(labels)) * dloss / N";
+  bwd.infer = [](const Node& n, const Graph& g) {
+    const auto& z = in_value(g, n, 0);
+    if (in_value(g, n, 2).shape != Shape{1}) throw Error("dloss must have shape [1]");
+    return std::vector<TypeInfo>{{z.shape, z.dtype}};
+  };
+  ir::OpRegistry::add(bwd);
+}
+
+}  // namespace trident::ops

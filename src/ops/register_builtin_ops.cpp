@@ -1,0 +1,28 @@
+// The list of op families: one line per file in src/ops.
+#include "ir/op_registry.h"
+
+namespace trident::ops {
+void register_conv_ops();
+void register_batchnorm_ops();
+void register_elementwise_ops();
+void register_pool_ops();
+void register_shape_ops();
+void register_linear_ops();
+void register_loss_ops();
+void register_optimizer_ops();
+}  // namespace trident::ops
+
+namespace trident::ir {
+
+void register_builtin_ops() {
+  ops::register_conv_ops();
+  ops::register_batchnorm_ops();
+  ops::register_elementwise_ops();
+  ops::register_pool_ops();
+  ops::register_shape_ops();
+  ops::register_linear_ops();
+  ops::register_loss_ops();
+  ops::register_optimizer_ops();
+}
+
+}  // namespace trident::ir

@@ -1,0 +1,64 @@
+// The compile pipeline: passes with one signature, run in order by the PassManager, which
+// verifies the graph after each pass, can dump it, and skips passes the user disabled.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace trident::passes {
+
+enum class Mode { Train, Infer };
+std::string_view mode_name(Mode m);
+
+struct CompileOptions {
+  Mode mode = Mode::Train;
+  std::string backend = "cpu_ref";
+  // Training: append an SGD step to the graph. Off: parameter gradients become graph outputs.
+  bool optimizer = true;
+  double momentum = 0.9;
+  double weight_decay = 5e-4;
+  bool nesterov = false;
+  std::vector<std::string> disabled_passes;
+  std::string dump_dir;  // non-empty: write the graph after every pass as NN_<pass>.txt
+};
+
+// What passes learn and leave for later stages (and for `trident explain`).
+struct PassContext {
+  explicit PassContext(const CompileOptions& o) : options(o) {}
+  const CompileOptions& options;
+  int loss = -1;                            // training: the scalar loss value
+  int logits = -1;                          // the model's output
+  std::vector<std::pair<int, int>> param_grads;  // (parameter, its gradient value)
+  std::vector<std::string> applied;         // names of passes that ran
+};
+
+struct Pass {
+  std::string name;
+  std::function<void(ir::Graph&, PassContext&)> run;
+  bool required = false;  // correctness depends on it: cannot be disabled
+};
+
+class PassManager {
+ public:
+  void add(Pass p) { passes_.push_back(std::move(p)); }
+  // Runs every pass in order; throws an Error naming a pass that breaks the graph.
+  void run(ir::Graph& g, PassContext& ctx) const;
+  const std::vector<Pass>& passes() const { return passes_; }
+
+ private:
+  std::vector<Pass> passes_;
+};
+
+// The standard pipeline for a mode (see docs/ARCHITECTURE.md).
+PassManager standard_pipeline(Mode mode, const CompileOptions& opt);
+
+// Individual passes, each in its own file.
+void set_batchnorm_mode(ir::Graph& g, PassContext& ctx);  // inference: BN uses running stats
+void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
+void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
+void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
+void dead_code_elimination(ir::Graph& g, PassContext& ctx);
+
+}  // namespace trident::passes

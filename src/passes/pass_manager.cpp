@@ -1,0 +1,74 @@
+// Runs the pipeline: verify after every pass, optional dumps, user-disabled passes skipped
+// (a required pass cannot be disabled: the graph would be wrong, not just slower).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "core/error.h"
+#include "passes/pass.h"
+
+namespace trident::passes {
+
+std::string_view mode_name(Mode m) { return m == Mode::Train ? "train" : "infer"; }
+
+namespace {
+void dump(const ir::Graph& g, const std::string& dir, int index, const std::string& name) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create the IR dump directory '" + dir + "': " + ec.message());
+  std::ostringstream file;
+  file << dir << "/" << std::setw(2) << std::setfill('0') << index << "_" << name << ".txt";
+  std::ofstream os(file.str());
+  os << ir::print(g);
+  if (!os) throw Error("cannot write the IR dump '" + file.str() + "'");
+}
+}  // namespace
+
+void PassManager::run(ir::Graph& g, PassContext& ctx) const {
+  const auto& disabled = ctx.options.disabled_passes;
+  for (const std::string& d : disabled) {
+    bool known = false;
+    for (const Pass& p : passes_) {
+      if (p.name != d) continue;
+      known = true;
+      if (p.required) throw Error("pass '" + d + "' is required in this mode and cannot be disabled");
+    }
+    if (!known) {
+      std::string names;
+      for (const Pass& p : passes_) names += (names.empty() ? "" : ", ") + p.name;
+      throw Error("unknown pass '" + d + "' (passes in this pipeline: " + names + ")");
+    }
+  }
+  ir::verify(g);
+  if (!ctx.options.dump_dir.empty()) dump(g, ctx.options.dump_dir, 0, "input");
+  int index = 0;
+  for (const Pass& p : passes_) {
+    ++index;
+    if (std::find(disabled.begin(), disabled.end(), p.name) != disabled.end()) continue;
+    p.run(g, ctx);
+    ctx.applied.push_back(p.name);
+    try {
+      ir::verify(g);
+    } catch (const Error& e) {
+      throw Error("pass '" + p.name + "' left an invalid graph: " + e.what());
+    }
+    if (!ctx.options.dump_dir.empty()) dump(g, ctx.options.dump_dir, index, p.name);
+  }
+}
+
+PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
+  PassManager pm;
+  if (mode == Mode::Infer) {
+    pm.add({"set_batchnorm_mode", set_batchnorm_mode, true});
+  } else {
+    pm.add({"attach_loss", attach_loss, true});
+    pm.add({"autodiff", autodiff, true});
+    if (opt.optimizer) pm.add({"append_sgd", append_sgd, true});
+  }
+  pm.add({"dce", dead_code_elimination, false});
+  return pm;
+}
+
+}  // namespace trident::passes

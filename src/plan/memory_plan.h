@@ -1,0 +1,43 @@
+// The static memory plan: every value gets a buffer and an offset before the first step.
+// Parameters, their gradients (same order, same offsets) and state live in flat buffers;
+// intermediates share one arena by liveness; views and in-place updates share their input's
+// storage. Nothing is allocated while training.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace trident::plan {
+
+enum class Buffer { None, Inputs, Params, Grads, State, Arena };
+constexpr int kNumBuffers = 6;
+constexpr size_t kAlignment = 64;
+
+struct Placement {
+  Buffer buffer = Buffer::None;
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+// One arena allocation: a storage root and the steps (indices into the order) it is live.
+struct ArenaBlock {
+  int root = -1;
+  size_t offset = 0, bytes = 0;
+  int first = 0, last = 0;  // inclusive
+};
+
+struct MemoryPlan {
+  std::vector<Placement> placement;  // by value id; Buffer::None for values never touched
+  std::vector<int> root;             // by value id: the value whose storage it shares
+  std::vector<ArenaBlock> arena_blocks;
+  size_t buffer_bytes[kNumBuffers] = {};
+  size_t arena_unshared_bytes = 0;   // what the arena would need without sharing
+
+  size_t bytes(Buffer b) const { return buffer_bytes[static_cast<int>(b)]; }
+};
+
+// `param_grads` pairs each parameter with its gradient value (empty for inference).
+MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads);
+
+}  // namespace trident::plan

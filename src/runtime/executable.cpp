@@ -1,0 +1,144 @@
+// Compile = passes → memory plan → lowering. Buffers are allocated once, zeroed, 64-byte
+// aligned; every kernel gets its views at lowering time, so a step is a plain loop.
+#include "runtime/executable.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/random.h"
+
+namespace trident::runtime {
+
+void Executable::AlignedFree::operator()(std::byte* p) const { std::free(p); }
+
+CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options) {
+  CompiledGraph c{model, {}, -1, -1, {}};
+  passes::PassContext ctx{options};
+  if (!c.graph.outputs().empty()) ctx.logits = c.graph.outputs()[0];
+  passes::standard_pipeline(options.mode, options).run(c.graph, ctx);
+  c.loss = ctx.loss;
+  c.logits = ctx.logits;
+  c.param_grads = ctx.param_grads;
+  c.plan = plan::plan_memory(c.graph, ctx.param_grads);
+  return c;
+}
+
+std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
+                                                const passes::CompileOptions& options) {
+  CompiledGraph c = compile_graph(model, options);
+  std::unique_ptr<Executable> exe(new Executable(std::move(c.graph), options));
+  exe->loss_ = c.loss;
+  exe->logits_ = c.logits;
+  exe->param_grads_ = std::move(c.param_grads);
+  exe->plan_ = std::move(c.plan);
+
+  for (int b = 1; b < plan::kNumBuffers; ++b) {
+    size_t bytes = std::max<size_t>(exe->plan_.buffer_bytes[b], plan::kAlignment);
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(plan::kAlignment, bytes));
+    if (!p) throw Error("out of memory: the plan needs " + std::to_string(bytes) + " bytes");
+    std::memset(p, 0, bytes);
+    exe->buffers_[b].reset(p);
+  }
+  const ir::Graph& g = exe->graph_;
+  for (int nid : g.order()) {
+    const ir::Node& n = g.node(nid);
+    KernelArgs args{n, {}, {}};
+    for (int in : n.inputs) args.in.push_back(exe->view(in));
+    for (int out : n.outputs) args.out.push_back(exe->view(out));
+    exe->steps_.push_back({KernelRegistry::make(options.backend, n, g), std::move(args)});
+  }
+  return exe;
+}
+
+void Executable::run() {
+  for (Bound& s : steps_) s.kernel->run(s.args);
+}
+
+void Executable::run_profiled(std::vector<double>& seconds_per_node) {
+  using clock = std::chrono::steady_clock;
+  seconds_per_node.resize(steps_.size(), 0.0);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const auto t0 = clock::now();
+    steps_[i].kernel->run(steps_[i].args);
+    seconds_per_node[i] += std::chrono::duration<double>(clock::now() - t0).count();
+  }
+}
+
+TensorView Executable::view(int value) const {
+  const ir::Value& v = graph_.value(value);
+  const plan::Placement& p = plan_.placement.at(value);
+  if (p.buffer == plan::Buffer::None)
+    throw Error("value '" + v.name + "' has no storage: no live node produces or reads it");
+  return {buffers_[static_cast<int>(p.buffer)].get() + p.offset, v.shape, v.dtype};
+}
+
+bool Executable::has(const std::string& name) const {
+  int id = graph_.find_value(name);
+  return id >= 0 && plan_.placement[id].buffer != plan::Buffer::None;
+}
+
+TensorView Executable::find(const std::string& name) const {
+  int id = graph_.find_value(name);
+  if (id < 0) throw Error("the compiled network has no tensor named '" + name + "'");
+  return view(id);
+}
+
+namespace {
+template <class T>
+void fill_init(T* data, int64_t n, const ir::Init& init, Rng& rng) {
+  const double fan = static_cast<double>(std::max<int64_t>(init.fan_in, 1));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (init.kind) {
+      case ir::Init::Zeros: data[i] = T(0); break;
+      case ir::Init::Ones: data[i] = T(1); break;
+      case ir::Init::KaimingNormal: data[i] = T(rng.normal() * std::sqrt(2.0 / fan)); break;
+      case ir::Init::KaimingUniform: {
+        const double bound = 1.0 / std::sqrt(fan);
+        data[i] = T(rng.uniform(-bound, bound));
+        break;
+      }
+    }
+  }
+}
+}  // namespace
+
+void Executable::init_parameters(uint64_t seed) {
+  for (int v = 0; v < graph_.num_values(); ++v) {
+    const ir::Value& val = graph_.value(v);
+    if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
+    if (plan_.placement[v].buffer == plan::Buffer::None) continue;
+    Rng rng(seed ^ hash_name(val.name));
+    TensorView t = view(v);
+    if (t.dtype == DType::f32) fill_init(t.as<float>(), t.numel(), val.init, rng);
+    else if (t.dtype == DType::f64) fill_init(t.as<double>(), t.numel(), val.init, rng);
+    else throw Error("cannot initialise '" + val.name + "' of dtype " + std::string(dtype_name(t.dtype)));
+  }
+}
+
+void Executable::copy_weights_from(const Executable& other) {
+  for (int v = 0; v < graph_.num_values(); ++v) {
+    const ir::Value& val = graph_.value(v);
+    if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
+    if (plan_.placement[v].buffer == plan::Buffer::None || !other.has(val.name)) continue;
+    TensorView dst = view(v), src = other.find(val.name);
+    if (src.shape != dst.shape || src.dtype != dst.dtype)
+      throw Error("cannot copy '" + val.name + "': " + shape_str(src.shape) + " vs " + shape_str(dst.shape));
+    std::memcpy(dst.data, src.data, dst.bytes());
+  }
+}
+
+int64_t Executable::parameter_count() const {
+  int64_t n = 0;
+  for (int v : graph_.values_with_role(ir::ValueRole::Parameter)) n += numel(graph_.value(v).shape);
+  return n;
+}
+
+size_t Executable::total_bytes() const {
+  size_t n = 0;
+  for (size_t b : plan_.buffer_bytes) n += b;
+  return n;
+}
+
+}  // namespace trident::runtime

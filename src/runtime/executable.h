@@ -1,0 +1,77 @@
+// A compiled network: the graph after the pass pipeline, its static memory plan, and one
+// kernel per node bound to fixed tensor views. run() executes the whole step (forward,
+// backward and optimizer for training) with no allocation.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/kernel.h"
+#include "ir/graph.h"
+#include "passes/pass.h"
+#include "plan/memory_plan.h"
+
+namespace trident::runtime {
+
+// The graph after the pass pipeline plus its memory plan: everything short of buffers and
+// kernels. `trident info` and `explain` stop here; Executable::compile continues from it.
+struct CompiledGraph {
+  ir::Graph graph;
+  plan::MemoryPlan plan;
+  int loss = -1, logits = -1;
+  std::vector<std::pair<int, int>> param_grads;
+};
+CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options);
+
+class Executable {
+ public:
+  // Runs the standard pipeline for `options.mode` on a copy of `model`, plans memory and
+  // lowers every node to `options.backend`. Errors name the node, pass or backend at fault.
+  static std::unique_ptr<Executable> compile(const ir::Graph& model,
+                                             const passes::CompileOptions& options);
+
+  void run();
+  // Like run(), adding each node's wall time (seconds) to `seconds_per_node` (by step index).
+  void run_profiled(std::vector<double>& seconds_per_node);
+
+  // The tensor behind a value id or a value name ("images", "labels", "lr", "conv1.weight").
+  TensorView view(int value) const;
+  TensorView find(const std::string& name) const;
+  bool has(const std::string& name) const;
+
+  // Parameters and state from their Init rules; a tensor's stream depends on (seed, name) only.
+  void init_parameters(uint64_t seed);
+  // Copies every parameter and state tensor present in both executables, matched by name.
+  void copy_weights_from(const Executable& other);
+
+  const ir::Graph& graph() const { return graph_; }
+  const plan::MemoryPlan& memory_plan() const { return plan_; }
+  const passes::CompileOptions& options() const { return options_; }
+  int loss() const { return loss_; }      // -1 for inference
+  int logits() const { return logits_; }
+  const std::vector<std::pair<int, int>>& param_grads() const { return param_grads_; }
+  int64_t parameter_count() const;
+  size_t total_bytes() const;  // all buffers together
+
+ private:
+  struct Bound {
+    std::unique_ptr<Kernel> kernel;
+    KernelArgs args;
+  };
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+
+  Executable(ir::Graph g, passes::CompileOptions options) : graph_(std::move(g)), options_(std::move(options)) {}
+
+  ir::Graph graph_;
+  passes::CompileOptions options_;
+  plan::MemoryPlan plan_;
+  std::unique_ptr<std::byte[], AlignedFree> buffers_[plan::kNumBuffers];
+  std::vector<Bound> steps_;
+  int loss_ = -1, logits_ = -1;
+  std::vector<std::pair<int, int>> param_grads_;
+};
+
+}  // namespace trident::runtime

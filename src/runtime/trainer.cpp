@@ -1,0 +1,120 @@
+// The training loop. One executable step does forward, backward and the SGD update; the loop
+// only copies a batch in, sets the learning rate, and reads the loss and logits back.
+#include "runtime/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace trident::runtime {
+
+double learning_rate(int64_t step, int64_t total, int64_t warmup, double base) {
+  if (step < warmup) return base * (0.1 + 0.9 * static_cast<double>(step + 1) / warmup);
+  const double t = static_cast<double>(step - warmup) / std::max<int64_t>(total - warmup, 1);
+  return base * 0.5 * (1.0 + std::cos(3.141592653589793 * std::min(t, 1.0)));
+}
+
+int64_t count_correct(const float* logits, const int32_t* labels, int64_t rows, int64_t classes) {
+  int64_t correct = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * classes;
+    int64_t best = 0;
+    for (int64_t k = 1; k < classes; ++k)
+      if (z[k] > z[best]) best = k;
+    correct += best == labels[r];
+  }
+  return correct;
+}
+
+Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move(config)) {
+  passes::CompileOptions train_opt;
+  train_opt.mode = passes::Mode::Train;
+  train_opt.backend = config_.backend;
+  train_opt.momentum = config_.momentum;
+  train_opt.weight_decay = config_.weight_decay;
+  train_opt.nesterov = config_.nesterov;
+  train_ = Executable::compile(model, train_opt);
+  passes::CompileOptions eval_opt;
+  eval_opt.mode = passes::Mode::Infer;
+  eval_opt.backend = config_.backend;
+  eval_ = Executable::compile(model, eval_opt);
+  batch_ = train_->find("images").shape[0];
+  train_->init_parameters(config_.seed);
+}
+
+EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int64_t epochs_total,
+                                const BatchCallback& on_batch) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  TensorView images = train_->find("images"), labels = train_->find("labels"),
+             lr = train_->find("lr"), loss = train_->view(train_->loss()),
+             logits = train_->view(train_->logits());
+  if (images.dtype != DType::f32) throw Error("training from data needs an f32 model");
+  const int64_t per_epoch = batches.batches_per_epoch();
+  const int64_t total = per_epoch * epochs_total;
+  const int64_t warmup = static_cast<int64_t>(config_.warmup_epochs * per_epoch);
+  const int64_t classes = logits.shape[1];
+
+  batches.start_epoch(epoch);
+  EpochStats st;
+  st.epoch = epoch;
+  double loss_sum = 0;
+  int64_t correct = 0, seen = 0, done = 0;
+  while (batches.next(images.as<float>(), labels.as<int32_t>())) {
+    st.lr = learning_rate(step_, total, warmup, config_.lr);
+    lr.as<float>()[0] = static_cast<float>(st.lr);
+    train_->run();
+    ++step_;
+    ++done;
+    const float l = loss.as<float>()[0];
+    if (!std::isfinite(l))
+      throw Error("the loss became " + std::to_string(l) + " at step " + std::to_string(step_) +
+                  "; lower the learning rate (--lr)");
+    loss_sum += l;
+    correct += count_correct(logits.as<float>(), labels.as<int32_t>(), batch_, classes);
+    seen += batch_;
+    if (on_batch) {
+      const double secs = std::chrono::duration<double>(clock::now() - start).count();
+      on_batch(done, per_epoch, loss_sum / done, static_cast<double>(correct) / seen,
+               seen / std::max(secs, 1e-9));
+    }
+  }
+  st.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  st.loss = done ? loss_sum / done : 0;
+  st.accuracy = seen ? static_cast<double>(correct) / seen : 0;
+  st.images_per_second = seen / std::max(st.seconds, 1e-9);
+  return st;
+}
+
+EvalStats Trainer::evaluate(const data::Dataset& ds) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  eval_->copy_weights_from(*train_);
+  TensorView images = eval_->find("images"), logits = eval_->view(eval_->logits());
+  std::vector<int32_t> labels(batch_);
+  data::BatchIterator it(ds, batch_, false, 0, false);
+  it.start_epoch(0);
+  const int64_t classes = logits.shape[1];
+  EvalStats st;
+  int64_t filled = 0, correct = 0;
+  double nll = 0;
+  while (it.next(images.as<float>(), labels.data(), &filled)) {
+    eval_->run();
+    correct += count_correct(logits.as<float>(), labels.data(), filled, classes);
+    for (int64_t r = 0; r < filled; ++r) {
+      const float* z = logits.as<float>() + r * classes;
+      double m = z[0], s = 0;
+      for (int64_t k = 1; k < classes; ++k) m = std::max<double>(m, z[k]);
+      for (int64_t k = 0; k < classes; ++k) s += std::exp(z[k] - m);
+      nll += m + std::log(s) - z[labels[r]];
+    }
+    st.samples += filled;
+  }
+  st.accuracy = st.samples ? static_cast<double>(correct) / st.samples : 0;
+  st.loss = st.samples ? nll / st.samples : 0;
+  st.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return st;
+}
+
+}  // namespace trident::runtime

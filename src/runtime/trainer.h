@@ -1,0 +1,72 @@
+// Training loop over a compiled training executable: feeds batches, drives the learning-rate
+// schedule, accumulates loss and accuracy, and evaluates on a separately compiled inference
+// executable that receives the trained weights and running statistics by name.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+#include "passes/pass.h"
+#include "runtime/data/batch_iterator.h"
+#include "runtime/data/dataset.h"
+#include "runtime/executable.h"
+
+namespace trident::runtime {
+
+struct TrainConfig {
+  int64_t epochs = 2;
+  double lr = 0.05;             // peak learning rate (after warm-up)
+  double momentum = 0.9;
+  double weight_decay = 5e-4;
+  bool nesterov = false;
+  double warmup_epochs = 0.2;   // linear warm-up from lr/10, then cosine decay to 0
+  uint64_t seed = 1;
+  std::string backend = "cpu_ref";
+};
+
+// The learning rate at a step: linear warm-up over `warmup` steps from base/10, then cosine
+// decay to zero at `total`.
+double learning_rate(int64_t step, int64_t total, int64_t warmup, double base);
+
+struct EpochStats {
+  int64_t epoch = 0;
+  double loss = 0, accuracy = 0;  // over the epoch's training batches
+  double seconds = 0, images_per_second = 0;
+  double lr = 0;                  // at the epoch's last step
+};
+
+struct EvalStats {
+  double loss = 0, accuracy = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+};
+
+// Called after every training batch: (batches done, batches total, mean loss, accuracy,
+// images/s so far). Return false to stop the epoch early (not used by the CLI).
+using BatchCallback = std::function<void(int64_t, int64_t, double, double, double)>;
+
+class Trainer {
+ public:
+  // Compiles `model` for training and for inference on `config.backend`, initialises weights.
+  Trainer(const ir::Graph& model, TrainConfig config);
+
+  EpochStats train_epoch(data::BatchIterator& batches, int64_t epoch, int64_t epochs_total,
+                         const BatchCallback& on_batch = {});
+  EvalStats evaluate(const data::Dataset& ds);
+
+  Executable& train_executable() { return *train_; }
+  Executable& eval_executable() { return *eval_; }
+  int64_t batch() const { return batch_; }
+  int64_t step() const { return step_; }
+
+ private:
+  TrainConfig config_;
+  std::unique_ptr<Executable> train_, eval_;
+  int64_t batch_ = 0, step_ = 0;
+};
+
+// Fraction of rows of `logits` [rows, classes] whose arg-max equals the label.
+int64_t count_correct(const float* logits, const int32_t* labels, int64_t rows, int64_t classes);
+
+}  // namespace trident::runtime

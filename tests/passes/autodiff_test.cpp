@@ -1,0 +1,99 @@
+// The generated backward graph: every parameter gets a gradient, the data input gets none
+// (the first convolution's dgrad is removed by dead-code elimination), and the pipeline's
+// switches behave.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "frontend/zoo.h"
+#include "runtime/executable.h"
+
+using namespace trident;
+
+namespace {
+int count_op(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (int id : g.order()) n += g.node(id).op == op;
+  return n;
+}
+passes::CompileOptions train_options(bool optimizer = true) {
+  passes::CompileOptions o;
+  o.mode = passes::Mode::Train;
+  o.optimizer = optimizer;
+  return o;
+}
+}  // namespace
+
+TEST(Autodiff, FirstConvolutionHasNoInputGradient) {
+  ir::Graph model = frontend::build_model("fmnist_cnn", {4});
+  const int convs = count_op(model, "conv2d");
+  auto c = runtime::compile_graph(model, train_options());
+  EXPECT_EQ(count_op(c.graph, "conv2d_backward_weight"), convs);
+  EXPECT_EQ(count_op(c.graph, "conv2d_backward_data"), convs - 1);
+  const int images = c.graph.find_value("images");
+  for (int id : c.graph.order()) {
+    const ir::Node& n = c.graph.node(id);
+    if (n.op != "conv2d_backward_data") continue;
+    Shape dx = c.graph.value(n.outputs[0]).shape;
+    EXPECT_NE(dx, c.graph.value(images).shape) << n.name << " computes the image gradient";
+  }
+}
+
+TEST(Autodiff, WithoutDeadCodeEliminationTheDataGradientIsStillThere) {
+  ir::Graph model = frontend::build_model("fmnist_cnn", {4});
+  auto o = train_options();
+  o.disabled_passes = {"dce"};
+  auto c = runtime::compile_graph(model, o);
+  EXPECT_EQ(count_op(c.graph, "conv2d_backward_data"), count_op(model, "conv2d"));
+}
+
+TEST(Autodiff, EveryParameterGetsAGradientAndResidualsAreSummed) {
+  ir::Graph model = frontend::build_model("resnet_cifar", {2});
+  auto c = runtime::compile_graph(model, train_options(false));
+  EXPECT_EQ(c.param_grads.size(), model.values_with_role(ir::ValueRole::Parameter).size());
+  for (auto [p, gp] : c.param_grads) EXPECT_EQ(c.graph.value(p).shape, c.graph.value(gp).shape);
+  // Each residual block's input is read by the block and by its shortcut: two gradients summed.
+  EXPECT_GE(count_op(c.graph, "add"), 9 + 9);
+  EXPECT_EQ(count_op(c.graph, "batchnorm2d_backward"), count_op(model, "batchnorm2d"));
+}
+
+TEST(Autodiff, TrainingGraphEndsInOneOptimizerStep) {
+  auto c = runtime::compile_graph(frontend::build_model("fmnist_cnn", {4}), train_options());
+  EXPECT_EQ(count_op(c.graph, "sgd_update"), 1);
+  EXPECT_EQ(c.graph.node(c.graph.order().back()).op, "sgd_update");
+}
+
+TEST(Pipeline, InferenceUsesRunningStatisticsAndNoBackward) {
+  passes::CompileOptions o;
+  o.mode = passes::Mode::Infer;
+  auto c = runtime::compile_graph(frontend::build_model("fmnist_cnn", {4}), o);
+  for (int id : c.graph.order()) {
+    const ir::Node& n = c.graph.node(id);
+    EXPECT_EQ(n.op.find("backward"), std::string::npos);
+    if (n.op == "batchnorm2d") {
+      EXPECT_EQ(n.attrs.i("training"), 0);
+    }
+  }
+}
+
+TEST(Pipeline, UnknownOrRequiredPassCannotBeDisabled) {
+  ir::Graph model = frontend::build_model("fmnist_cnn", {4});
+  auto o = train_options();
+  o.disabled_passes = {"no_such_pass"};
+  EXPECT_THROW(runtime::compile_graph(model, o), Error);
+  o.disabled_passes = {"autodiff"};
+  EXPECT_THROW(runtime::compile_graph(model, o), Error);
+}
+
+TEST(Pipeline, DumpWritesTheGraphAfterEveryPass) {
+  auto dir = std::filesystem::temp_directory_path() / "trident_dump_test";
+  std::filesystem::remove_all(dir);
+  auto o = train_options();
+  o.dump_dir = dir.string();
+  runtime::compile_graph(frontend::build_model("fmnist_cnn", {2}), o);
+  EXPECT_TRUE(std::filesystem::exists(dir / "00_input.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "02_autodiff.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "04_dce.txt"));
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,61 @@
+// The memory planner never lets two simultaneously live tensors overlap, shares memory
+// between tensors whose lifetimes do not overlap, and mirrors parameters in the gradients.
+#include <gtest/gtest.h>
+
+#include "frontend/zoo.h"
+#include "runtime/executable.h"
+
+using namespace trident;
+
+namespace {
+void expect_no_live_overlap(const plan::MemoryPlan& p) {
+  const auto& b = p.arena_blocks;
+  for (size_t i = 0; i < b.size(); ++i)
+    for (size_t j = i + 1; j < b.size(); ++j) {
+      bool live_together = b[i].first <= b[j].last && b[j].first <= b[i].last;
+      bool overlap = b[i].offset < b[j].offset + b[j].bytes && b[j].offset < b[i].offset + b[i].bytes;
+      ASSERT_FALSE(live_together && overlap) << "blocks of values " << b[i].root << " and " << b[j].root;
+    }
+  for (const auto& blk : b) EXPECT_LE(blk.offset + blk.bytes, p.bytes(plan::Buffer::Arena));
+}
+
+runtime::CompiledGraph compile(const std::string& model, passes::Mode mode, int64_t batch) {
+  passes::CompileOptions o;
+  o.mode = mode;
+  return runtime::compile_graph(frontend::build_model(model, {batch}), o);
+}
+}  // namespace
+
+TEST(MemoryPlan, NoOverlapAndRealSharingWhenTraining) {
+  for (const char* m : {"fmnist_cnn", "resnet_cifar"}) {
+    auto c = compile(m, passes::Mode::Train, 4);
+    expect_no_live_overlap(c.plan);
+    EXPECT_LT(c.plan.bytes(plan::Buffer::Arena), c.plan.arena_unshared_bytes) << m;
+  }
+}
+
+TEST(MemoryPlan, InferenceArenaIsMuchSmallerThanAllTensors) {
+  auto c = compile("resnet18", passes::Mode::Infer, 2);
+  expect_no_live_overlap(c.plan);
+  EXPECT_LT(c.plan.bytes(plan::Buffer::Arena) * 3, c.plan.arena_unshared_bytes);
+}
+
+TEST(MemoryPlan, GradientsMirrorParametersAndViewsShareStorage) {
+  auto c = compile("fmnist_cnn", passes::Mode::Train, 4);
+  EXPECT_EQ(c.plan.bytes(plan::Buffer::Grads), c.plan.bytes(plan::Buffer::Params));
+  for (auto [p, gp] : c.param_grads) {
+    EXPECT_EQ(c.plan.placement[gp].buffer, plan::Buffer::Grads);
+    EXPECT_EQ(c.plan.placement[gp].offset, c.plan.placement[p].offset);
+  }
+  for (int id : c.graph.order()) {
+    const ir::Node& n = c.graph.node(id);
+    if (n.op == "flatten") {
+      EXPECT_EQ(c.plan.placement[n.outputs[0]].offset, c.plan.placement[n.inputs[0]].offset);
+      EXPECT_EQ(c.plan.placement[n.outputs[0]].buffer, c.plan.placement[n.inputs[0]].buffer);
+    }
+    if (n.op == "batchnorm2d") {  // running statistics are updated in place
+      EXPECT_EQ(c.plan.placement[n.outputs[3]].buffer, plan::Buffer::State);
+      EXPECT_EQ(c.plan.placement[n.outputs[3]].offset, c.plan.placement[n.inputs[3]].offset);
+    }
+  }
+}

@@ -1,0 +1,39 @@
+// The `trident` command line: sub-commands train and info. Every failure ends in one sentence
+// on stderr and a non-zero exit: 1 for bad input, 2 for an internal error.
+#include <iostream>
+#include <map>
+#include <new>
+
+#include "commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"trident: compiles convolutional networks with fused Conv+BN+ReLU and trains them"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "trident 0.1.0");
+  std::map<CLI::App*, trident::cli::Runner> runners;
+  runners[nullptr] = trident::cli::add_train_command(app);
+  runners[app.get_subcommand("train")] = std::move(runners[nullptr]);
+  runners[nullptr] = trident::cli::add_info_command(app);
+  runners[app.get_subcommand("info")] = std::move(runners[nullptr]);
+  runners.erase(nullptr);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+  } catch (const trident::Error& e) {
+    std::cerr << "trident: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "trident: error: out of memory; try a smaller --batch\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "trident: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
