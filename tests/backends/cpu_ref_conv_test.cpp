@@ -1,5 +1,7 @@
 // cpu_ref conv2d: hand-computed forward cases (padding, stride, dilation, groups), gradient
 // checks of conv2d_backward_data / conv2d_backward_weight, and f32/f64 agreement.
+#include <omp.h>
+
 #include "backends/gradcheck.h"
 
 namespace trident::testing {
@@ -168,6 +170,29 @@ TEST(CpuRefConv, F32MatchesF64) {
   }
   const char* names[4] = {"y", "dx", "dw", "db"};
   for (int i = 0; i < 4; ++i) expect_close(results[1][i], results[0][i], 1e-4, 1e-4, names[i]);
+}
+
+TEST(CpuRefConv, ResultsDoNotDependOnThreadCount) {
+  std::mt19937 rng(41);
+  Attrs a = conv_attrs(1, 1, 1, 1);
+  a.set("has_bias", int64_t{1});
+  HostTensor x = random_tensor({5, 7, 7, 6}, rng, -1, 1, DType::f32);
+  HostTensor w = random_tensor({13, 3, 3, 6}, rng, -1, 1, DType::f32);
+  HostTensor g = random_tensor({5, 7, 7, 13}, rng, -1, 1, DType::f32);
+  std::vector<HostTensor> res[2];
+  const int saved = omp_get_max_threads();
+  const int threads[2] = {1, 3};
+  for (int t = 0; t < 2; ++t) {
+    omp_set_num_threads(threads[t]);
+    HostTensor y({5, 7, 7, 13}, DType::f32), dx({5, 7, 7, 6}, DType::f32);
+    HostTensor dw({13, 3, 3, 6}, DType::f32), db({13}, DType::f32);
+    run_op("conv2d", a, {&x, &w}, {&y});
+    run_op("conv2d_backward_data", a, {&g, &w}, {&dx});
+    run_op("conv2d_backward_weight", a, {&x, &g}, {&dw, &db});
+    res[t] = {y, dx, dw, db};
+  }
+  omp_set_num_threads(saved);
+  for (size_t i = 0; i < res[0].size(); ++i) expect_close(res[1][i], res[0][i], 0, 0, "bit-exact");
 }
 
 TEST(CpuRefConv, RejectsIntegerTensorsNamingTheNode) {

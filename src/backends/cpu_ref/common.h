@@ -34,13 +34,6 @@ void dispatch_float(const KernelArgs& args, DType dtype, Fn&& fn) {
   }
 }
 
-template <class T>
-constexpr DType dtype_of();
-template <>
-constexpr DType dtype_of<float>() { return DType::f32; }
-template <>
-constexpr DType dtype_of<double>() { return DType::f64; }
-
 // An [h, w] integer pair attribute, or `fallback` when the node does not carry it.
 struct Pair {
   int64_t h = 0;

@@ -1,6 +1,6 @@
 // Reference 2-D convolution (NHWC activations, OHWI weights): forward, data and weight grads.
-// Every inner loop runs over the contiguous channel axis so it vectorizes; outer loops that
-// write disjoint outputs are parallel, so results do not depend on the thread count.
+// Every inner loop is an axpy over a contiguous channel axis (K for forward and weight grad,
+// C for data grad) so it vectorizes; only loops writing disjoint outputs run in parallel.
 #include <omp.h>
 
 #include <algorithm>

@@ -1,0 +1,93 @@
+// The trident command on bad input: one clear sentence on stderr and a non-zero exit, never a
+// crash; and its JSON output on good input.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  Result r;
+  std::string cmd = std::string(TRIDENT_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+void expect_clean_failure(const Result& r, const std::string& needle) {
+  EXPECT_GT(r.code, 0) << r.output;
+  EXPECT_LT(r.code, 100) << "killed by a signal: " << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("trident_cli_" + name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(Cli, UnknownModelIsOneSentence) {
+  Result r = run("train --model resnet51");
+  expect_clean_failure(r, "unknown model 'resnet51'");
+  r = run("info --model nope");
+  expect_clean_failure(r, "unknown model 'nope'");
+}
+
+TEST(Cli, UnknownAndMalformedFlags) {
+  expect_clean_failure(run("train --bogus"), "--bogus");
+  expect_clean_failure(run("train --epochs many"), "--epochs");
+  expect_clean_failure(run("train --batch 0"), "--batch");
+  expect_clean_failure(run("train --backend tpu"), "--backend");
+  expect_clean_failure(run("frobnicate"), "frobnicate");
+}
+
+TEST(Cli, MissingDatasetDirectoryNamesIt) {
+  auto d = temp_dir("missing") / "nowhere";
+  expect_clean_failure(run("train --data " + d.string()), d.string());
+}
+
+TEST(Cli, CorruptDatasetFileNamesIt) {
+  auto d = temp_dir("corrupt");
+  for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                        "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    std::ofstream(d / f) << "this is not an IDX file";
+  }
+  expect_clean_failure(run("train --data " + d.string()), "train-images-idx3-ubyte.gz");
+}
+
+TEST(Cli, ModelThatDoesNotFitTheDataIsExplained) {
+  expect_clean_failure(run("train --model resnet18"), "--synthetic");
+}
+
+TEST(Cli, InfoJsonHasTheNumbers) {
+  Result r = run("info --model resnet50 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"params\":25557032"), std::string::npos);
+  EXPECT_NE(r.output.find("\"arena_bytes\""), std::string::npos);
+}
+
+TEST(Cli, TrainsOnSyntheticDataWithJsonEvents) {
+  Result r = run("train --synthetic --train-limit 128 --test-limit 64 --batch 32 --epochs 1 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("{\"event\":\"start\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"event\":\"epoch\""), std::string::npos);
+  EXPECT_NE(r.output.find("\"event\":\"test\""), std::string::npos);
+  EXPECT_NE(r.output.find("test accuracy"), std::string::npos);
+}
