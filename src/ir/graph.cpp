@@ -2,6 +2,8 @@
 // that a node can never enter the graph with shapes its op does not accept.
 #include "ir/graph.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "ir/op_registry.h"
 
@@ -74,6 +76,31 @@ std::vector<int> Graph::add_node(const std::string& op, std::vector<int> inputs,
   nodes_.push_back(n);
   order_.push_back(n.id);
   return nodes_.back().outputs;
+}
+
+void Graph::replace_uses(int from, int to) {
+  for (int nid : order_)
+    for (int& in : nodes_[nid].inputs)
+      if (in == from) in = to;
+  for (int& out : outputs_)
+    if (out == from) out = to;
+}
+
+void Graph::remove_from_order(const std::vector<int>& node_ids) {
+  std::vector<int> kept;
+  for (int nid : order_)
+    if (std::find(node_ids.begin(), node_ids.end(), nid) == node_ids.end()) kept.push_back(nid);
+  order_ = std::move(kept);
+}
+
+void Graph::move_to(int id, size_t pos) {
+  auto it = std::find(order_.begin(), order_.end(), id);
+  if (it != order_.end()) {
+    size_t old = static_cast<size_t>(it - order_.begin());
+    order_.erase(it);
+    if (old < pos) --pos;
+  }
+  order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(std::min(pos, order_.size())), id);
 }
 
 std::vector<int> Graph::values_with_role(ValueRole role) const {

@@ -75,6 +75,13 @@ class Graph {
   void mark_output(int value) { outputs_.push_back(value); }
   void set_outputs(std::vector<int> v) { outputs_ = std::move(v); }
 
+  // Makes every live node and graph output that reads `from` read `to` instead.
+  void replace_uses(int from, int to);
+  // Removes nodes from the order (their ids stay valid, they just no longer run).
+  void remove_from_order(const std::vector<int>& node_ids);
+  // Moves node `id` (already created, e.g. by add_node) to just before position `pos` of the order.
+  void move_to(int id, size_t pos);
+
   // Values of a role, in creation order.
   std::vector<int> values_with_role(ValueRole role) const;
   // For every value id: the live nodes that read it (in order).

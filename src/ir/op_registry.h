@@ -41,6 +41,10 @@ struct OpDef {
   // Multiply-accumulates of one execution (0 for element-wise ops).
   std::function<int64_t(const Node&, const Graph&)> macs;
   BackwardFn backward;  // empty: not differentiable (a backward op itself, or the loss seed)
+  // Fused ops only: emits the unfused nodes computing the same outputs from the same inputs
+  // and returns, for each output of `n`, the value that computes it. Tests compare every
+  // fused kernel with this decomposition.
+  std::function<std::vector<int>(Graph& g, const Node& n)> decompose;
 
   void check_arity(const Node& n) const;
   std::string output_name(size_t i) const;

@@ -10,6 +10,7 @@ void register_shape_ops();
 void register_linear_ops();
 void register_loss_ops();
 void register_optimizer_ops();
+void register_fused_cbr_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -23,6 +24,7 @@ void register_builtin_ops() {
   ops::register_linear_ops();
   ops::register_loss_ops();
   ops::register_optimizer_ops();
+  ops::register_fused_cbr_ops();
 }
 
 }  // namespace trident::ir

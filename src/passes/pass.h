@@ -24,6 +24,16 @@ struct CompileOptions {
   std::string dump_dir;  // non-empty: write the graph after every pass as NN_<pass>.txt
 };
 
+// One applied fusion: the pattern, the nodes it replaced and the node that replaced them.
+struct FusionRecord {
+  std::string pass, pattern, fused_node;
+  std::vector<std::string> nodes;
+};
+// One candidate a fusion pass looked at and refused, with the reason in words.
+struct Rejection {
+  std::string pass, pattern, node, reason;
+};
+
 // What passes learn and leave for later stages (and for `trident explain`).
 struct PassContext {
   explicit PassContext(const CompileOptions& o) : options(o) {}
@@ -32,6 +42,8 @@ struct PassContext {
   int logits = -1;                          // the model's output
   std::vector<std::pair<int, int>> param_grads;  // (parameter, its gradient value)
   std::vector<std::string> applied;         // names of passes that ran
+  std::vector<FusionRecord> fusions;
+  std::vector<Rejection> rejections;
 };
 
 struct Pass {
@@ -56,6 +68,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt);
 
 // Individual passes, each in its own file.
 void set_batchnorm_mode(ir::Graph& g, PassContext& ctx);  // inference: BN uses running stats
+void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx);   // training: CBR and CBAR
 void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node

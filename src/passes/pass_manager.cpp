@@ -63,6 +63,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   if (mode == Mode::Infer) {
     pm.add({"set_batchnorm_mode", set_batchnorm_mode, true});
   } else {
+    pm.add({"fuse_conv_bn_relu", fuse_conv_bn_relu, false});
     pm.add({"attach_loss", attach_loss, true});
     pm.add({"autodiff", autodiff, true});
     if (opt.optimizer) pm.add({"append_sgd", append_sgd, true});

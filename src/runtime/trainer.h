@@ -15,7 +15,7 @@
 namespace trident::runtime {
 
 struct TrainConfig {
-  int64_t epochs = 2;
+  int64_t epochs = 3;
   double lr = 0.05;             // peak learning rate (after warm-up)
   double momentum = 0.9;
   double weight_decay = 5e-4;

@@ -20,7 +20,7 @@ namespace {
 
 struct Options {
   std::string model = frontend::default_model();
-  int64_t epochs = 2;
+  int64_t epochs = 3;
   int64_t batch = 64;
   runtime::TrainConfig config;
   std::string data_dir;

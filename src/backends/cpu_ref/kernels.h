@@ -2,6 +2,8 @@
 // register.cpp. Each takes the node's bound views in the order of the spec and dispatches
 // on dtype internally (f32 and f64; labels i32).
 #pragma once
+#include <memory>
+
 #include "backends/kernel.h"
 
 namespace trident::cpu_ref {
@@ -41,5 +43,9 @@ void softmax_cross_entropy_backward(const KernelArgs& args);
 
 // optimizer.cpp
 void sgd_update(const KernelArgs& args);
+
+// fused.cpp: cbr / cbar forward, and batchnorm_relu_backward (kernels with state)
+std::unique_ptr<Kernel> make_fused_forward(const ir::Node& n, const ir::Graph& g);
+std::unique_ptr<Kernel> make_fused_backward(const ir::Node& n, const ir::Graph& g);
 
 }  // namespace trident::cpu_ref

@@ -36,6 +36,9 @@ void register_cpu_ref_kernels() {
       {"sgd_update", cpu_ref::sgd_update},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
+  KernelRegistry::add("cpu_ref", "cbr", cpu_ref::make_fused_forward);
+  KernelRegistry::add("cpu_ref", "cbar", cpu_ref::make_fused_forward);
+  KernelRegistry::add("cpu_ref", "batchnorm_relu_backward", cpu_ref::make_fused_backward);
 }
 
 }  // namespace trident

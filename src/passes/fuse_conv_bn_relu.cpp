@@ -1,0 +1,116 @@
+// Training fusion of the block trident exists for. Patterns (data, checked in order):
+//
+//   conv2d ──► batchnorm2d ──► relu                         ⇒   cbr
+//   conv2d ──► batchnorm2d ──► add(·, residual) ──► relu    ⇒   cbar
+//   (each intermediate has exactly one consumer; batchnorm in training mode)
+//
+// Every candidate — a batchnorm2d fed by a conv2d — is either fused or recorded with the
+// reason it was refused, for `trident explain`.
+#include "ir/op_registry.h"
+#include "passes/pass.h"
+
+namespace trident::passes {
+
+namespace {
+
+struct Candidate {
+  int conv = -1, bn = -1, add = -1, relu = -1;
+  int residual = -1;
+};
+
+// Returns the empty string when legal, else the reason.
+std::string match(const ir::Graph& g, const std::vector<std::vector<int>>& users,
+                  const std::vector<char>& is_output, int bn_id, Candidate& c) {
+  const ir::Node& bn = g.node(bn_id);
+  const int conv_out = bn.inputs[0];
+  c.bn = bn_id;
+  c.conv = g.value(conv_out).producer;
+  const ir::Node& conv = g.node(c.conv);
+  if (!bn.attrs.i("training", 1)) return "the batchnorm is in inference mode (running statistics)";
+  if (!is_floating(g.value(conv_out).dtype)) return "unsupported dtype";
+  if (users[conv_out].size() != 1 || is_output[conv_out])
+    return "the conv output '" + g.value(conv_out).name + "' has " +
+           std::to_string(users[conv_out].size() + is_output[conv_out]) + " consumers";
+  for (size_t i = 1; i < bn.outputs.size(); ++i)
+    if (!users[bn.outputs[i]].empty() || is_output[bn.outputs[i]])
+      return "the batchnorm's statistics output '" + g.value(bn.outputs[i]).name + "' is read elsewhere";
+  const int bn_out = bn.outputs[0];
+  if (users[bn_out].size() != 1 || is_output[bn_out])
+    return "the batchnorm output has " + std::to_string(users[bn_out].size() + is_output[bn_out]) +
+           " consumers";
+  const ir::Node& next = g.node(users[bn_out][0]);
+  int relu_in = bn_out;
+  if (next.op == "add") {
+    c.add = next.id;
+    c.residual = next.inputs[0] == bn_out ? next.inputs[1] : next.inputs[0];
+    if (c.residual == bn_out) return "the add reads the batchnorm output twice";
+    relu_in = next.outputs[0];
+    if (users[relu_in].size() != 1 || is_output[relu_in])
+      return "the add output has " + std::to_string(users[relu_in].size() + is_output[relu_in]) +
+             " consumers";
+  } else if (next.op != "relu") {
+    return "the batchnorm output feeds '" + next.name + "' (" + next.op + "), not a relu or add";
+  }
+  const ir::Node& relu = g.node(users[relu_in][0]);
+  if (relu.op != "relu")
+    return "the add output feeds '" + relu.name + "' (" + relu.op + "), not a relu";
+  c.relu = relu.id;
+  (void)conv;
+  return "";
+}
+
+}  // namespace
+
+void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx) {
+  const std::vector<int> order = g.order();
+  for (int bn_id : order) {
+    const ir::Node& bn = g.node(bn_id);
+    if (bn.op != "batchnorm2d") continue;
+    const int producer = g.value(bn.inputs[0]).producer;
+    if (producer < 0 || g.node(producer).op != "conv2d") continue;
+
+    // Recompute consumers each time: earlier fusions rewired values.
+    auto users = g.users();
+    std::vector<char> is_output(g.num_values(), 0);
+    for (int v : g.outputs()) is_output[v] = 1;
+    Candidate c;
+    std::string reason = match(g, users, is_output, bn_id, c);
+    const std::string pattern = c.add >= 0 ? "conv-bn-add-relu" : "conv-bn-relu";
+    if (!reason.empty()) {
+      ctx.rejections.push_back({"fuse_conv_bn_relu", pattern, bn.name, reason});
+      continue;
+    }
+    const ir::Node conv = g.node(c.conv);
+    const ir::Node bnode = g.node(c.bn);
+    const ir::Node relu = g.node(c.relu);
+    const bool cbar = c.add >= 0;
+    std::vector<int> in{conv.inputs[0], conv.inputs[1], bnode.inputs[1], bnode.inputs[2],
+                        bnode.inputs[3], bnode.inputs[4]};
+    if (cbar) in.push_back(c.residual);
+    if (conv.inputs.size() == 3) in.push_back(conv.inputs[2]);
+    ir::Attrs a;
+    for (const auto& [k, v] : conv.attrs.items()) a.set(k, v);
+    a.set("eps", bnode.attrs.f("eps", 1e-5));
+    a.set("momentum", bnode.attrs.f("momentum", 0.1));
+    // Named after the block: "layer1.0.conv1" + "+bn1+relu1" reads poorly; the conv's name
+    // with its pattern suffix is unique and points at the source layer.
+    const std::string name = conv.name + (cbar ? ".cbar" : ".cbr");
+    const std::vector<int> outs = g.add_node(cbar ? "cbar" : "cbr", in, a, name);
+    const int fused = g.value(outs[0]).producer;
+    g.replace_uses(relu.outputs[0], outs[0]);
+    // The fused node runs where the relu ran: every input (the residual too) exists by then.
+    const auto& cur = g.order();
+    const size_t pos = static_cast<size_t>(std::find(cur.begin(), cur.end(), c.relu) - cur.begin());
+    g.move_to(fused, pos);
+    std::vector<int> gone{c.conv, c.bn, c.relu};
+    if (cbar) gone.push_back(c.add);
+    g.remove_from_order(gone);
+
+    FusionRecord rec{"fuse_conv_bn_relu", pattern, name, {conv.name, bnode.name}};
+    if (cbar) rec.nodes.push_back(g.node(c.add).name);
+    rec.nodes.push_back(relu.name);
+    ctx.fusions.push_back(std::move(rec));
+  }
+}
+
+}  // namespace trident::passes
