@@ -65,6 +65,7 @@ class Graph {
   const Node& node(int id) const { return nodes_.at(id); }
   Node& node(int id) { return nodes_.at(id); }
   int num_values() const { return static_cast<int>(values_.size()); }
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }  // dead ones included
 
   // Live nodes in execution order.
   const std::vector<int>& order() const { return order_; }

@@ -11,6 +11,7 @@ void register_linear_ops();
 void register_loss_ops();
 void register_optimizer_ops();
 void register_fused_cbr_ops();
+void register_fused_inference_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -25,6 +26,7 @@ void register_builtin_ops() {
   ops::register_loss_ops();
   ops::register_optimizer_ops();
   ops::register_fused_cbr_ops();
+  ops::register_fused_inference_ops();
 }
 
 }  // namespace trident::ir

@@ -50,6 +50,7 @@ struct Pass {
   std::string name;
   std::function<void(ir::Graph&, PassContext&)> run;
   bool required = false;  // correctness depends on it: cannot be disabled
+  bool fusion = false;    // a fusion pass: `explain` compares against the graph without these
 };
 
 class PassManager {
@@ -69,6 +70,8 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt);
 // Individual passes, each in its own file.
 void set_batchnorm_mode(ir::Graph& g, PassContext& ctx);  // inference: BN uses running stats
 void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx);   // training: CBR and CBAR
+void fold_bn(ir::Graph& g, PassContext& ctx);             // inference: BN into conv weights
+void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx);  // inference: conv + bias/add/relu
 void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node

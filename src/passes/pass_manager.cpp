@@ -62,8 +62,10 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   PassManager pm;
   if (mode == Mode::Infer) {
     pm.add({"set_batchnorm_mode", set_batchnorm_mode, true});
+    pm.add({"fold_bn", fold_bn, false, true});
+    pm.add({"fuse_conv_epilogue", fuse_conv_epilogue, false, true});
   } else {
-    pm.add({"fuse_conv_bn_relu", fuse_conv_bn_relu, false});
+    pm.add({"fuse_conv_bn_relu", fuse_conv_bn_relu, false, true});
     pm.add({"attach_loss", attach_loss, true});
     pm.add({"autodiff", autodiff, true});
     if (opt.optimizer) pm.add({"append_sgd", append_sgd, true});

@@ -15,7 +15,8 @@ size_t align(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; 
 size_t value_bytes(const ir::Value& v) { return static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype); }
 }  // namespace
 
-MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads) {
+MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads,
+                       bool hoist_constants) {
   MemoryPlan plan;
   const int nv = g.num_values();
   plan.placement.resize(nv);
@@ -51,6 +52,25 @@ MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>
       default: break;
     }
   }
+  // Hoisted nodes: every input constant, no side effects; their outputs are constants too.
+  plan.hoisted.assign(static_cast<size_t>(g.num_nodes()), 0);
+  std::vector<char> constant(nv, 0);
+  for (int v = 0; v < nv; ++v)
+    constant[v] = g.value(v).role == ir::ValueRole::Parameter || g.value(v).role == ir::ValueRole::State;
+  if (hoist_constants) {
+    for (int nid : order) {
+      const ir::Node& n = g.node(nid);
+      bool all = !ir::OpRegistry::get(n.op).side_effects(n);
+      for (int in : n.inputs) all = all && constant[in];
+      if (!all) continue;
+      plan.hoisted[nid] = 1;
+      for (int out : n.outputs) {
+        constant[out] = 1;
+        if (plan.root[out] == out) place(out, Buffer::Constants);
+      }
+    }
+  }
+
   // Gradients mirror the parameter buffer, so the optimizer walks both with one index.
   std::vector<char> in_grads(nv, 0);
   plan.buffer_bytes[static_cast<int>(Buffer::Grads)] = plan.bytes(Buffer::Params);
@@ -75,7 +95,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>
 
   std::vector<ArenaBlock> blocks;
   for (int v = 0; v < nv; ++v) {
-    if (plan.root[v] != v || first[v] < 0 || in_grads[v]) continue;
+    if (plan.root[v] != v || first[v] < 0 || in_grads[v] || plan.placement[v].buffer != Buffer::None) continue;
     if (g.value(v).role != ir::ValueRole::Activation) continue;
     blocks.push_back({v, 0, align(value_bytes(g.value(v))), first[v], last[v]});
     plan.arena_unshared_bytes += blocks.back().bytes;

@@ -10,8 +10,9 @@
 
 namespace trident::plan {
 
-enum class Buffer { None, Inputs, Params, Grads, State, Arena };
-constexpr int kNumBuffers = 6;
+// Constants: outputs of hoisted nodes (e.g. folded weights), computed once per weight update.
+enum class Buffer { None, Inputs, Params, Grads, State, Arena, Constants };
+constexpr int kNumBuffers = 7;
 constexpr size_t kAlignment = 64;
 
 struct Placement {
@@ -33,11 +34,16 @@ struct MemoryPlan {
   std::vector<ArenaBlock> arena_blocks;
   size_t buffer_bytes[kNumBuffers] = {};
   size_t arena_unshared_bytes = 0;   // what the arena would need without sharing
+  std::vector<char> hoisted;         // by node id: runs once per weight update, not per step
 
   size_t bytes(Buffer b) const { return buffer_bytes[static_cast<int>(b)]; }
 };
 
 // `param_grads` pairs each parameter with its gradient value (empty for inference).
-MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads);
+// With `hoist_constants` (inference, where weights do not change during a step), nodes that
+// read only parameters, state and other hoisted results are marked hoisted and their outputs
+// go to the Constants buffer.
+MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads,
+                       bool hoist_constants = false);
 
 }  // namespace trident::plan

@@ -14,14 +14,16 @@ namespace trident::runtime {
 void Executable::AlignedFree::operator()(std::byte* p) const { std::free(p); }
 
 CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options) {
-  CompiledGraph c{model, {}, -1, -1, {}};
+  CompiledGraph c{model, {}, -1, -1, {}, {}, {}};
   passes::PassContext ctx{options};
   if (!c.graph.outputs().empty()) ctx.logits = c.graph.outputs()[0];
   passes::standard_pipeline(options.mode, options).run(c.graph, ctx);
   c.loss = ctx.loss;
   c.logits = ctx.logits;
   c.param_grads = ctx.param_grads;
-  c.plan = plan::plan_memory(c.graph, ctx.param_grads);
+  c.fusions = ctx.fusions;
+  c.rejections = ctx.rejections;
+  c.plan = plan::plan_memory(c.graph, ctx.param_grads, options.mode == passes::Mode::Infer);
   return c;
 }
 
@@ -47,17 +49,25 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
     KernelArgs args{n, {}, {}};
     for (int in : n.inputs) args.in.push_back(exe->view(in));
     for (int out : n.outputs) args.out.push_back(exe->view(out));
-    exe->steps_.push_back({KernelRegistry::make(options.backend, n, g), std::move(args)});
+    auto& steps = exe->plan_.hoisted[nid] ? exe->hoisted_steps_ : exe->steps_;
+    steps.push_back({KernelRegistry::make(options.backend, n, g), std::move(args)});
   }
   return exe;
 }
 
 void Executable::run() {
+  if (!prepared_) prepare();
   for (Bound& s : steps_) s.kernel->run(s.args);
+}
+
+void Executable::prepare() {
+  for (Bound& s : hoisted_steps_) s.kernel->run(s.args);
+  prepared_ = true;
 }
 
 void Executable::run_profiled(std::vector<double>& seconds_per_node) {
   using clock = std::chrono::steady_clock;
+  if (!prepared_) prepare();
   seconds_per_node.resize(steps_.size(), 0.0);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const auto t0 = clock::now();
@@ -105,6 +115,7 @@ void fill_init(T* data, int64_t n, const ir::Init& init, Rng& rng) {
 }  // namespace
 
 void Executable::init_parameters(uint64_t seed) {
+  prepared_ = false;
   for (int v = 0; v < graph_.num_values(); ++v) {
     const ir::Value& val = graph_.value(v);
     if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
@@ -118,6 +129,7 @@ void Executable::init_parameters(uint64_t seed) {
 }
 
 void Executable::copy_weights_from(const Executable& other) {
+  prepared_ = false;
   for (int v = 0; v < graph_.num_values(); ++v) {
     const ir::Value& val = graph_.value(v);
     if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;

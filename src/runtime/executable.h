@@ -21,6 +21,8 @@ struct CompiledGraph {
   plan::MemoryPlan plan;
   int loss = -1, logits = -1;
   std::vector<std::pair<int, int>> param_grads;
+  std::vector<passes::FusionRecord> fusions;
+  std::vector<passes::Rejection> rejections;
 };
 CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options);
 
@@ -31,7 +33,11 @@ class Executable {
   static std::unique_ptr<Executable> compile(const ir::Graph& model,
                                              const passes::CompileOptions& options);
 
+  // One step. Runs prepare() first when weights changed since the last one.
   void run();
+  // Recomputes hoisted results (folded weights) from the current parameters and state.
+  // init_parameters and copy_weights_from call it; call it after writing weights directly.
+  void prepare();
   // Like run(), adding each node's wall time (seconds) to `seconds_per_node` (by step index).
   void run_profiled(std::vector<double>& seconds_per_node);
 
@@ -70,6 +76,8 @@ class Executable {
   plan::MemoryPlan plan_;
   std::unique_ptr<std::byte[], AlignedFree> buffers_[plan::kNumBuffers];
   std::vector<Bound> steps_;
+  std::vector<Bound> hoisted_steps_;
+  bool prepared_ = false;
   int loss_ = -1, logits_ = -1;
   std::vector<std::pair<int, int>> param_grads_;
 };

@@ -34,10 +34,17 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   train_opt.momentum = config_.momentum;
   train_opt.weight_decay = config_.weight_decay;
   train_opt.nesterov = config_.nesterov;
+  train_opt.disabled_passes = config_.disabled_passes;
+  if (!config_.dump_dir.empty()) train_opt.dump_dir = config_.dump_dir + "/train";
   train_ = Executable::compile(model, train_opt);
   passes::CompileOptions eval_opt;
   eval_opt.mode = passes::Mode::Infer;
   eval_opt.backend = config_.backend;
+  const passes::PassManager infer_pipeline = passes::standard_pipeline(passes::Mode::Infer, eval_opt);
+  for (const std::string& p : config_.disabled_passes)  // passes of the other mode don't apply
+    for (const passes::Pass& known : infer_pipeline.passes())
+      if (known.name == p) eval_opt.disabled_passes.push_back(p);
+  if (!config_.dump_dir.empty()) eval_opt.dump_dir = config_.dump_dir + "/infer";
   eval_ = Executable::compile(model, eval_opt);
   batch_ = train_->find("images").shape[0];
   train_->init_parameters(config_.seed);

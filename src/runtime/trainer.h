@@ -23,6 +23,8 @@ struct TrainConfig {
   double warmup_epochs = 0.2;   // linear warm-up from lr/10, then cosine decay to 0
   uint64_t seed = 1;
   std::string backend = "cpu_ref";
+  std::vector<std::string> disabled_passes;  // by name, for both executables
+  std::string dump_dir;                      // IR after every pass: DIR/train, DIR/infer
 };
 
 // The learning rate at a step: linear warm-up over `warmup` steps from base/10, then cosine

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "compile_flags.h"
 #include "core/error.h"
 #include "frontend/zoo.h"
 #include "runtime/progress.h"
@@ -28,6 +29,7 @@ struct Options {
   int64_t train_limit = 0, test_limit = 0;
   int threads = 0;
   bool json = false;
+  CompileFlags flags;
 };
 
 std::string fixed(double v, int digits) {
@@ -70,6 +72,8 @@ int run_train(Options o) {
     throw Error("--batch " + std::to_string(o.batch) + " is larger than the " +
                 std::to_string(train.count) + " training images");
 
+  o.config.disabled_passes = o.flags.disabled_passes;
+  o.config.dump_dir = o.flags.dump_dir;
   ir::Graph model = frontend::build_model(o.model, {o.batch});
   runtime::Trainer trainer(model, o.config);
   data::BatchIterator batches(train, o.batch, true, o.config.seed, true);
@@ -131,6 +135,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--test-limit", o->test_limit, "Use only the first N test images (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
   sub->add_flag("--json", o->json, "Print one JSON line per event on stdout");
+  add_compile_flags(sub, o->flags);
   return [o] { return run_train(*o); };
 }
 

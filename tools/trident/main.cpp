@@ -1,4 +1,4 @@
-// The `trident` command line: sub-commands train and info. Every failure ends in one sentence
+// The `trident` command line: sub-commands train, info and explain. Every failure ends in one sentence
 // on stderr and a non-zero exit: 1 for bad input, 2 for an internal error.
 #include <iostream>
 #include <map>
@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   runners[app.get_subcommand("train")] = std::move(runners[nullptr]);
   runners[nullptr] = trident::cli::add_info_command(app);
   runners[app.get_subcommand("info")] = std::move(runners[nullptr]);
+  runners[nullptr] = trident::cli::add_explain_command(app);
+  runners[app.get_subcommand("explain")] = std::move(runners[nullptr]);
   runners.erase(nullptr);
   try {
     app.parse(argc, argv);

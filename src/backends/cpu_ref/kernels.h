@@ -48,4 +48,7 @@ void sgd_update(const KernelArgs& args);
 std::unique_ptr<Kernel> make_fused_forward(const ir::Node& n, const ir::Graph& g);
 std::unique_ptr<Kernel> make_fused_backward(const ir::Node& n, const ir::Graph& g);
 
+// fused_inference.cpp: fold_batchnorm and conv2d_epilogue
+void register_fused_inference_kernels();
+
 }  // namespace trident::cpu_ref

@@ -1,0 +1,71 @@
+// Inference-side fused ops. fold_batchnorm computes the folded convolution weights once
+// (it reads only parameters and state, so the executable hoists it out of the step);
+// conv2d_epilogue is a convolution whose bias, residual add and relu happen before the
+// output is written.
+#include "ops/op_helpers.h"
+
+namespace trident::ops {
+
+namespace {
+// conv2d_epilogue inputs: x, w, [b if has_bias], [residual if residual].
+int bias_of(const Node& n) { return n.attrs.i("has_bias", 0) ? n.inputs.at(2) : -1; }
+int residual_of(const Node& n) { return n.attrs.i("residual", 0) ? n.inputs.back() : -1; }
+}  // namespace
+
+void register_fused_inference_ops() {
+  ir::OpDef fold;
+  fold.name = "fold_batchnorm";
+  fold.inputs = {"w", "gamma", "beta", "running_mean", "running_var", "b?"};
+  fold.outputs = {"w_folded", "b_folded"};
+  fold.summary = "W' = W·γ/√(σ²+ε), b' = (b−μ)·γ/√(σ²+ε) + β, per output channel";
+  fold.infer = [](const Node& n, const Graph& g) {
+    const auto& w = in_value(g, n, 0);
+    if (w.shape.empty()) throw Error("the weight must have an output-channel axis");
+    const Shape k{w.shape[0]};
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (in_value(g, n, i).shape != k)
+        throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(k));
+    if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
+    return std::vector<TypeInfo>{{w.shape, w.dtype}, {k, w.dtype}};
+  };
+  ir::OpRegistry::add(fold);
+
+  ir::OpDef epi;
+  epi.name = "conv2d_epilogue";
+  epi.inputs = {"x", "w", "b (has_bias)", "residual (residual)"};
+  epi.outputs = {"y"};
+  epi.variadic = true;
+  epi.summary = "conv2d + bias (+ residual add) (+ relu) in one kernel";
+  epi.infer = [](const Node& n, const Graph& g) {
+    const size_t want = 2 + (n.attrs.i("has_bias", 0) ? 1 : 0) + (n.attrs.i("residual", 0) ? 1 : 0);
+    if (n.inputs.size() != want)
+      throw Error("expects " + std::to_string(want) + " inputs for its has_bias/residual attributes, got " +
+                  std::to_string(n.inputs.size()));
+    Node conv;
+    conv.op = "conv2d";
+    conv.inputs = {n.inputs[0], n.inputs[1]};
+    if (bias_of(n) >= 0) conv.inputs.push_back(bias_of(n));
+    conv.attrs = copy_attrs(n.attrs, {"stride", "padding", "dilation", "groups"});
+    const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv, g).at(0);
+    if (residual_of(n) >= 0 && g.value(residual_of(n)).shape != y.shape)
+      throw Error("the residual " + shape_str(g.value(residual_of(n)).shape) +
+                  " must match the convolution output " + shape_str(y.shape));
+    return std::vector<TypeInfo>{y};
+  };
+  epi.macs = [](const Node& n, const Graph& g) {
+    const Shape& w = in_value(g, n, 1).shape;
+    return numel(g.value(n.outputs[0]).shape) * w[1] * w[2] * w[3];
+  };
+  epi.decompose = [](Graph& g, const Node& n) {
+    std::vector<int> in{n.inputs[0], n.inputs[1]};
+    if (bias_of(n) >= 0) in.push_back(bias_of(n));
+    int y = g.add_node1("conv2d", in, copy_attrs(n.attrs, {"stride", "padding", "dilation", "groups"}),
+                        n.name + ".conv");
+    if (residual_of(n) >= 0) y = g.add_node1("add", {y, residual_of(n)}, {}, n.name + ".add");
+    if (n.attrs.i("relu", 0)) y = g.add_node1("relu", {y}, {}, n.name + ".relu");
+    return std::vector<int>{y};
+  };
+  ir::OpRegistry::add(epi);
+}
+
+}  // namespace trident::ops

@@ -1,0 +1,72 @@
+// Inference: the element-wise tail of a convolution joins the convolution's epilogue.
+//
+//   conv2d ──► relu                          ⇒   conv2d_epilogue {relu}
+//   conv2d ──► add(·, residual) ──► relu     ⇒   conv2d_epilogue {residual, relu}
+//   conv2d ──► add(·, residual)              ⇒   conv2d_epilogue {residual}
+//   (each intermediate has exactly one consumer)
+//
+// A conv2d with no element-wise consumer stays as it is (nothing to fuse: not a refusal);
+// one whose output is read elsewhere is refused with the reason.
+#include "passes/pass.h"
+
+namespace trident::passes {
+
+namespace {
+bool single_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& users, int v) {
+  size_t n = users[v].size();
+  for (int out : g.outputs()) n += out == v;
+  return n == 1;
+}
+}  // namespace
+
+void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
+  const std::vector<int> order = g.order();
+  for (int conv_id : order) {
+    if (g.node(conv_id).op != "conv2d") continue;
+    const ir::Node conv = g.node(conv_id);
+    auto users = g.users();
+    const int y = conv.outputs[0];
+    if (users[y].empty()) continue;
+    const ir::Node& first = g.node(users[y][0]);
+    if (first.op != "relu" && first.op != "add") continue;
+    const std::string pattern = first.op == "relu" ? "conv-relu" : "conv-add-relu";
+    if (!single_consumer(g, users, y)) {
+      ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name,
+                                "the conv output has " + std::to_string(users[y].size()) + " consumers"});
+      continue;
+    }
+    std::vector<int> group{first.id};
+    int residual = -1, tail = first.outputs[0];
+    if (first.op == "add") {
+      residual = first.inputs[0] == y ? first.inputs[1] : first.inputs[0];
+      if (residual == y) {
+        ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name, "the add reads the conv output twice"});
+        continue;
+      }
+      if (single_consumer(g, users, tail) && g.node(users[tail][0]).op == "relu") {
+        group.push_back(users[tail][0]);
+        tail = g.node(users[tail][0]).outputs[0];
+      }
+    }
+    const bool relu = g.node(group.back()).op == "relu";
+    ir::Attrs a = conv.attrs;
+    a.set("has_bias", int64_t{conv.inputs.size() == 3});
+    a.set("residual", int64_t{residual >= 0});
+    a.set("relu", int64_t{relu});
+    std::vector<int> in = conv.inputs;
+    if (residual >= 0) in.push_back(residual);
+    const int out = g.add_node1("conv2d_epilogue", in, a, conv.name + ".epilogue");
+    g.replace_uses(tail, out);
+    const auto& cur = g.order();
+    const size_t pos = static_cast<size_t>(std::find(cur.begin(), cur.end(), group.back()) - cur.begin());
+    g.move_to(g.value(out).producer, pos);
+    std::vector<int> gone = group;
+    gone.push_back(conv.id);
+    g.remove_from_order(gone);
+    FusionRecord rec{"fuse_conv_epilogue", relu ? pattern : "conv-add", conv.name + ".epilogue", {conv.name}};
+    for (int id : group) rec.nodes.push_back(g.node(id).name);
+    ctx.fusions.push_back(std::move(rec));
+  }
+}
+
+}  // namespace trident::passes

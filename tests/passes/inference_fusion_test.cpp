@@ -1,0 +1,158 @@
+// Inference fusions: fold_bn (exact batchnorm folding, hoisted out of the step) and
+// fuse_conv_epilogue (bias / residual add / relu in the convolution). Structural, negative
+// and numerical checks, the numerical ones against the same model compiled without them.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "frontend/builder.h"
+#include "frontend/zoo.h"
+#include "runtime/executable.h"
+#include "support/graph_runner.h"
+#include "support/tolerance.h"
+
+using namespace trident;
+
+namespace {
+
+int count_op(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (int id : g.order()) n += g.node(id).op == op;
+  return n;
+}
+
+passes::CompileOptions infer_options(std::vector<std::string> disabled = {}) {
+  passes::CompileOptions o;
+  o.mode = passes::Mode::Infer;
+  o.disabled_passes = std::move(disabled);
+  return o;
+}
+
+// Random weights and non-trivial running statistics, the same in every executable.
+void randomize_weights(runtime::Executable& exe, uint64_t seed) {
+  for (int v = 0; v < exe.graph().num_values(); ++v) {
+    const ir::Value& val = exe.graph().value(v);
+    if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
+    if (!exe.has(val.name)) continue;
+    Rng rng(seed ^ hash_name(val.name));
+    TensorView t = exe.view(v);
+    const bool var = val.name.find("running_var") != std::string::npos;
+    for (int64_t i = 0; i < t.numel(); ++i) t.as<float>()[i] = static_cast<float>(var ? rng.uniform(0.2, 3.0) : rng.uniform(-1, 1));
+  }
+  exe.prepare();
+}
+
+std::vector<double> logits_of(runtime::Executable& exe) {
+  Rng rng(99);
+  TensorView img = exe.find("images");
+  for (int64_t i = 0; i < img.numel(); ++i) img.as<float>()[i] = static_cast<float>(rng.uniform(-1, 1));
+  exe.run();
+  TensorView z = exe.view(exe.logits());
+  return std::vector<double>(z.as<float>(), z.as<float>() + z.numel());
+}
+
+ir::Graph folding_model() {
+  ir::Graph g;
+  frontend::Builder b(g);
+  int x = b.input("images", {2, 10, 10, 4});
+  x = b.cbr(x, 8, 3, 1, 1, "plain");  // no conv bias
+  b.push("biased");
+  x = b.relu(b.batchnorm(b.conv(x, 8, 3, 2, 1, {.bias = true}, "conv"), "bn"), "relu");
+  b.pop();
+  b.push("grouped");
+  int y = b.batchnorm(b.conv(x, 8, 3, 1, 1, {.groups = 4}, "conv"), "bn");
+  x = b.relu(b.add(y, x, "add"), "relu");
+  b.pop();
+  g.mark_output(b.linear(b.flatten(b.global_avgpool(x)), 5, true, "fc"));
+  return g;
+}
+
+}  // namespace
+
+TEST(FoldBn, RemovesEveryBatchnormAndHoistsTheFolding) {
+  auto c = runtime::compile_graph(frontend::build_model("resnet18", {1}), infer_options());
+  EXPECT_EQ(count_op(c.graph, "batchnorm2d"), 0);
+  EXPECT_EQ(count_op(c.graph, "fold_batchnorm"), 20);
+  for (int id : c.graph.order())
+    EXPECT_EQ(c.plan.hoisted[id] != 0, c.graph.node(id).op == "fold_batchnorm") << c.graph.node(id).name;
+}
+
+TEST(FoldBn, RefusesATrainingGraph) {
+  ir::Graph g = frontend::build_model("fmnist_cnn", {2});
+  passes::CompileOptions o;
+  passes::PassContext ctx(o);
+  try {
+    passes::fold_bn(g, ctx);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("training mode"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FoldBn, FoldedInferenceEqualsUnfoldedWithinOneInOneHundredThousand) {
+  ir::Graph model = folding_model();
+  auto folded = runtime::Executable::compile(model, infer_options());
+  auto plain = runtime::Executable::compile(model, infer_options({"fold_bn", "fuse_conv_epilogue"}));
+  EXPECT_EQ(count_op(folded->graph(), "batchnorm2d"), 0);
+  EXPECT_EQ(count_op(plain->graph(), "batchnorm2d"), 3);
+  randomize_weights(*folded, 4);
+  randomize_weights(*plain, 4);
+  const auto a = logits_of(*folded), b = logits_of(*plain);
+  ASSERT_EQ(a.size(), b.size());
+  double max_ref = 0;
+  for (double v : b) max_ref = std::max(max_ref, std::abs(v));
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(std::abs(a[i] - b[i]), 1e-5 * max_ref) << i;
+}
+
+TEST(FoldBn, AConvOutputReadTwiceIsNotFolded) {
+  ir::Graph g;
+  frontend::Builder b(g);
+  int x = b.input("images", {1, 6, 6, 2});
+  int c = b.conv(x, 3, 3, 1, 1, {}, "conv");
+  g.mark_output(b.add(b.batchnorm(c, "bn"), c, "peek"));
+  auto out = runtime::compile_graph(g, infer_options());
+  EXPECT_EQ(count_op(out.graph, "batchnorm2d"), 1);
+  ASSERT_FALSE(out.rejections.empty());
+  EXPECT_NE(out.rejections[0].reason.find("2 consumers"), std::string::npos);
+}
+
+TEST(ConvEpilogue, ResidualNetworkBecomesConvolutionsWithEpilogues) {
+  auto c = runtime::compile_graph(frontend::build_model("resnet_cifar", {1}), infer_options());
+  EXPECT_EQ(count_op(c.graph, "add"), 0);
+  EXPECT_EQ(count_op(c.graph, "relu"), 0);
+  EXPECT_EQ(count_op(c.graph, "conv2d_epilogue"), 19);  // stem + 2 per block
+  EXPECT_EQ(count_op(c.graph, "conv2d"), 2);             // projection shortcuts feed a residual
+}
+
+TEST(ConvEpilogue, MatchesItsDecompositionOnTheReferenceBackend) {
+  for (int residual = 0; residual < 2; ++residual)
+    for (int relu = 0; relu < 2; ++relu) {
+      ir::Graph g;
+      std::vector<int> in{g.add_input("x", {2, 7, 7, 3}), g.add_parameter("w", {4, 3, 3, 3}, {}),
+                          g.add_parameter("b", {4}, {})};
+      if (residual) in.push_back(g.add_input("r", {2, 4, 4, 4}));
+      ir::Attrs a{{"stride", Shape{2, 2}}, {"padding", Shape{1, 1}}, {"has_bias", int64_t{1}},
+                  {"residual", int64_t{residual}}, {"relu", int64_t{relu}}};
+      const int y = g.add_node1("conv2d_epilogue", in, a, "epi");
+      ir::Graph d = g;
+      d.set_order({});
+      const int yd = ir::OpRegistry::get("conv2d_epilogue").decompose(d, g.node(g.value(y).producer)).at(0);
+      test_support::GraphRunner rf(g, "cpu_ref"), rd(d, "cpu_ref");
+      rf.randomize(3);
+      rd.randomize(3);
+      rf.run();
+      rd.run();
+      test_support::expect_close(rf.values(y), rd.values(yd), DType::f32, "conv2d_epilogue");
+    }
+}
+
+TEST(InferencePipeline, FoldingFollowsWeightUpdates) {
+  // The trainer copies new weights into the inference executable before every evaluation;
+  // the hoisted folding must see them.
+  ir::Graph model = folding_model();
+  auto exe = runtime::Executable::compile(model, infer_options());
+  randomize_weights(*exe, 1);
+  const auto first = logits_of(*exe);
+  randomize_weights(*exe, 2);
+  EXPECT_NE(first, logits_of(*exe));
+}

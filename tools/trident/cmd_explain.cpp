@@ -1,0 +1,70 @@
+// `trident explain`: what the fusion passes did to a model and why they refused the rest;
+// --json for machines, --dot FILE for a picture of the fused graph.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "commands.h"
+#include "compile_flags.h"
+#include "core/error.h"
+#include "frontend/zoo.h"
+#include "runtime/fusion_report.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct Options {
+  std::string model = frontend::default_model();
+  std::string mode = "train";
+  int64_t batch = 32;
+  bool json = false;
+  std::string dot;
+  CompileFlags flags;
+};
+
+// Writes through a temporary file and a rename, so a failed write never leaves half a file.
+void write_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream os(tmp, std::ios::binary);
+    os << text;
+    if (!os) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw Error("cannot write '" + path + "'");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw Error("cannot write '" + path + "': " + ec.message());
+}
+
+int run_explain(const Options& o) {
+  passes::CompileOptions opt;
+  opt.mode = o.mode == "infer" ? passes::Mode::Infer : passes::Mode::Train;
+  opt.disabled_passes = o.flags.disabled_passes;
+  opt.dump_dir = o.flags.dump_dir;
+  ir::Graph model = frontend::build_model(o.model, {o.batch});
+  runtime::FusionReport r = runtime::explain(o.model, model, opt);
+  if (!o.dot.empty()) write_file(o.dot, runtime::report_dot(r));
+  if (o.json) std::cout << runtime::report_json(r).dump() << "\n";
+  else std::cout << runtime::report_text(r);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_explain_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("explain", "Show what was fused, what was refused and why");
+  sub->add_option("--model", o->model, "Model name (trident info --list)")->capture_default_str();
+  sub->add_option("--mode", o->mode, "train or infer")->check(CLI::IsMember({"train", "infer"}))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size for the byte counts")->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");
+  add_compile_flags(sub, o->flags);
+  return [o] { return run_explain(*o); };
+}
+
+}  // namespace trident::cli
