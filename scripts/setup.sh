@@ -11,6 +11,7 @@ packages=(
   libcli11-dev               # command line
   nlohmann-json3-dev         # JSON output
   zlib1g-dev                 # gzip-compressed IDX files
+  libdnnl-dev                # oneDNN: the fast CPU backend
   dataset-fashion-mnist      # the default training data, in /usr/share/datasets/fashion-mnist
 )
 

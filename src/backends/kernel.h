@@ -42,5 +42,8 @@ class KernelRegistry {
 
 // Each backend's registration entry point (called once, lazily, by KernelRegistry).
 void register_cpu_ref_kernels();
+#ifdef TRIDENT_HAVE_ONEDNN
+void register_onednn_kernels();  // backend "cpu" (src/backends/cpu)
+#endif
 
 }  // namespace trident

@@ -13,7 +13,14 @@ std::map<std::string, std::map<std::string, KernelFactory>>& table() {
   return t;
 }
 std::once_flag g_once;
-void ensure_builtins() { std::call_once(g_once, [] { register_cpu_ref_kernels(); }); }
+void ensure_builtins() {
+  std::call_once(g_once, [] {
+    register_cpu_ref_kernels();
+#ifdef TRIDENT_HAVE_ONEDNN
+    register_onednn_kernels();
+#endif
+  });
+}
 
 class FnKernel final : public Kernel {
  public:

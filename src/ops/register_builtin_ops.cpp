@@ -12,6 +12,7 @@ void register_loss_ops();
 void register_optimizer_ops();
 void register_fused_cbr_ops();
 void register_fused_inference_ops();
+void register_elementwise_fused_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -27,6 +28,7 @@ void register_builtin_ops() {
   ops::register_optimizer_ops();
   ops::register_fused_cbr_ops();
   ops::register_fused_inference_ops();
+  ops::register_elementwise_fused_ops();
 }
 
 }  // namespace trident::ir

@@ -72,6 +72,7 @@ void set_batchnorm_mode(ir::Graph& g, PassContext& ctx);  // inference: BN uses 
 void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx);   // training: CBR and CBAR
 void fold_bn(ir::Graph& g, PassContext& ctx);             // inference: BN into conv weights
 void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx);  // inference: conv + bias/add/relu
+void fuse_elementwise(ir::Graph& g, PassContext& ctx);    // both: vertical/horizontal chains
 void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node

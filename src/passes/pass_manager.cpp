@@ -71,6 +71,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     if (opt.optimizer) pm.add({"append_sgd", append_sgd, true});
   }
   pm.add({"dce", dead_code_elimination, false});
+  pm.add({"fuse_elementwise", fuse_elementwise, false, true});
   return pm;
 }
 

@@ -4,6 +4,7 @@
 // Also: the cpu backend covers every cpu_ref op, rejects f64 by name, and shares primitives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -243,6 +244,8 @@ struct BnCase {
   double eps, momentum;
 };
 
+std::ostream& operator<<(std::ostream& os, const BnCase& c) { return os << c.name; }
+
 class CrossBatchnorm : public ::testing::TestWithParam<BnCase> {};
 
 // gamma, the running variance and saved_invstd must be positive; the rest is uniform.
@@ -300,6 +303,8 @@ struct PoolCase {
   Shape x;
   std::vector<int64_t> kernel, stride, pad;
 };
+
+std::ostream& operator<<(std::ostream& os, const PoolCase& c) { return os << c.name; }
 
 class CrossPool : public ::testing::TestWithParam<PoolCase> {};
 
@@ -378,6 +383,8 @@ struct LinearCase {
   int64_t N, I, O;
   bool bias;
 };
+
+std::ostream& operator<<(std::ostream& os, const LinearCase& c) { return os << c.name; }
 
 class CrossLinear : public ::testing::TestWithParam<LinearCase> {};
 
@@ -465,16 +472,81 @@ TEST(CrossMisc, FillFlattenAndReshapeAgree) {
   }
 }
 
+// ---- fused conv → batchnorm → [add] → relu and its backward ----
+
+struct FusedCase {
+  const char* name;
+  const char* op;  // cbr or cbar
+  Shape x, w;
+  std::vector<int64_t> stride, pad;
+  bool bias;
+};
+
+std::ostream& operator<<(std::ostream& os, const FusedCase& c) { return os << c.name; }
+
+class CrossFused : public ::testing::TestWithParam<FusedCase> {};
+
+TEST_P(CrossFused, ForwardAndBatchnormReluBackwardAgree) {
+  const FusedCase& c = GetParam();
+  const bool cbar = std::string(c.op) == "cbar";
+  ir::Graph g;
+  int x = g.add_input("x", c.x);
+  int w = g.add_parameter("w", c.w, {});
+  std::vector<int> in{x, w};
+  const Shape ch{c.w[0]};
+  for (const char* n : {"gamma", "beta", "running_mean", "running_var"})
+    in.push_back(g.add_parameter(n, ch, {}));
+  const Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"eps", 1e-5}, {"momentum", 0.1}};
+  // The residual has the conv output's shape: infer it from a plain conv first.
+  const Shape y_shape =
+      g.value(g.add_node1("conv2d", {x, w}, {{"stride", c.stride}, {"padding", c.pad}}, "probe"))
+          .shape;
+  if (cbar) in.push_back(g.add_input("residual", y_shape));
+  if (c.bias) in.push_back(g.add_parameter("b", ch, {}));
+  auto outs = g.add_node(c.op, in, a, "block");
+  // Conv on small integers (exact); gamma and the running variance positive.
+  compare_node(g, producer(g, outs[0]), Fill::SmallInts, [](size_t k, Buffer& b, std::mt19937& rng) {
+    std::uniform_real_distribution<float> pos(0.5f, 2.f);
+    if (k == 2 || k == 5)
+      for (float& v : b.f) v = pos(rng);
+  });
+
+  int y = g.add_input("y", y_shape), dy = g.add_input("dy", y_shape);
+  int conv_out = g.add_input("conv_out", y_shape);
+  int mean = g.add_input("saved_mean", ch), invstd = g.add_input("saved_invstd", ch);
+  auto back = g.add_node("batchnorm_relu_backward", {y, dy, conv_out, in[2], mean, invstd},
+                         {{"eps", 1e-5}, {"residual", int64_t{cbar}}}, "block.bn_relu_backward");
+  compare_node(g, producer(g, back[0]), Fill::Uniform, [](size_t k, Buffer& b, std::mt19937& rng) {
+    std::uniform_real_distribution<float> pos(0.5f, 2.f);
+    if (k == 0)
+      for (float& v : b.f) v = std::max(v, 0.f);  // a relu output: about half zeros
+    if (k == 3 || k == 5)
+      for (float& v : b.f) v = pos(rng);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, CrossFused,
+    ::testing::Values(
+        FusedCase{"Cbr", "cbr", {2, 8, 8, 4}, {8, 3, 3, 4}, v2(1, 1), v2(1, 1), false},
+        FusedCase{"CbrBiasStride2", "cbr", {2, 9, 9, 3}, {6, 3, 3, 3}, v2(2, 2), v2(1, 1), true},
+        FusedCase{"Cbar", "cbar", {2, 8, 8, 8}, {8, 3, 3, 8}, v2(1, 1), v2(1, 1), false},
+        FusedCase{"CbarBias1x1", "cbar", {3, 6, 6, 16}, {16, 1, 1, 16}, v2(1, 1), v2(0, 0),
+                  true}),
+    [](const ::testing::TestParamInfo<FusedCase>& info) { return std::string(info.param.name); });
+
 // ---- coverage, dtype errors, primitive sharing ----
 
-// The ops of docs/OPS.md (fused ops, added separately, are not part of this list).
-TEST(CrossBackend, CpuCoversEverySpecOp) {
+// The ops of docs/OPS.md and the fused training ops have a kernel on both backends. (A fixed
+// list: ops added to cpu_ref later get their cpu kernel, and their entry here, separately.)
+TEST(CrossBackend, CpuCoversTheSpecAndFusedTrainingOps) {
   const char* ops[] = {"conv2d", "batchnorm2d", "relu", "add", "maxpool2d", "avgpool2d",
                        "global_avgpool", "flatten", "reshape", "linear", "softmax_cross_entropy",
                        "fill", "conv2d_backward_data", "conv2d_backward_weight",
                        "batchnorm2d_backward", "relu_backward", "maxpool2d_backward",
                        "avgpool2d_backward", "global_avgpool_backward", "linear_backward_data",
-                       "linear_backward_weight", "softmax_cross_entropy_backward", "sgd_update"};
+                       "linear_backward_weight", "softmax_cross_entropy_backward", "sgd_update",
+                       "cbr", "cbar", "batchnorm_relu_backward"};
   for (const char* op : ops) {
     EXPECT_TRUE(KernelRegistry::has("cpu_ref", op)) << op;
     EXPECT_TRUE(KernelRegistry::has("cpu", op)) << "cpu has no kernel for " << op;

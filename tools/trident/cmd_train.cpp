@@ -41,10 +41,12 @@ std::string fixed(double v, int digits) {
 void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset& train,
                data::Dataset& test) {
   if (o.synthetic) {
-    train = data::make_synthetic(o.train_limit ? o.train_limit : 4096, info.height, info.width,
-                                 info.channels, info.classes, o.config.seed);
-    test = data::make_synthetic(o.test_limit ? o.test_limit : 1024, info.height, info.width,
-                                info.channels, info.classes, o.config.seed + 1);
+    // One draw split in two, so the test images share the training classes' templates.
+    const int64_t n_train = o.train_limit ? o.train_limit : 4096, n_test = o.test_limit ? o.test_limit : 1024;
+    data::Dataset all = data::make_synthetic(n_train + n_test, info.height, info.width, info.channels,
+                                             info.classes, o.config.seed);
+    train = data::subset(all, 0, n_train);
+    test = data::subset(all, n_train, n_test);
     return;
   }
   const std::string dir = o.data_dir.empty() ? data::default_fashion_mnist_dir() : o.data_dir;

@@ -19,10 +19,22 @@ int main(int argc, char** argv) {
   runners[nullptr] = trident::cli::add_explain_command(app);
   runners[app.get_subcommand("explain")] = std::move(runners[nullptr]);
   runners.erase(nullptr);
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (auto& [sub, run] : runners) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "trident: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 1;  // --help and --version exit 0; every usage error 1
   }
   try {
     for (auto& [sub, run] : runners)

@@ -48,6 +48,9 @@ void sgd_update(const KernelArgs& args);
 std::unique_ptr<Kernel> make_fused_forward(const ir::Node& n, const ir::Graph& g);
 std::unique_ptr<Kernel> make_fused_backward(const ir::Node& n, const ir::Graph& g);
 
+// elementwise_fused.cpp: the fused element-wise chain
+std::unique_ptr<Kernel> make_elementwise(const ir::Node& n, const ir::Graph& g);
+
 // fused_inference.cpp: fold_batchnorm and conv2d_epilogue
 void register_fused_inference_kernels();
 

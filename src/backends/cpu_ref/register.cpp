@@ -40,6 +40,7 @@ void register_cpu_ref_kernels() {
   KernelRegistry::add("cpu_ref", "cbar", cpu_ref::make_fused_forward);
   KernelRegistry::add("cpu_ref", "batchnorm_relu_backward", cpu_ref::make_fused_backward);
   cpu_ref::register_fused_inference_kernels();
+  KernelRegistry::add("cpu_ref", "elementwise", cpu_ref::make_elementwise);
 }
 
 }  // namespace trident

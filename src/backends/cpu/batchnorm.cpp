@@ -1,0 +1,185 @@
+// batchnorm2d (training and inference) and its backward on oneDNN batch_normalization.
+// oneDNN speaks mean/variance while the graph keeps saved_invstd, so the kernels convert
+// through a kernel-owned [C] variance buffer; the running-stat update is a host loop.
+#include <cmath>
+#include <optional>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_util.h"
+
+namespace trident::onednn {
+
+namespace {
+
+using dnnl::batch_normalization_backward;
+using dnnl::batch_normalization_forward;
+using dnnl::normalization_flags;
+
+const normalization_flags kAffine = normalization_flags::use_scale | normalization_flags::use_shift;
+
+std::string bn_signature(const char* kind, const Shape& x, double eps) {
+  return Signature(kind).add("x", x).add("eps", eps).str();
+}
+
+batch_normalization_forward::primitive_desc training_pd(const memory::desc& data, double eps) {
+  batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, data,
+                                      static_cast<float>(eps), kAffine);
+  return batch_normalization_forward::primitive_desc(d, user_scratchpad_attr(),
+                                                     OnednnContext::instance().engine());
+}
+
+float* floats(const KernelArgs& args, ViewRef r) { return resolve(args, r).as<float>(); }
+
+}  // namespace
+
+BnTraining::BnTraining(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
+                       const BnTrainingOperands& ops)
+    : ops_(ops),
+      eps_(node.attrs.f("eps", 1e-5)),
+      momentum_(node.attrs.f("momentum", 0.1)),
+      C_(x[3]),
+      M_(x[0] * x[1] * x[2]) {
+  if (M_ < 2)
+    fail(node, "training needs more than one value per channel (N·H·W = " + std::to_string(M_) + ")");
+  const memory::desc data = nhwc_md(x), vec = plain_md({C_});
+  const CachedPrimitive p = OnednnContext::instance().get(
+      bn_signature("bnorm_train", x, eps_), [&] { return training_pd(data, eps_); });
+  var_ = k.owned(vec);
+  k.add_step(p)
+      .bind(DNNL_ARG_SRC, data, ops.x)
+      .bind(DNNL_ARG_DST, data, ops.y)
+      .view(DNNL_ARG_SCALE, vec, ops.gamma)
+      .view(DNNL_ARG_SHIFT, vec, ops.beta)
+      .view(DNNL_ARG_MEAN, vec, ops.saved_mean)
+      .owned(DNNL_ARG_VARIANCE, var_);
+}
+
+void BnTraining::finish(const KernelArgs& args) const {
+  // saved_invstd from the biased variance; running statistics (outputs usually alias the
+  // inputs: each element is read before it is written).
+  const float* var = static_cast<const float*>(var_.get_data_handle());
+  const float* mean = floats(args, ops_.saved_mean);
+  float* invstd = floats(args, ops_.saved_invstd);
+  const float* rm_in = floats(args, ops_.running_mean);
+  const float* rv_in = floats(args, ops_.running_var);
+  float* rm_out = floats(args, ops_.running_mean_out);
+  float* rv_out = floats(args, ops_.running_var_out);
+  const double m = momentum_;
+  const double unbias = static_cast<double>(M_) / static_cast<double>(M_ - 1);
+  for (int64_t c = 0; c < C_; ++c) {
+    invstd[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[c]) + eps_));
+    rm_out[c] = static_cast<float>((1.0 - m) * rm_in[c] + m * mean[c]);
+    rv_out[c] = static_cast<float>((1.0 - m) * rv_in[c] + m * var[c] * unbias);
+  }
+}
+
+BnBackward::BnBackward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
+                       const BnBackwardOperands& ops)
+    : saved_invstd_(ops.saved_invstd), eps_(node.attrs.f("eps", 1e-5)), C_(x[3]) {
+  const memory::desc data = nhwc_md(x), vec = plain_md({C_});
+  OnednnContext& ctx = OnednnContext::instance();
+  const CachedPrimitive p = ctx.get(bn_signature("bnorm_bwd", x, eps_), [&] {
+    batch_normalization_backward::desc d(dnnl::prop_kind::backward, data, data,
+                                         static_cast<float>(eps_), kAffine);
+    return batch_normalization_backward::primitive_desc(d, user_scratchpad_attr(), ctx.engine(),
+                                                        training_pd(data, eps_));
+  });
+  var_ = k.owned(vec);
+  // oneDNN 2.6 asks for the shift with use_shift even in backward, where it is unused;
+  // beta is not an input of the backward op, so it gets a zero buffer of its own.
+  const memory unused_shift = k.owned(vec);
+  float* zero = static_cast<float*>(unused_shift.get_data_handle());
+  for (int64_t c = 0; c < C_; ++c) zero[c] = 0.f;
+  k.add_step(p)
+      .bind(DNNL_ARG_SRC, data, ops.x)
+      .bind(DNNL_ARG_DIFF_DST, data, ops.dy)
+      .view(DNNL_ARG_SCALE, vec, ops.gamma)
+      .owned(DNNL_ARG_SHIFT, unused_shift)
+      .view(DNNL_ARG_MEAN, vec, ops.saved_mean)
+      .owned(DNNL_ARG_VARIANCE, var_)
+      .bind(DNNL_ARG_DIFF_SRC, data, ops.dx)
+      .view(DNNL_ARG_DIFF_SCALE, vec, ops.dgamma)
+      .view(DNNL_ARG_DIFF_SHIFT, vec, ops.dbeta);
+}
+
+void BnBackward::prepare(const KernelArgs& args) const {
+  // oneDNN wants the variance: var = 1/invstd² − eps (it adds eps back).
+  const float* invstd = floats(args, saved_invstd_);
+  float* var = static_cast<float*>(var_.get_data_handle());
+  for (int64_t c = 0; c < C_; ++c) {
+    const double s = invstd[c];
+    var[c] = static_cast<float>(1.0 / (s * s) - eps_);
+  }
+}
+
+namespace {
+
+class Batchnorm2d final : public PrimitiveKernel {
+ public:
+  Batchnorm2d(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    const Shape& x = in_shape(node, g, 0);
+    const bool training = node.attrs.i("training", node.outputs.size() == 5 ? 1 : 0) != 0;
+    if (node.inputs.size() != 5 || node.outputs.size() != (training ? 5u : 1u))
+      fail(node, std::string("expected 5 inputs and ") +
+                     (training ? "5 outputs (training)" : "1 output (inference)"));
+    if (training) {
+      training_.emplace(*this, node, x,
+                        BnTrainingOperands{in(0), in(1), in(2), in(3), in(4), out(0), out(1),
+                                           out(2), out(3), out(4)});
+      return;
+    }
+    const double eps = node.attrs.f("eps", 1e-5);
+    const memory::desc data = nhwc_md(x), vec = plain_md({x[3]});
+    OnednnContext& ctx = OnednnContext::instance();
+    add_step(ctx.get(bn_signature("bnorm_infer", x, eps), [&] {
+      batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, data,
+                                          static_cast<float>(eps),
+                                          kAffine | normalization_flags::use_global_stats);
+      return batch_normalization_forward::primitive_desc(d, user_scratchpad_attr(), ctx.engine());
+    }))
+        .view(DNNL_ARG_SRC, data, in(0))
+        .view(DNNL_ARG_DST, data, out(0))
+        .view(DNNL_ARG_SCALE, vec, in(1))
+        .view(DNNL_ARG_SHIFT, vec, in(2))
+        .view(DNNL_ARG_MEAN, vec, in(3))
+        .view(DNNL_ARG_VARIANCE, vec, in(4));
+  }
+
+  void run(const KernelArgs& args) override {
+    execute(args);
+    if (training_) training_->finish(args);
+  }
+
+ private:
+  std::optional<BnTraining> training_;
+};
+
+class Batchnorm2dBackward final : public PrimitiveKernel {
+ public:
+  Batchnorm2dBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    if (node.inputs.size() != 5 || node.outputs.size() != 3)
+      fail(node, "expected 5 inputs (x, dy, gamma, saved_mean, saved_invstd) and 3 outputs");
+    bwd_.emplace(*this, node, in_shape(node, g, 0),
+                 BnBackwardOperands{in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2)});
+  }
+
+  void run(const KernelArgs& args) override {
+    check_views(args);
+    bwd_->prepare(args);
+    execute(args);
+  }
+
+ private:
+  std::optional<BnBackward> bwd_;
+};
+
+}  // namespace
+
+void register_batchnorm_kernels() {
+  add_kernel<Batchnorm2d>("batchnorm2d");
+  add_kernel<Batchnorm2dBackward>("batchnorm2d_backward");
+}
+
+}  // namespace trident::onednn

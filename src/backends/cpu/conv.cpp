@@ -1,0 +1,163 @@
+// conv2d and its data/weight gradients on oneDNN convolution primitives. Activations stay
+// NHWC; weights are given to each primitive in the layout it prefers (format `any`), with a
+// cached reorder from/to the graph's OHWI tensor as an extra step — weights are small.
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_util.h"
+
+namespace trident::onednn {
+
+namespace {
+
+using dnnl::convolution_backward_data;
+using dnnl::convolution_backward_weights;
+using dnnl::convolution_forward;
+
+// Everything a convolution primitive of one node depends on.
+struct ConvSetup {
+  memory::desc src, weights, bias, dst;  // weights in the graph's OHWI layout
+  WindowGeom geom;
+  std::string sig;
+};
+
+ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y,
+                     bool has_bias) {
+  ConvSetup s;
+  const int64_t groups = node.attrs.i("groups", 1);
+  if (groups < 1 || x[3] % groups != 0 || w[0] % groups != 0)
+    fail(node, "groups=" + std::to_string(groups) + " does not divide the channel counts");
+  s.src = nhwc_md(x);
+  s.weights = conv_weights_md(w, groups);
+  s.dst = nhwc_md(y);
+  if (has_bias) s.bias = plain_md({w[0]});
+  s.geom = conv_geom(node);
+  s.sig = Signature("conv")
+              .add("x", x)
+              .add("w", w)
+              .add("y", y)
+              .add("bias", int64_t{has_bias})
+              .add("groups", groups)
+              .add("stride", s.geom.strides)
+              .add("dil", s.geom.dilates)
+              .add("pad_l", s.geom.pad_l)
+              .add("pad_r", s.geom.pad_r)
+              .str();
+  return s;
+}
+
+convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_kind prop) {
+  const WindowGeom& g = s.geom;
+  convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, s.src,
+                              any_like(s.weights), s.bias, s.dst, g.strides, g.dilates, g.pad_l,
+                              g.pad_r);
+  return convolution_forward::primitive_desc(d, user_scratchpad_attr(),
+                                             OnednnContext::instance().engine());
+}
+
+// A kernel-owned copy of the OHWI weights in the layout `want` chosen by a primitive: a
+// reorder step placed before the primitive's own step. None when the layouts already agree.
+Operand weights_as(PrimitiveKernel& k, const ConvSetup& s, const memory::desc& want,
+                   const Operand& w, const std::string& tag) {
+  if (want == s.weights) return w;
+  memory buf = k.owned(want);
+  k.add_step(reorder_primitive(s.sig + tag, s.weights, want))
+      .bind(DNNL_ARG_FROM, s.weights, w)
+      .owned(DNNL_ARG_TO, buf);
+  return buf;
+}
+
+}  // namespace
+
+void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
+                         const Shape& w, const Shape& y, const ConvOperands& ops) {
+  const ConvSetup s = conv_setup(node, x, w, y, ops.bias.has_value());
+  const CachedPrimitive p = OnednnContext::instance().get(
+      s.sig + "|fwd", [&] { return forward_pd(s, dnnl::prop_kind::forward_training); });
+  const Operand weights = weights_as(k, s, p.pd.weights_desc(), ops.w, "|fwd.w");
+  Step& step = k.add_step(p);
+  step.bind(DNNL_ARG_SRC, s.src, ops.x)
+      .bind(DNNL_ARG_WEIGHTS, p.pd.weights_desc(), weights)
+      .bind(DNNL_ARG_DST, s.dst, ops.y);
+  if (ops.bias) step.bind(DNNL_ARG_BIAS, s.bias, *ops.bias);
+}
+
+namespace {
+
+class Conv2d final : public PrimitiveKernel {
+ public:
+  Conv2d(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    ConvOperands ops{in(0), in(1), std::nullopt, out(0)};
+    if (node.inputs.size() == 3) ops.bias = in(2);
+    append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
+                        out_shape(node, g, 0), ops);
+  }
+};
+
+class Conv2dBackwardData final : public PrimitiveKernel {
+ public:
+  Conv2dBackwardData(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    const ConvSetup s = conv_setup(node, out_shape(node, g, 0), in_shape(node, g, 1),
+                                   in_shape(node, g, 0), false);
+    const CachedPrimitive p = OnednnContext::instance().get(s.sig + "|bwd_data", [&] {
+      const WindowGeom& gm = s.geom;
+      convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, s.src,
+                                        any_like(s.weights), s.dst, gm.strides, gm.dilates,
+                                        gm.pad_l, gm.pad_r);
+      return convolution_backward_data::primitive_desc(
+          d, user_scratchpad_attr(), OnednnContext::instance().engine(),
+          forward_pd(s, dnnl::prop_kind::forward_training));
+    });
+    const Operand weights = weights_as(*this, s, p.pd.weights_desc(), in(1), "|bwd_data.w");
+    add_step(p)
+        .bind(DNNL_ARG_DIFF_DST, s.dst, in(0))
+        .bind(DNNL_ARG_WEIGHTS, p.pd.weights_desc(), weights)
+        .bind(DNNL_ARG_DIFF_SRC, s.src, out(0));
+  }
+};
+
+class Conv2dBackwardWeight final : public PrimitiveKernel {
+ public:
+  Conv2dBackwardWeight(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    const bool has_bias = node.outputs.size() == 2;
+    if (has_bias != (node.attrs.i("has_bias", has_bias ? 1 : 0) != 0))
+      fail(node, "attribute has_bias disagrees with the number of outputs");
+    const ConvSetup s = conv_setup(node, in_shape(node, g, 0), out_shape(node, g, 0),
+                                   in_shape(node, g, 1), has_bias);
+    const CachedPrimitive p = OnednnContext::instance().get(s.sig + "|bwd_weights", [&] {
+      const WindowGeom& gm = s.geom;
+      convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, s.src,
+                                           any_like(s.weights), s.bias, s.dst, gm.strides,
+                                           gm.dilates, gm.pad_l, gm.pad_r);
+      return convolution_backward_weights::primitive_desc(
+          d, user_scratchpad_attr(), OnednnContext::instance().engine(),
+          forward_pd(s, dnnl::prop_kind::forward_training));
+    });
+    const memory::desc got = p.pd.diff_weights_desc();
+    const bool reorder = got != s.weights;
+    memory dw_buf;
+    if (reorder) dw_buf = owned(got);
+    Step& step = add_step(p);
+    step.view(DNNL_ARG_SRC, s.src, in(0)).view(DNNL_ARG_DIFF_DST, s.dst, in(1));
+    if (reorder)
+      step.owned(DNNL_ARG_DIFF_WEIGHTS, dw_buf);
+    else
+      step.view(DNNL_ARG_DIFF_WEIGHTS, s.weights, out(0));
+    if (has_bias) step.view(DNNL_ARG_DIFF_BIAS, s.bias, out(1));
+    if (reorder)
+      add_step(reorder_primitive(s.sig + "|bwd_weights.dw", got, s.weights))
+          .owned(DNNL_ARG_FROM, dw_buf)
+          .view(DNNL_ARG_TO, s.weights, out(0));
+  }
+};
+
+}  // namespace
+
+void register_conv_kernels() {
+  add_kernel<Conv2d>("conv2d");
+  add_kernel<Conv2dBackwardData>("conv2d_backward_data");
+  add_kernel<Conv2dBackwardWeight>("conv2d_backward_weight");
+}
+
+}  // namespace trident::onednn

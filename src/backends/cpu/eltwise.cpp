@@ -1,0 +1,101 @@
+// relu, relu_backward and add on oneDNN eltwise/binary primitives. Element-wise ops ignore
+// the shape, so every tensor is described as a flat f32 vector: one primitive serves every
+// tensor of the same element count, whatever its rank, and in-place aliasing just works.
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_util.h"
+
+namespace trident::onednn {
+
+namespace {
+
+using dnnl::algorithm;
+
+// Throws unless every input and output holds `numel` elements.
+int64_t common_numel(const ir::Node& node, const ir::Graph& g) {
+  const int64_t n = trident::numel(out_shape(node, g, 0));
+  for (int id : node.inputs)
+    if (trident::numel(g.value(id).shape) != n)
+      fail(node, "inputs and output must hold the same number of elements");
+  return n;
+}
+
+dnnl::eltwise_forward::primitive_desc relu_forward_pd(const memory::desc& md, algorithm alg) {
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, alg, md, 0.f, 0.f);
+  return dnnl::eltwise_forward::primitive_desc(d, user_scratchpad_attr(),
+                                               OnednnContext::instance().engine());
+}
+
+}  // namespace
+
+void append_relu(PrimitiveKernel& k, int64_t n, const Operand& x, const Operand& y) {
+  const memory::desc md = flat_md(n);
+  k.add_step(OnednnContext::instance().get(Signature("relu").add("n", n).str(), [&] {
+     return relu_forward_pd(md, algorithm::eltwise_relu);
+   }))
+      .bind(DNNL_ARG_SRC, md, x)
+      .bind(DNNL_ARG_DST, md, y);
+}
+
+void append_relu_backward(PrimitiveKernel& k, int64_t n, const Operand& y, const Operand& dy,
+                          const Operand& dx) {
+  const memory::desc md = flat_md(n);
+  k.add_step(OnednnContext::instance().get(Signature("relu_bwd_use_dst").add("n", n).str(), [&] {
+     dnnl::eltwise_backward::desc d(algorithm::eltwise_relu_use_dst_for_bwd, md, md, 0.f, 0.f);
+     return dnnl::eltwise_backward::primitive_desc(
+         d, user_scratchpad_attr(), OnednnContext::instance().engine(),
+         relu_forward_pd(md, algorithm::eltwise_relu_use_dst_for_bwd));
+   }))
+      .bind(DNNL_ARG_DST, md, y)
+      .bind(DNNL_ARG_DIFF_DST, md, dy)
+      .bind(DNNL_ARG_DIFF_SRC, md, dx);
+}
+
+void append_add(PrimitiveKernel& k, int64_t n, const Operand& a, const Operand& b,
+                const Operand& y) {
+  const memory::desc md = flat_md(n);
+  k.add_step(OnednnContext::instance().get(Signature("add").add("n", n).str(), [&] {
+     dnnl::binary::desc d(algorithm::binary_add, md, md, md);
+     return dnnl::binary::primitive_desc(d, user_scratchpad_attr(),
+                                         OnednnContext::instance().engine());
+   }))
+      .bind(DNNL_ARG_SRC_0, md, a)
+      .bind(DNNL_ARG_SRC_1, md, b)
+      .bind(DNNL_ARG_DST, md, y);
+}
+
+namespace {
+
+class Relu final : public PrimitiveKernel {
+ public:
+  Relu(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    append_relu(*this, common_numel(node, g), in(0), out(0));
+  }
+};
+
+// Our relu_backward reads the forward output y: dx = dy where y > 0.
+class ReluBackward final : public PrimitiveKernel {
+ public:
+  ReluBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    append_relu_backward(*this, common_numel(node, g), in(0), in(1), out(0));
+  }
+};
+
+class Add final : public PrimitiveKernel {
+ public:
+  Add(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    append_add(*this, common_numel(node, g), in(0), in(1), out(0));
+  }
+};
+
+}  // namespace
+
+void register_eltwise_kernels() {
+  add_kernel<Relu>("relu");
+  add_kernel<ReluBackward>("relu_backward");
+  add_kernel<Add>("add");
+}
+
+}  // namespace trident::onednn

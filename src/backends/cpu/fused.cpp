@@ -1,0 +1,85 @@
+// The fused training ops cbr / cbar (conv → batchnorm → [add residual] → relu) and their
+// batchnorm_relu_backward, built from the same step builders as the single ops: one kernel,
+// one list of primitive steps, with the add and relu running in place on y.
+#include <optional>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_util.h"
+
+namespace trident::onednn {
+
+namespace {
+
+// cbr / cbar: inputs x, w, gamma, beta, running_mean, running_var, [residual], [bias];
+// outputs y, conv_out, saved_mean, saved_invstd, running_mean_out, running_var_out.
+class FusedForward final : public PrimitiveKernel {
+ public:
+  FusedForward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    const bool cbar = node.op == "cbar";
+    const size_t base = cbar ? 7 : 6;
+    if ((node.inputs.size() != base && node.inputs.size() != base + 1) || node.outputs.size() != 6)
+      fail(node, "expected " + std::to_string(base) + " or " + std::to_string(base + 1) +
+                     " inputs and 6 outputs");
+    ConvOperands conv{in(0), in(1), std::nullopt, out(1)};
+    if (node.inputs.size() == base + 1) conv.bias = in(base);
+    const Shape& y = out_shape(node, g, 0);
+    append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1), y, conv);
+    bn_.emplace(*this, node, y,
+                BnTrainingOperands{out(1), in(2), in(3), in(4), in(5), out(0), out(2), out(3),
+                                   out(4), out(5)});
+    if (cbar) append_add(*this, trident::numel(y), out(0), in(6), out(0));
+    append_relu(*this, trident::numel(y), out(0), out(0));
+  }
+
+  void run(const KernelArgs& args) override {
+    execute(args);
+    bn_->finish(args);
+  }
+
+ private:
+  std::optional<BnTraining> bn_;
+};
+
+// batchnorm_relu_backward: inputs y, dy, conv_out, gamma, saved_mean, saved_invstd;
+// outputs dconv, dgamma, dbeta, [dresidual]. dz = dy·(y > 0) goes to dresidual when there is
+// one (it is exactly the residual's gradient), else to a kernel-owned buffer.
+class FusedBackward final : public PrimitiveKernel {
+ public:
+  FusedBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    if (node.inputs.size() != 6 || (node.outputs.size() != 3 && node.outputs.size() != 4))
+      fail(node, "expected 6 inputs and 3 or 4 outputs");
+    const Shape& x = in_shape(node, g, 2);
+    const int64_t n = trident::numel(x);
+    Operand dz_flat = out(3), dz_nhwc = out(3);
+    if (node.outputs.size() == 3) {
+      const memory flat = owned(flat_md(n));
+      dz_flat = flat;
+      // The same bytes described as NHWC for the batchnorm step.
+      dz_nhwc = memory(nhwc_md(x), OnednnContext::instance().engine(), flat.get_data_handle());
+    }
+    append_relu_backward(*this, n, in(0), in(1), dz_flat);
+    bwd_.emplace(*this, node, x,
+                 BnBackwardOperands{in(2), dz_nhwc, in(3), in(4), in(5), out(0), out(1), out(2)});
+  }
+
+  void run(const KernelArgs& args) override {
+    check_views(args);
+    bwd_->prepare(args);
+    execute(args);
+  }
+
+ private:
+  std::optional<BnBackward> bwd_;
+};
+
+}  // namespace
+
+void register_fused_kernels() {
+  add_kernel<FusedForward>("cbr");
+  add_kernel<FusedForward>("cbar");
+  add_kernel<FusedBackward>("batchnorm_relu_backward");
+}
+
+}  // namespace trident::onednn

@@ -1,0 +1,95 @@
+// Registration entry points of the oneDNN "cpu" backend (one per op family file), the helper
+// registering a Kernel class for an op, and the step builders that fused kernels reuse.
+#pragma once
+#include <memory>
+#include <optional>
+
+#include "backends/cpu/onednn_util.h"
+#include "backends/kernel.h"
+
+namespace trident::onednn {
+
+inline constexpr const char* kBackend = "cpu";
+
+// oneDNN's own exceptions (a descriptor it cannot implement) become an Error naming the node.
+template <class K>
+void add_kernel(const char* op) {
+  KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g) {
+    try {
+      return std::unique_ptr<Kernel>(std::make_unique<K>(node, g));
+    } catch (const dnnl::error& e) {
+      fail(node, std::string("oneDNN could not build its primitive (") + e.what() + ")");
+    }
+  });
+}
+
+// ---- step builders, shared by the single-op kernels and the fused ones (fused.cpp) ----
+
+// conv.cpp: y = conv(x, w) [+ bias] with the node's stride/padding/dilation/groups.
+struct ConvOperands {
+  Operand x, w;
+  std::optional<Operand> bias;
+  Operand y;
+};
+void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
+                         const Shape& w, const Shape& y, const ConvOperands& ops);
+
+// batchnorm.cpp: training-mode batchnorm (eps, momentum from the node) as a primitive step
+// plus a host epilogue, run after the kernel's steps, writing saved_invstd and the running
+// statistics (outputs may alias the running-stat inputs).
+struct BnTrainingOperands {
+  Operand x;
+  ViewRef gamma, beta, running_mean, running_var;
+  Operand y;
+  ViewRef saved_mean, saved_invstd, running_mean_out, running_var_out;
+};
+class BnTraining {
+ public:
+  BnTraining(PrimitiveKernel& k, const ir::Node& node, const Shape& x, const BnTrainingOperands& ops);
+  void finish(const KernelArgs& args) const;
+
+ private:
+  BnTrainingOperands ops_;
+  double eps_, momentum_;
+  int64_t C_, M_;
+  memory var_;
+};
+
+// batchnorm.cpp: training-mode batchnorm backward from saved_mean/saved_invstd; prepare()
+// (before the kernel's steps) turns saved_invstd into the variance oneDNN wants.
+struct BnBackwardOperands {
+  Operand x, dy;
+  ViewRef gamma, saved_mean, saved_invstd;
+  Operand dx;
+  ViewRef dgamma, dbeta;
+};
+class BnBackward {
+ public:
+  BnBackward(PrimitiveKernel& k, const ir::Node& node, const Shape& x, const BnBackwardOperands& ops);
+  void prepare(const KernelArgs& args) const;
+
+ private:
+  ViewRef saved_invstd_;
+  double eps_;
+  int64_t C_;
+  memory var_;
+};
+
+// eltwise.cpp: element-wise steps over `numel` elements (in place allowed).
+void append_relu(PrimitiveKernel& k, int64_t numel, const Operand& x, const Operand& y);
+void append_relu_backward(PrimitiveKernel& k, int64_t numel, const Operand& y, const Operand& dy,
+                          const Operand& dx);
+void append_add(PrimitiveKernel& k, int64_t numel, const Operand& a, const Operand& b,
+                const Operand& y);
+
+// ---- registration ----
+
+void register_conv_kernels();       // conv.cpp
+void register_batchnorm_kernels();  // batchnorm.cpp
+void register_eltwise_kernels();    // eltwise.cpp
+void register_pool_kernels();       // pool.cpp
+void register_linear_kernels();     // linear.cpp
+void register_misc_kernels();       // misc.cpp
+void register_fused_kernels();      // fused.cpp
+
+}  // namespace trident::onednn

@@ -1,0 +1,45 @@
+// The engine/stream singleton and the signature-keyed primitive cache of the "cpu" backend.
+// Lookups and creation happen only while kernels are built (compile time), so one mutex
+// around the whole get() is simpler than finer locking and costs nothing at run time.
+#include "backends/cpu/onednn_context.h"
+
+namespace trident::onednn {
+
+OnednnContext& OnednnContext::instance() {
+  static OnednnContext ctx;
+  return ctx;
+}
+
+OnednnContext::OnednnContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+CachedPrimitive OnednnContext::get(const std::string& key,
+                                   const std::function<dnnl::primitive_desc_base()>& make) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  ++misses_;
+  dnnl::primitive_desc_base pd = make();
+  CachedPrimitive entry{pd, dnnl::primitive(pd.get())};
+  cache_.emplace(key, entry);
+  return entry;
+}
+
+int64_t OnednnContext::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+
+int64_t OnednnContext::misses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return misses_;
+}
+
+size_t OnednnContext::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+}  // namespace trident::onednn

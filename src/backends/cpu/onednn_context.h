@@ -1,0 +1,47 @@
+// Process-wide oneDNN state of the "cpu" backend: one CPU engine, one in-order stream, and a
+// cache of primitives keyed by their full signature, so identical layers share one primitive
+// (primitives are stateless here: scratchpads are user-owned, so sharing is safe).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace trident::onednn {
+
+// A primitive together with the descriptor it was built from (for memory-desc queries).
+struct CachedPrimitive {
+  dnnl::primitive_desc_base pd;
+  dnnl::primitive prim;
+};
+
+class OnednnContext {
+ public:
+  static OnednnContext& instance();
+
+  const dnnl::engine& engine() const { return engine_; }
+  dnnl::stream& stream() { return stream_; }
+
+  // The primitive cached under `key`, or a new one built from make() and cached. `key` must
+  // name everything the descriptor depends on (op kind, dims, layouts, attributes, dtype).
+  CachedPrimitive get(const std::string& key, const std::function<dnnl::primitive_desc_base()>& make);
+
+  int64_t hits() const;
+  int64_t misses() const;
+  size_t size() const;
+
+ private:
+  OnednnContext();
+
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  mutable std::mutex mu_;
+  std::map<std::string, CachedPrimitive> cache_;
+  int64_t hits_ = 0;
+  int64_t misses_ = 0;
+};
+
+}  // namespace trident::onednn

@@ -1,0 +1,136 @@
+// Max, average and global-average pooling (a window of the whole H×W plane) with backward on
+// oneDNN pooling. maxpool2d_backward re-runs the forward into kernel-owned y/workspace, whose
+// argmax (first maximum, padding never wins) the backward primitive then follows.
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_util.h"
+
+namespace trident::onednn {
+
+namespace {
+
+using dnnl::algorithm;
+using dnnl::pooling_backward;
+using dnnl::pooling_forward;
+
+struct PoolSetup {
+  memory::desc src, dst;  // NHWC input and pooled output
+  WindowGeom geom;
+  algorithm alg = algorithm::pooling_max;
+  std::string sig;
+};
+
+PoolSetup pool_setup(const ir::Node& node, const Shape& x, const Shape& y, algorithm alg,
+                     WindowGeom geom) {
+  PoolSetup s{nhwc_md(x), nhwc_md(y), std::move(geom), alg, ""};
+  s.sig = Signature("pool")
+              .add("alg", static_cast<int64_t>(alg))
+              .add("x", x)
+              .add("y", y)
+              .add("kernel", s.geom.kernel)
+              .add("stride", s.geom.strides)
+              .add("pad_l", s.geom.pad_l)
+              .add("pad_r", s.geom.pad_r)
+              .str();
+  if (s.geom.kernel[0] < 1 || s.geom.kernel[1] < 1)
+    fail(node, "attribute 'kernel' must be a positive [h, w] pair");
+  return s;
+}
+
+algorithm avg_algorithm(const ir::Node& node) {
+  return node.attrs.i("count_include_pad", 1) != 0 ? algorithm::pooling_avg_include_padding
+                                                   : algorithm::pooling_avg_exclude_padding;
+}
+
+// A global pool's geometry: one window covering the whole plane.
+WindowGeom global_geom(const Shape& x) {
+  WindowGeom g;
+  g.kernel = {x[1], x[2]};
+  g.strides = {1, 1};
+  g.dilates = g.pad_l = g.pad_r = {0, 0};
+  return g;
+}
+
+pooling_forward::primitive_desc forward_pd(const PoolSetup& s, dnnl::prop_kind prop) {
+  const WindowGeom& g = s.geom;
+  pooling_forward::desc d(prop, s.alg, s.src, s.dst, g.strides, g.kernel, g.pad_l, g.pad_r);
+  return pooling_forward::primitive_desc(d, user_scratchpad_attr(),
+                                         OnednnContext::instance().engine());
+}
+
+CachedPrimitive backward_primitive(const PoolSetup& s) {
+  return OnednnContext::instance().get(s.sig + "|bwd", [&] {
+    const WindowGeom& g = s.geom;
+    pooling_backward::desc d(s.alg, s.src, s.dst, g.strides, g.kernel, g.pad_l, g.pad_r);
+    return pooling_backward::primitive_desc(d, user_scratchpad_attr(),
+                                            OnednnContext::instance().engine(),
+                                            forward_pd(s, dnnl::prop_kind::forward_training));
+  });
+}
+
+// y = pool(x): maxpool2d, avgpool2d and global_avgpool differ only in algorithm and window.
+class PoolForward final : public PrimitiveKernel {
+ public:
+  PoolForward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    const Shape &x = in_shape(node, g, 0), &y = out_shape(node, g, 0);
+    const PoolSetup s = node.op == "maxpool2d"
+                            ? pool_setup(node, x, y, algorithm::pooling_max, pool_geom(node))
+                        : node.op == "avgpool2d"
+                            ? pool_setup(node, x, y, avg_algorithm(node), pool_geom(node))
+                            : pool_setup(node, x, y, algorithm::pooling_avg_include_padding,
+                                         global_geom(x));
+    add_step(OnednnContext::instance().get(s.sig + "|fwd_infer", [&] {
+      return forward_pd(s, dnnl::prop_kind::forward_inference);
+    }))
+        .view(DNNL_ARG_SRC, s.src, in(0))
+        .view(DNNL_ARG_DST, s.dst, out(0));
+  }
+};
+
+// dx from dy alone: avgpool2d_backward and global_avgpool_backward (input_shape = dx's shape).
+class AvgPoolBackward final : public PrimitiveKernel {
+ public:
+  AvgPoolBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    const Shape &dx = out_shape(node, g, 0), &dy = in_shape(node, g, 0);
+    const PoolSetup s = node.op == "avgpool2d_backward"
+                            ? pool_setup(node, dx, dy, avg_algorithm(node), pool_geom(node))
+                            : pool_setup(node, dx, dy, algorithm::pooling_avg_include_padding,
+                                         global_geom(dx));
+    add_step(backward_primitive(s))
+        .view(DNNL_ARG_DIFF_DST, s.dst, in(0))
+        .view(DNNL_ARG_DIFF_SRC, s.src, out(0));
+  }
+};
+
+// maxpool2d_backward(x, dy): forward (training) into owned y + workspace, then backward.
+class MaxPoolBackward final : public PrimitiveKernel {
+ public:
+  MaxPoolBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+    expect_f32(node, g);
+    const PoolSetup s = pool_setup(node, in_shape(node, g, 0), in_shape(node, g, 1),
+                                   algorithm::pooling_max, pool_geom(node));
+    const CachedPrimitive fwd = OnednnContext::instance().get(s.sig + "|fwd_train", [&] {
+      return forward_pd(s, dnnl::prop_kind::forward_training);
+    });
+    const memory y = owned(s.dst), ws = owned(fwd.pd.workspace_desc());
+    add_step(fwd).view(DNNL_ARG_SRC, s.src, in(0)).owned(DNNL_ARG_DST, y).owned(DNNL_ARG_WORKSPACE, ws);
+    add_step(backward_primitive(s))
+        .view(DNNL_ARG_DIFF_DST, s.dst, in(1))
+        .owned(DNNL_ARG_WORKSPACE, ws)
+        .view(DNNL_ARG_DIFF_SRC, s.src, out(0));
+  }
+};
+
+}  // namespace
+
+void register_pool_kernels() {
+  add_kernel<PoolForward>("maxpool2d");
+  add_kernel<PoolForward>("avgpool2d");
+  add_kernel<PoolForward>("global_avgpool");
+  add_kernel<MaxPoolBackward>("maxpool2d_backward");
+  add_kernel<AvgPoolBackward>("avgpool2d_backward");
+  add_kernel<AvgPoolBackward>("global_avgpool_backward");
+}
+
+}  // namespace trident::onednn

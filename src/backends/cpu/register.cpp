@@ -1,0 +1,17 @@
+// Registers every kernel of the oneDNN backend under the name "cpu" (called once, lazily, by
+// KernelRegistry). Each op family file registers its own ops (docs/OPS.md + fused cbr).
+#include "backends/cpu/kernels.h"
+
+namespace trident {
+
+void register_onednn_kernels() {
+  onednn::register_conv_kernels();
+  onednn::register_batchnorm_kernels();
+  onednn::register_eltwise_kernels();
+  onednn::register_pool_kernels();
+  onednn::register_linear_kernels();
+  onednn::register_misc_kernels();
+  onednn::register_fused_kernels();
+}
+
+}  // namespace trident
