@@ -27,6 +27,32 @@ int64_t count_correct(const float* logits, const int32_t* labels, int64_t rows, 
   return correct;
 }
 
+namespace {
+// The user's --disable-pass names, split over the training and the inference pipeline: each
+// executable gets the ones its pipeline has; a name in neither is an error with the lists.
+void split_disabled(const std::vector<std::string>& names, passes::CompileOptions& train,
+                    passes::CompileOptions& infer) {
+  const passes::PassManager tp = passes::standard_pipeline(passes::Mode::Train, train);
+  const passes::PassManager ip = passes::standard_pipeline(passes::Mode::Infer, infer);
+  auto has = [](const passes::PassManager& pm, const std::string& n) {
+    for (const passes::Pass& p : pm.passes())
+      if (p.name == n) return true;
+    return false;
+  };
+  for (const std::string& n : names) {
+    if (has(tp, n)) train.disabled_passes.push_back(n);
+    if (has(ip, n)) infer.disabled_passes.push_back(n);
+    if (!has(tp, n) && !has(ip, n)) {
+      std::string known;
+      for (const auto* pm : {&tp, &ip})
+        for (const passes::Pass& p : pm->passes())
+          if (known.find(p.name) == std::string::npos) known += (known.empty() ? "" : ", ") + p.name;
+      throw Error("unknown pass '" + n + "' (passes: " + known + ")");
+    }
+  }
+}
+}  // namespace
+
 Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move(config)) {
   passes::CompileOptions train_opt;
   train_opt.mode = passes::Mode::Train;
@@ -34,17 +60,15 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   train_opt.momentum = config_.momentum;
   train_opt.weight_decay = config_.weight_decay;
   train_opt.nesterov = config_.nesterov;
-  train_opt.disabled_passes = config_.disabled_passes;
-  if (!config_.dump_dir.empty()) train_opt.dump_dir = config_.dump_dir + "/train";
-  train_ = Executable::compile(model, train_opt);
   passes::CompileOptions eval_opt;
   eval_opt.mode = passes::Mode::Infer;
   eval_opt.backend = config_.backend;
-  const passes::PassManager infer_pipeline = passes::standard_pipeline(passes::Mode::Infer, eval_opt);
-  for (const std::string& p : config_.disabled_passes)  // passes of the other mode don't apply
-    for (const passes::Pass& known : infer_pipeline.passes())
-      if (known.name == p) eval_opt.disabled_passes.push_back(p);
-  if (!config_.dump_dir.empty()) eval_opt.dump_dir = config_.dump_dir + "/infer";
+  split_disabled(config_.disabled_passes, train_opt, eval_opt);
+  if (!config_.dump_dir.empty()) {
+    train_opt.dump_dir = config_.dump_dir + "/train";
+    eval_opt.dump_dir = config_.dump_dir + "/infer";
+  }
+  train_ = Executable::compile(model, train_opt);
   eval_ = Executable::compile(model, eval_opt);
   batch_ = train_->find("images").shape[0];
   train_->init_parameters(config_.seed);

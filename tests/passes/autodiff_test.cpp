@@ -3,6 +3,8 @@
 // switches behave.
 #include <gtest/gtest.h>
 
+#include "support/graph_queries.h"
+
 #include <filesystem>
 
 #include "core/error.h"
@@ -10,13 +12,9 @@
 #include "runtime/executable.h"
 
 using namespace trident;
+using test_support::count_op;
 
 namespace {
-int count_op(const ir::Graph& g, const std::string& op) {
-  int n = 0;
-  for (int id : g.order()) n += g.node(id).op == op;
-  return n;
-}
 passes::CompileOptions train_options(bool optimizer = true) {
   passes::CompileOptions o;
   o.mode = passes::Mode::Train;

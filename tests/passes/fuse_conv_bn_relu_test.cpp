@@ -3,6 +3,8 @@
 // training step against the unfused one: loss, every gradient, the running statistics).
 #include <gtest/gtest.h>
 
+#include "support/graph_queries.h"
+
 #include "frontend/builder.h"
 #include "frontend/zoo.h"
 #include "runtime/executable.h"
@@ -10,14 +12,9 @@
 #include "support/tolerance.h"
 
 using namespace trident;
+using test_support::count_op;
 
 namespace {
-
-int count_op(const ir::Graph& g, const std::string& op) {
-  int n = 0;
-  for (int id : g.order()) n += g.node(id).op == op;
-  return n;
-}
 
 
 void run_fusion(ir::Graph& g, std::vector<passes::Rejection>* rejections = nullptr,

@@ -3,20 +3,17 @@
 // equals its decomposition.
 #include <gtest/gtest.h>
 
+#include "support/graph_queries.h"
+
 #include "frontend/builder.h"
 #include "runtime/executable.h"
 #include "support/graph_runner.h"
 #include "support/tolerance.h"
 
 using namespace trident;
+using test_support::count_op;
 
 namespace {
-
-int count_op(const ir::Graph& g, const std::string& op) {
-  int n = 0;
-  for (int id : g.order()) n += g.node(id).op == op;
-  return n;
-}
 
 struct Result {
   ir::Graph g;

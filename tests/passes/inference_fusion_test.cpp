@@ -3,6 +3,8 @@
 // and numerical checks, the numerical ones against the same model compiled without them.
 #include <gtest/gtest.h>
 
+#include "support/graph_queries.h"
+
 #include "core/error.h"
 #include "core/random.h"
 #include "frontend/builder.h"
@@ -12,14 +14,9 @@
 #include "support/tolerance.h"
 
 using namespace trident;
+using test_support::count_op;
 
 namespace {
-
-int count_op(const ir::Graph& g, const std::string& op) {
-  int n = 0;
-  for (int id : g.order()) n += g.node(id).op == op;
-  return n;
-}
 
 passes::CompileOptions infer_options(std::vector<std::string> disabled = {}) {
   passes::CompileOptions o;
