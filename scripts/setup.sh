@@ -12,8 +12,16 @@ packages=(
   nlohmann-json3-dev         # JSON output
   zlib1g-dev                 # gzip-compressed IDX files
   libdnnl-dev                # oneDNN: the fast CPU backend
+  libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
+  python3 python3-venv       # .venv for the ONNX test models (onnx, onnxruntime)
   dataset-fashion-mnist      # the default training data, in /usr/share/datasets/fashion-mnist
 )
+
+# The libFuzzer build (fuzz/README.md) needs clang and its runtime: installed only on request,
+# with TRIDENT_FUZZ=1, which also builds the fuzz targets into build-fuzz/.
+if [ "${TRIDENT_FUZZ:-0}" = 1 ]; then
+  packages+=(clang libclang-rt-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -27,7 +35,27 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Project-local Python for tests/onnx/make_models.py: pinned onnx, onnxruntime and numpy from
+# PyPI into .venv (git-ignored); skipped when those exact versions are already there.
+py_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==2.1.3)
+if ! .venv/bin/python - "${py_pins[@]}" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import version
+sys.exit(any(version(n) != v for n, v in (p.split("==") for p in sys.argv[1:])))
+PY
+then
+  echo "setup: creating .venv with ${py_pins[*]}"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check "${py_pins[@]}"
+fi
+
 build_dir=${TRIDENT_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release ${TRIDENT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"
 echo "setup: built $build_dir/trident"
+
+if [ "${TRIDENT_FUZZ:-0}" = 1 ]; then
+  CXX=clang++ cmake -S . -B build-fuzz -DTRIDENT_BUILD_FUZZERS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build-fuzz -j"$(nproc)"
+  echo "setup: built the fuzz targets in build-fuzz/fuzz"
+fi

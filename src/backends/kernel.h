@@ -40,6 +40,9 @@ class KernelRegistry {
   static std::vector<std::string> backends();
 };
 
+// The backend to run on when none is named: "cpu" where oneDNN is built, else "cpu_ref".
+std::string default_backend();
+
 // Each backend's registration entry point (called once, lazily, by KernelRegistry).
 void register_cpu_ref_kernels();
 #ifdef TRIDENT_HAVE_ONEDNN

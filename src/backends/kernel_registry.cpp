@@ -58,6 +58,14 @@ bool KernelRegistry::has(const std::string& backend, const std::string& op) {
   return b != table().end() && b->second.count(op) != 0;
 }
 
+std::string default_backend() {
+#ifdef TRIDENT_HAVE_ONEDNN
+  return "cpu";
+#else
+  return "cpu_ref";
+#endif
+}
+
 std::vector<std::string> KernelRegistry::backends() {
   ensure_builtins();
   std::vector<std::string> out;

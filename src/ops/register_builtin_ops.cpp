@@ -13,6 +13,7 @@ void register_optimizer_ops();
 void register_fused_cbr_ops();
 void register_fused_inference_ops();
 void register_elementwise_fused_ops();
+void register_tensor_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -29,6 +30,7 @@ void register_builtin_ops() {
   ops::register_fused_cbr_ops();
   ops::register_fused_inference_ops();
   ops::register_elementwise_fused_ops();
+  ops::register_tensor_ops();
 }
 
 }  // namespace trident::ir

@@ -141,6 +141,54 @@ void Executable::copy_weights_from(const Executable& other) {
   }
 }
 
+WeightMap Executable::export_weights() const {
+  WeightMap out;
+  for (int v = 0; v < graph_.num_values(); ++v) {
+    const ir::Value& val = graph_.value(v);
+    if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
+    if (plan_.placement[v].buffer == plan::Buffer::None) continue;
+    TensorView t = view(v);
+    HostTensor h{t.shape, t.dtype, std::vector<std::byte>(t.bytes())};
+    std::memcpy(h.data.data(), t.data, t.bytes());
+    out.emplace(val.name, std::move(h));
+  }
+  return out;
+}
+
+size_t Executable::import_weights(const WeightMap& weights, bool strict) {
+  size_t loaded = 0;
+  for (const auto& [name, h] : weights) {
+    const int id = graph_.find_value(name);
+    if (id < 0 || (graph_.value(id).role != ir::ValueRole::Parameter &&
+                   graph_.value(id).role != ir::ValueRole::State))
+      throw Error("the weights hold '" + name + "', which this network has no parameter or state for");
+    if (plan_.placement[id].buffer == plan::Buffer::None) continue;
+    TensorView t = view(id);
+    if (h.shape != t.shape || h.dtype != t.dtype)
+      throw Error("weight '" + name + "' is " + std::string(dtype_name(h.dtype)) + shape_str(h.shape) +
+                  " but the network expects " + std::string(dtype_name(t.dtype)) + shape_str(t.shape));
+    if (h.data.size() != t.bytes())
+      throw Error("weight '" + name + "' holds " + std::to_string(h.data.size()) + " bytes, expected " +
+                  std::to_string(t.bytes()));
+    ++loaded;
+  }
+  if (strict)
+    for (int v = 0; v < graph_.num_values(); ++v) {
+      const ir::Value& val = graph_.value(v);
+      if ((val.role == ir::ValueRole::Parameter || val.role == ir::ValueRole::State) &&
+          plan_.placement[v].buffer != plan::Buffer::None && !weights.count(val.name))
+        throw Error("the weights lack '" + val.name + "'");
+    }
+  // Validated everything first: a bad file changes nothing.
+  for (const auto& [name, h] : weights) {
+    const int id = graph_.find_value(name);
+    if (plan_.placement[id].buffer == plan::Buffer::None) continue;
+    std::memcpy(view(id).data, h.data.data(), h.data.size());
+  }
+  prepared_ = false;
+  return loaded;
+}
+
 int64_t Executable::parameter_count() const {
   int64_t n = 0;
   for (int v : graph_.values_with_role(ir::ValueRole::Parameter)) n += numel(graph_.value(v).shape);

@@ -11,6 +11,7 @@
 #include "ir/graph.h"
 #include "passes/pass.h"
 #include "plan/memory_plan.h"
+#include "runtime/weights.h"
 
 namespace trident::runtime {
 
@@ -50,6 +51,12 @@ class Executable {
   void init_parameters(uint64_t seed);
   // Copies every parameter and state tensor present in both executables, matched by name.
   void copy_weights_from(const Executable& other);
+  // Every parameter and state tensor (optimizer momentum included) by name.
+  WeightMap export_weights() const;
+  // Loads tensors by name. Shapes and dtypes must match exactly (an Error names the tensor);
+  // with `strict`, every parameter and state tensor of the executable must be present.
+  // Returns the number of tensors loaded. Names the executable does not have are errors.
+  size_t import_weights(const WeightMap& weights, bool strict);
 
   const ir::Graph& graph() const { return graph_; }
   const plan::MemoryPlan& memory_plan() const { return plan_; }

@@ -74,6 +74,12 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   train_->init_parameters(config_.seed);
 }
 
+void Trainer::restore(const WeightMap& weights, int64_t step) {
+  if (step < 0) throw Error("cannot restore a negative step count " + std::to_string(step));
+  train_->import_weights(weights, true);
+  step_ = step;
+}
+
 EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int64_t epochs_total,
                                 const BatchCallback& on_batch) {
   using clock = std::chrono::steady_clock;

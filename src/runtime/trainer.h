@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/kernel.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
 #include "runtime/data/batch_iterator.h"
@@ -22,7 +23,7 @@ struct TrainConfig {
   bool nesterov = false;
   double warmup_epochs = 0.2;   // linear warm-up from lr/10, then cosine decay to 0
   uint64_t seed = 1;
-  std::string backend = "cpu_ref";
+  std::string backend = default_backend();
   std::vector<std::string> disabled_passes;  // by name, for both executables
   std::string dump_dir;                      // IR after every pass: DIR/train, DIR/infer
 };
@@ -57,7 +58,14 @@ class Trainer {
                          const BatchCallback& on_batch = {});
   EvalStats evaluate(const data::Dataset& ds);
 
+  // Replaces every tensor of the training executable (strictly: all present, shapes and dtypes
+  // equal) and sets the optimizer step, so the learning-rate schedule continues where a
+  // checkpointed run stopped. Validates before changing anything.
+  void restore(const WeightMap& weights, int64_t step);
+
   Executable& train_executable() { return *train_; }
+  const Executable& train_executable() const { return *train_; }
+  const TrainConfig& config() const { return config_; }
   Executable& eval_executable() { return *eval_; }
   int64_t batch() const { return batch_; }
   int64_t step() const { return step_; }

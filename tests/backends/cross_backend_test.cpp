@@ -1,7 +1,8 @@
 // Cross-backend agreement: every op (and shape/attribute variants of it) is built as a
 // one-node ir::Graph, run through the "cpu" (oneDNN) kernel and the "cpu_ref" kernel on the
-// same random f32 inputs, and every output is compared with the one tolerance table below.
-// Also: the cpu backend covers every cpu_ref op, rejects f64 by name, and shares primitives.
+// same random f32 inputs, and every output is compared with the one tolerance table
+// (support/tolerance.h). Every fused op also runs on "cpu" against its decomposition on
+// "cpu_ref". Also: cpu covers every cpu_ref op, rejects f64 by name, and shares primitives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,23 +21,13 @@
 #include "core/error.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
+#include "support/graph_runner.h"
+#include "support/tolerance.h"
 
 namespace trident {
 namespace {
 
 using ir::Attrs;
-
-// ---- the tolerance table: |cpu − cpu_ref| ≤ atol + rtol·|cpu_ref| ----
-
-struct Tolerance {
-  double atol, rtol;
-};
-Tolerance tolerance_for(DType t) {
-  switch (t) {
-    case DType::f32: return {1e-5, 1e-4};
-    default: return {0, 0};  // i32 and friends compare exactly
-  }
-}
 
 // ---- host buffers for one node's inputs and outputs ----
 
@@ -119,7 +110,7 @@ std::vector<Buffer> run_backend(const std::string& backend, const ir::Graph& g,
 
 void expect_close(const std::string& what, const Buffer& got, const Buffer& want) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  const Tolerance tol = tolerance_for(want.dtype);
+  const test_support::Tolerance tol = test_support::tolerance(want.dtype);  // i32: exact
   size_t bad = 0, first = 0;
   double worst = 0;
   for (size_t k = 0; k < want.size(); ++k) {
@@ -177,6 +168,50 @@ void compare_node(const ir::Graph& g, int node_id, Fill fill, const InputHook& h
 
 int producer(const ir::Graph& g, int value) { return g.value(value).producer; }
 std::vector<int64_t> v2(int64_t a, int64_t b) { return {a, b}; }
+
+// The output shape of conv2d(x, w) with `geom`, inferred without adding a node.
+Shape conv_output_shape(const ir::Graph& g, int x, int w, const Attrs& geom) {
+  ir::Node probe;
+  probe.op = "conv2d";
+  probe.inputs = {x, w};
+  probe.attrs = geom;
+  return ir::OpRegistry::get("conv2d").infer(probe, g).at(0).shape;
+}
+
+// Adjusts the randomized values of a GraphRunner before a run (the same way for both runners).
+using RunnerHook = std::function<void(test_support::GraphRunner&)>;
+
+// The graph `g` holds one fused node, producing `outs`. Runs it on "cpu" and its decomposition
+// (OpDef::decompose, in a copy of g) on "cpu_ref", from the same random inputs, and compares
+// every output: results, saved and running statistics, gradients.
+void compare_with_decomposition(const ir::Graph& g, const std::vector<int>& outs,
+                                const RunnerHook& hook = {}) {
+  const ir::Node node = g.node(producer(g, outs.at(0)));
+  const ir::OpDef& def = ir::OpRegistry::get(node.op);
+  ir::Graph d = g;
+  d.set_order({});
+  const std::vector<int> dec = def.decompose(d, node);
+  ASSERT_EQ(dec.size(), outs.size()) << node.op;
+  test_support::GraphRunner fused(g, "cpu"), ref(d, "cpu_ref");
+  for (test_support::GraphRunner* r : {&fused, &ref}) {
+    r->randomize(7);
+    if (hook) hook(*r);
+  }
+  fused.run();
+  ref.run();
+  for (size_t i = 0; i < outs.size(); ++i)
+    test_support::expect_close(fused.values(outs[i]), ref.values(dec[i]), DType::f32,
+                               node.op + " '" + node.name + "' on cpu vs its decomposition, " +
+                                   def.output_name(i));
+}
+
+// Rewrites every element of value `v` in a runner (e.g. a relu output must be non-negative).
+void map_value(test_support::GraphRunner& r, int v, float (*f)(float)) {
+  TensorView t = r.view(v);
+  for (int64_t i = 0; i < t.numel(); ++i) t.as<float>()[i] = f(t.as<float>()[i]);
+}
+float non_negative(float v) { return std::max(v, 0.f); }
+float positive(float v) { return std::abs(v) + 0.5f; }
 
 // ---- convolution ----
 
@@ -486,10 +521,8 @@ std::ostream& operator<<(std::ostream& os, const FusedCase& c) { return os << c.
 
 class CrossFused : public ::testing::TestWithParam<FusedCase> {};
 
-TEST_P(CrossFused, ForwardAndBatchnormReluBackwardAgree) {
-  const FusedCase& c = GetParam();
-  const bool cbar = std::string(c.op) == "cbar";
-  ir::Graph g;
+// Adds the case's cbr/cbar node (inputs x, w, gamma, beta, running stats, [residual], [b]).
+std::vector<int> add_fused(ir::Graph& g, const FusedCase& c) {
   int x = g.add_input("x", c.x);
   int w = g.add_parameter("w", c.w, {});
   std::vector<int> in{x, w};
@@ -497,13 +530,32 @@ TEST_P(CrossFused, ForwardAndBatchnormReluBackwardAgree) {
   for (const char* n : {"gamma", "beta", "running_mean", "running_var"})
     in.push_back(g.add_parameter(n, ch, {}));
   const Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"eps", 1e-5}, {"momentum", 0.1}};
-  // The residual has the conv output's shape: infer it from a plain conv first.
-  const Shape y_shape =
-      g.value(g.add_node1("conv2d", {x, w}, {{"stride", c.stride}, {"padding", c.pad}}, "probe"))
-          .shape;
-  if (cbar) in.push_back(g.add_input("residual", y_shape));
+  const Shape y_shape = conv_output_shape(g, x, w, {{"stride", c.stride}, {"padding", c.pad}});
+  if (std::string(c.op) == "cbar") in.push_back(g.add_input("residual", y_shape));
   if (c.bias) in.push_back(g.add_parameter("b", ch, {}));
-  auto outs = g.add_node(c.op, in, a, "block");
+  return g.add_node(c.op, in, a, "block");
+}
+
+// Adds batchnorm_relu_backward for the case's shapes, its inputs fresh values.
+std::vector<int> add_bn_relu_backward(ir::Graph& g, const FusedCase& c) {
+  ir::Graph scratch;
+  const Attrs geom{{"stride", c.stride}, {"padding", c.pad}};
+  const Shape y_shape = conv_output_shape(scratch, scratch.add_input("x", c.x),
+                                          scratch.add_input("w", c.w), geom);
+  const Shape ch{c.w[0]};
+  int y = g.add_input("y", y_shape), dy = g.add_input("dy", y_shape);
+  int conv_out = g.add_input("conv_out", y_shape);
+  int gamma = g.add_parameter("gamma.bwd", ch, {});
+  int mean = g.add_input("saved_mean", ch), invstd = g.add_input("saved_invstd", ch);
+  return g.add_node("batchnorm_relu_backward", {y, dy, conv_out, gamma, mean, invstd},
+                    {{"eps", 1e-5}, {"residual", int64_t{std::string(c.op) == "cbar"}}},
+                    "block.bn_relu_backward");
+}
+
+TEST_P(CrossFused, ForwardAndBatchnormReluBackwardAgree) {
+  const FusedCase& c = GetParam();
+  ir::Graph g;
+  auto outs = add_fused(g, c);
   // Conv on small integers (exact); gamma and the running variance positive.
   compare_node(g, producer(g, outs[0]), Fill::SmallInts, [](size_t k, Buffer& b, std::mt19937& rng) {
     std::uniform_real_distribution<float> pos(0.5f, 2.f);
@@ -511,17 +563,30 @@ TEST_P(CrossFused, ForwardAndBatchnormReluBackwardAgree) {
       for (float& v : b.f) v = pos(rng);
   });
 
-  int y = g.add_input("y", y_shape), dy = g.add_input("dy", y_shape);
-  int conv_out = g.add_input("conv_out", y_shape);
-  int mean = g.add_input("saved_mean", ch), invstd = g.add_input("saved_invstd", ch);
-  auto back = g.add_node("batchnorm_relu_backward", {y, dy, conv_out, in[2], mean, invstd},
-                         {{"eps", 1e-5}, {"residual", int64_t{cbar}}}, "block.bn_relu_backward");
-  compare_node(g, producer(g, back[0]), Fill::Uniform, [](size_t k, Buffer& b, std::mt19937& rng) {
+  ir::Graph gb;
+  auto back = add_bn_relu_backward(gb, c);
+  compare_node(gb, producer(gb, back[0]), Fill::Uniform, [](size_t k, Buffer& b, std::mt19937& rng) {
     std::uniform_real_distribution<float> pos(0.5f, 2.f);
     if (k == 0)
       for (float& v : b.f) v = std::max(v, 0.f);  // a relu output: about half zeros
     if (k == 3 || k == 5)
       for (float& v : b.f) v = pos(rng);
+  });
+}
+
+// Forward on random reals: conv, batch statistics, running statistics, y.
+TEST_P(CrossFused, FusedOnCpuMatchesDecompositionOnCpuRef) {
+  ir::Graph g;
+  compare_with_decomposition(g, add_fused(g, GetParam()));
+}
+
+TEST_P(CrossFused, BatchnormReluBackwardOnCpuMatchesDecompositionOnCpuRef) {
+  ir::Graph g;
+  const std::vector<int> outs = add_bn_relu_backward(g, GetParam());
+  const ir::Node& n = g.node(producer(g, outs[0]));
+  compare_with_decomposition(g, outs, [&n](test_support::GraphRunner& r) {
+    map_value(r, n.inputs[0], non_negative);  // y is a relu output: about half zeros
+    map_value(r, n.inputs[5], positive);      // saved_invstd
   });
 }
 
@@ -535,18 +600,120 @@ INSTANTIATE_TEST_SUITE_P(
                   true}),
     [](const ::testing::TestParamInfo<FusedCase>& info) { return std::string(info.param.name); });
 
+// ---- inference fusions: conv2d_epilogue and fold_batchnorm ----
+
+struct EpilogueCase {
+  const char* name;
+  Shape x, w;
+  std::vector<int64_t> stride, pad;
+  int64_t groups;
+  bool bias, residual, relu;
+};
+
+std::ostream& operator<<(std::ostream& os, const EpilogueCase& c) { return os << c.name; }
+
+class CrossEpilogue : public ::testing::TestWithParam<EpilogueCase> {};
+
+// Adds the case's conv2d_epilogue node (inputs x, w, [b], [residual]); returns y.
+int add_epilogue(ir::Graph& g, const EpilogueCase& c) {
+  int x = g.add_input("x", c.x);
+  int w = g.add_parameter("w", c.w, {});
+  std::vector<int> in{x, w};
+  Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"groups", c.groups}};
+  const Shape y_shape = conv_output_shape(g, x, w, a);
+  if (c.bias) in.push_back(g.add_parameter("b", {c.w[0]}, {}));
+  if (c.residual) in.push_back(g.add_input("residual", y_shape));
+  a.set("has_bias", int64_t{c.bias});
+  a.set("residual", int64_t{c.residual});
+  a.set("relu", int64_t{c.relu});
+  return g.add_node1("conv2d_epilogue", in, a, "epilogue");
+}
+
+// Small integers: the convolution is exact, so sum and relu post-ops must match bit for bit.
+TEST_P(CrossEpilogue, AgreesWithCpuRef) {
+  ir::Graph g;
+  compare_node(g, producer(g, add_epilogue(g, GetParam())), Fill::SmallInts);
+}
+
+TEST_P(CrossEpilogue, OnCpuMatchesDecompositionOnCpuRef) {
+  ir::Graph g;
+  compare_with_decomposition(g, {add_epilogue(g, GetParam())});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, CrossEpilogue,
+    ::testing::Values(
+        EpilogueCase{"BiasResidualRelu", {2, 8, 8, 8}, {8, 3, 3, 8}, v2(1, 1), v2(1, 1), 1, true,
+                     true, true},
+        EpilogueCase{"ResidualNoReluNoBias", {2, 8, 8, 8}, {8, 3, 3, 8}, v2(1, 1), v2(1, 1), 1,
+                     false, true, false},
+        EpilogueCase{"BiasRelu", {2, 7, 7, 4}, {6, 3, 3, 4}, v2(1, 1), v2(1, 1), 1, true, false,
+                     true},
+        EpilogueCase{"BiasOnly", {2, 7, 7, 4}, {6, 3, 3, 4}, v2(1, 1), v2(1, 1), 1, true, false,
+                     false},
+        EpilogueCase{"Stride2ResidualRelu", {2, 9, 9, 4}, {8, 3, 3, 4}, v2(2, 2), v2(1, 1), 1, true,
+                     true, true},
+        EpilogueCase{"Stride2ReluNoBias", {3, 10, 10, 3}, {8, 3, 3, 3}, v2(2, 2), v2(1, 1), 1,
+                     false, false, true},
+        EpilogueCase{"Groups2ResidualRelu", {2, 8, 8, 6}, {4, 3, 3, 3}, v2(1, 1), v2(1, 1), 2, true,
+                     true, true},
+        EpilogueCase{"Groups2Relu", {2, 8, 8, 6}, {6, 3, 3, 3}, v2(1, 1), v2(1, 1), 2, false, false,
+                     true},
+        EpilogueCase{"Pointwise1x1Residual", {2, 6, 6, 16}, {16, 1, 1, 16}, v2(1, 1), v2(0, 0), 1,
+                     false, true, true}),
+    [](const ::testing::TestParamInfo<EpilogueCase>& info) {
+      return std::string(info.param.name);
+    });
+
+TEST(CrossFoldBatchnorm, WithAndWithoutBiasAgree) {
+  for (const Shape& ws : {Shape{8, 3, 3, 4}, Shape{16, 1, 1, 16}, Shape{5, 7, 7, 3}})
+    for (bool bias : {false, true}) {
+      ir::Graph g;
+      const Shape ch{ws[0]};
+      std::vector<int> in{g.add_parameter("w", ws, {})};
+      for (const char* n : {"gamma", "beta", "running_mean", "running_var"})
+        in.push_back(g.add_parameter(n, ch, {}));
+      if (bias) in.push_back(g.add_parameter("b", ch, {}));
+      auto outs = g.add_node("fold_batchnorm", in, {{"eps", 1e-3}}, "fold");
+      compare_node(g, producer(g, outs[0]), Fill::Uniform,
+                   [](size_t k, Buffer& b, std::mt19937& rng) {
+                     std::uniform_real_distribution<float> pos(0.5f, 2.f);
+                     if (k == 4)
+                       for (float& v : b.f) v = pos(rng);  // the running variance
+                   });
+    }
+}
+
+// ---- the fused element-wise chain ----
+
+TEST(CrossElementwise, ProgramsAgreeAndMatchTheirDecomposition) {
+  const char* programs[] = {"relu", "add:1", "add:1,relu", "relu;add:1",
+                            "add:1,relu;relu,add:2;add:2,add:1,relu"};
+  for (const Shape& s : {Shape{2, 5, 5, 3}, Shape{7, 13}})
+    for (const char* p : programs) {
+      ir::Graph g;
+      std::vector<int> in;  // inputs no program step names are simply not read
+      for (const char* n : {"x0", "x1", "x2"}) in.push_back(g.add_input(n, s));
+      auto outs = g.add_node("elementwise", in, {{"programs", std::string(p)}}, "ew");
+      SCOPED_TRACE(p);
+      compare_node(g, producer(g, outs[0]), Fill::Uniform);
+      compare_with_decomposition(g, outs);
+    }
+}
+
 // ---- coverage, dtype errors, primitive sharing ----
 
-// The ops of docs/OPS.md and the fused training ops have a kernel on both backends. (A fixed
+// The ops of docs/OPS.md and every fused op have a kernel on both backends. (A fixed
 // list: ops added to cpu_ref later get their cpu kernel, and their entry here, separately.)
-TEST(CrossBackend, CpuCoversTheSpecAndFusedTrainingOps) {
+TEST(CrossBackend, CpuCoversTheSpecAndFusedOps) {
   const char* ops[] = {"conv2d", "batchnorm2d", "relu", "add", "maxpool2d", "avgpool2d",
                        "global_avgpool", "flatten", "reshape", "linear", "softmax_cross_entropy",
                        "fill", "conv2d_backward_data", "conv2d_backward_weight",
                        "batchnorm2d_backward", "relu_backward", "maxpool2d_backward",
                        "avgpool2d_backward", "global_avgpool_backward", "linear_backward_data",
                        "linear_backward_weight", "softmax_cross_entropy_backward", "sgd_update",
-                       "cbr", "cbar", "batchnorm_relu_backward"};
+                       "cbr", "cbar", "batchnorm_relu_backward", "conv2d_epilogue",
+                       "fold_batchnorm", "elementwise"};
   for (const char* op : ops) {
     EXPECT_TRUE(KernelRegistry::has("cpu_ref", op)) << op;
     EXPECT_TRUE(KernelRegistry::has("cpu", op)) << "cpu has no kernel for " << op;

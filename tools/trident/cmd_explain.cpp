@@ -1,5 +1,5 @@
 // `trident explain`: what the fusion passes did to a model and why they refused the rest;
-// --json for machines, --dot FILE for a picture of the fused graph.
+// --json for machines, --dot FILE for a picture of the fused graph. Accepts an ONNX file too.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "core/error.h"
+#include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/fusion_report.h"
 
@@ -16,7 +17,9 @@ namespace {
 
 struct Options {
   std::string model = frontend::default_model();
+  std::string model_file;  // positional MODEL.onnx
   std::string mode = "train";
+  bool mode_given = false;
   int64_t batch = 32;
   bool json = false;
   std::string dot;
@@ -40,12 +43,15 @@ void write_file(const std::string& path, const std::string& text) {
   if (ec) throw Error("cannot write '" + path + "': " + ec.message());
 }
 
-int run_explain(const Options& o) {
+int run_explain(Options o) {
+  if (!o.model_file.empty()) o.model = o.model_file;
+  const bool onnx = o.model.size() > 5 && o.model.ends_with(".onnx");
+  if (onnx && !o.mode_given) o.mode = "infer";  // an exported model is an inference graph
   passes::CompileOptions opt;
   opt.mode = o.mode == "infer" ? passes::Mode::Infer : passes::Mode::Train;
   opt.disabled_passes = o.flags.disabled_passes;
   opt.dump_dir = o.flags.dump_dir;
-  ir::Graph model = frontend::build_model(o.model, {o.batch});
+  ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
   runtime::FusionReport r = runtime::explain(o.model, model, opt);
   if (!o.dot.empty()) write_file(o.dot, runtime::report_dot(r));
   if (o.json) std::cout << runtime::report_json(r).dump() << "\n";
@@ -58,8 +64,10 @@ int run_explain(const Options& o) {
 Runner add_explain_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("explain", "Show what was fused, what was refused and why");
-  sub->add_option("--model", o->model, "Model name (trident info --list)")->capture_default_str();
-  sub->add_option("--mode", o->mode, "train or infer")->check(CLI::IsMember({"train", "infer"}))->capture_default_str();
+  sub->add_option("onnx", o->model_file, "MODEL.onnx to explain instead of a zoo model");
+  sub->add_option("--model", o->model, "Model name (trident info --list) or an .onnx file")->capture_default_str();
+  sub->add_option("--mode", o->mode, "train or infer (default for ONNX: infer)")->check(CLI::IsMember({"train", "infer"}))
+      ->capture_default_str()->each([o](const std::string&) { o->mode_given = true; });
   sub->add_option("--batch", o->batch, "Batch size for the byte counts")->check(CLI::Range(1, 65536))->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");

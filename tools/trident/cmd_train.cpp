@@ -1,17 +1,21 @@
 // `trident train`: trains a zoo model on Fashion-MNIST (or synthetic data of the model's
 // shape), with a progress bar per epoch on stderr and, with --json, one JSON line per event
-// on stdout. Ends with the test accuracy.
+// on stdout. Ends with the test accuracy. --save writes a checkpoint after every epoch,
+// --resume continues one exactly, --weights starts a fresh run from saved tensors.
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "compile_flags.h"
 #include "core/error.h"
 #include "frontend/zoo.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/progress.h"
 #include "runtime/trainer.h"
 
@@ -30,7 +34,35 @@ struct Options {
   int threads = 0;
   bool json = false;
   CompileFlags flags;
+  std::string save_path, resume_path, weights_path;
+  CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
+
+// A resumed run takes its settings from the checkpoint, so it retraces the interrupted run. A
+// flag given explicitly must agree; --epochs may change (it stretches the schedule's tail).
+void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
+  const runtime::CheckpointInfo& i = ck.info;
+  auto given = [&](const char* flag) { return o.app && o.app->count(flag) > 0; };
+  auto adopt = [&](const char* flag, auto& mine, const auto& theirs) {
+    if (given(flag) && mine != theirs) {
+      std::ostringstream os;
+      os << flag << " differs from the checkpoint '" << o.resume_path << "' (which has " << theirs
+         << "); a resumed run keeps the checkpoint's settings, so drop the flag or start a new run with --weights";
+      throw Error(os.str());
+    }
+    mine = theirs;
+  };
+  adopt("--model", o.model, i.model);
+  adopt("--batch", o.batch, i.batch);
+  adopt("--seed", o.config.seed, i.config.seed);
+  adopt("--lr", o.config.lr, i.config.lr);
+  adopt("--momentum", o.config.momentum, i.config.momentum);
+  adopt("--weight-decay", o.config.weight_decay, i.config.weight_decay);
+  adopt("--nesterov", o.config.nesterov, i.config.nesterov);
+  adopt("--warmup", o.config.warmup_epochs, i.config.warmup_epochs);
+  if (!given("--epochs")) o.epochs = i.config.epochs;
+  if (!given("--backend")) o.config.backend = i.config.backend;
+}
 
 std::string fixed(double v, int digits) {
   std::ostringstream os;
@@ -64,6 +96,16 @@ void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset&
 
 int run_train(Options o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
+  runtime::Checkpoint resume;
+  if (!o.resume_path.empty()) {
+    resume = runtime::load_checkpoint(o.resume_path);
+    adopt_checkpoint(o, resume);
+  }
+  if (!o.save_path.empty()) {
+    const std::filesystem::path dir = std::filesystem::path(o.save_path).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw Error("--save '" + o.save_path + "': the directory '" + dir.string() + "' does not exist");
+  }
   const frontend::ModelInfo* info = nullptr;
   for (const auto& m : frontend::model_list())
     if (m.name == o.model) info = &m;
@@ -78,6 +120,24 @@ int run_train(Options o) {
   o.config.dump_dir = o.flags.dump_dir;
   ir::Graph model = frontend::build_model(o.model, {o.batch});
   runtime::Trainer trainer(model, o.config);
+  int64_t first_epoch = 0;
+  if (!o.resume_path.empty()) {
+    if (resume.info.dataset != train.name || resume.info.train_images != train.count)
+      throw Error("checkpoint '" + o.resume_path + "' was trained on " + resume.info.dataset + " (" +
+                  std::to_string(resume.info.train_images) + " images), not " + train.name + " (" +
+                  std::to_string(train.count) + "); resume on the same data, or start a new run with --weights");
+    runtime::resume_from(trainer, resume, o.resume_path, o.model);
+    first_epoch = resume.info.epoch;
+    resume.weights.clear();
+  }
+  if (!o.weights_path.empty()) {
+    const runtime::WeightMap w = runtime::read_safetensors(o.weights_path);
+    try {
+      trainer.train_executable().import_weights(w, false);
+    } catch (const Error& e) {
+      throw Error("--weights '" + o.weights_path + "' does not fit model '" + o.model + "': " + e.what());
+    }
+  }
   data::BatchIterator batches(train, o.batch, true, o.config.seed, true);
   auto emit = [&](const nlohmann::json& j) {
     if (o.json) std::cout << j.dump() << std::endl;
@@ -88,9 +148,12 @@ int run_train(Options o) {
   emit({{"event", "start"}, {"model", o.model}, {"dataset", train.name}, {"train_images", train.count},
         {"test_images", test.count}, {"batch", o.batch}, {"epochs", o.epochs},
         {"backend", o.config.backend}, {"threads", omp_get_max_threads()},
-        {"params", trainer.train_executable().parameter_count()}});
+        {"params", trainer.train_executable().parameter_count()}, {"first_epoch", first_epoch + 1}});
+  if (first_epoch > 0)
+    std::cerr << "resuming from '" << o.resume_path << "' after epoch " << first_epoch << " (step "
+              << trainer.step() << ")\n";
 
-  for (int64_t e = 0; e < o.epochs; ++e) {
+  for (int64_t e = first_epoch; e < o.epochs; ++e) {
     ProgressBar bar("epoch " + std::to_string(e + 1) + "/" + std::to_string(o.epochs),
                     batches.batches_per_epoch());
     auto metrics = [](double loss, double acc, double ips) {
@@ -105,6 +168,16 @@ int run_train(Options o) {
     bar.finish(metrics(st.loss, st.accuracy, st.images_per_second));
     emit({{"event", "epoch"}, {"epoch", e + 1}, {"loss", st.loss}, {"accuracy", st.accuracy},
           {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr}});
+    if (!o.save_path.empty()) {
+      runtime::CheckpointInfo info = runtime::checkpoint_info(trainer);
+      info.model = o.model;
+      info.epoch = e + 1;
+      info.config.epochs = o.epochs;
+      info.dataset = train.name;
+      info.train_images = train.count;
+      runtime::save_checkpoint(o.save_path, trainer, info);
+      emit({{"event", "checkpoint"}, {"path", o.save_path}, {"epoch", e + 1}, {"step", trainer.step()}});
+    }
   }
   runtime::EvalStats ev = trainer.evaluate(test);
   std::cerr << "test accuracy " << fixed(100 * ev.accuracy, 2) << "% on " << ev.samples
@@ -130,14 +203,36 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs")->check(CLI::Range(0.0, 1000.0))->capture_default_str();
   sub->add_option("--seed", o->config.seed, "Seed for initialisation and shuffling")->capture_default_str();
   sub->add_option("--backend", o->config.backend, "Backend that runs the kernels")
-      ->check(CLI::IsMember({"cpu_ref"}))->capture_default_str();
+      ->check(CLI::IsMember(std::vector<std::string>{
+#ifdef TRIDENT_HAVE_ONEDNN
+          "cpu",
+#endif
+          "cpu_ref"}))
+      ->capture_default_str();
   sub->add_option("--data", o->data_dir, "Fashion-MNIST directory (default: the Debian package's)");
   sub->add_flag("--synthetic", o->synthetic, "Train on synthetic data of the model's input shape");
   sub->add_option("--train-limit", o->train_limit, "Use only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--test-limit", o->test_limit, "Use only the first N test images (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
   sub->add_flag("--json", o->json, "Print one JSON line per event on stdout");
+  CLI::Option* save = sub->add_option(
+      "--save", o->save_path,
+      "Write a checkpoint (safetensors: weights, BN statistics, momentum, step, settings) after "
+      "every epoch, replacing CKPT atomically");
+  save->type_name("CKPT");
+  CLI::Option* resume = sub->add_option(
+      "--resume", o->resume_path,
+      "Continue the run saved in CKPT from its next epoch up to --epochs (default: the run's "
+      "planned total), with its model, batch, seed and hyper-parameters; the result equals an "
+      "uninterrupted run. A finished checkpoint is only evaluated");
+  resume->type_name("CKPT");
+  sub->add_option("--weights", o->weights_path,
+                  "Start a new run (step 0) from the tensors of a safetensors file, matched by name; "
+                  "tensors it lacks keep their initial values, extra or mis-shaped ones are errors")
+      ->type_name("FILE")
+      ->excludes(resume);
   add_compile_flags(sub, o->flags);
+  o->app = sub;
   return [o] { return run_train(*o); };
 }
 

@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 Runner add_train_command(CLI::App& app);
 Runner add_info_command(CLI::App& app);
 Runner add_explain_command(CLI::App& app);
+Runner add_infer_command(CLI::App& app);
 
 }  // namespace trident::cli

@@ -1,6 +1,7 @@
 // conv2d and its data/weight gradients on oneDNN convolution primitives. Activations stay
 // NHWC; weights are given to each primitive in the layout it prefers (format `any`), with a
 // cached reorder from/to the graph's OHWI tensor as an extra step — weights are small.
+// The forward builder also takes sum/relu post-ops (conv2d_epilogue, in fused.cpp).
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 
@@ -44,13 +45,24 @@ ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const
   return s;
 }
 
-convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_kind prop) {
+convolution_forward::primitive_desc forward_pd(
+    const ConvSetup& s, dnnl::prop_kind prop,
+    const dnnl::primitive_attr& attr = user_scratchpad_attr()) {
   const WindowGeom& g = s.geom;
   convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, s.src,
                               any_like(s.weights), s.bias, s.dst, g.strides, g.dilates, g.pad_l,
                               g.pad_r);
-  return convolution_forward::primitive_desc(d, user_scratchpad_attr(),
-                                             OnednnContext::instance().engine());
+  return convolution_forward::primitive_desc(d, attr, OnednnContext::instance().engine());
+}
+
+// The attributes of a forward conv with post-ops, applied in order: sum, then relu.
+dnnl::primitive_attr post_ops_attr(const ConvPostOps& post) {
+  dnnl::post_ops ops;
+  if (post.sum) ops.append_sum(1.f);
+  if (post.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  attr.set_post_ops(ops);
+  return attr;
 }
 
 // A kernel-owned copy of the OHWI weights in the layout `want` chosen by a primitive: a
@@ -68,11 +80,19 @@ Operand weights_as(PrimitiveKernel& k, const ConvSetup& s, const memory::desc& w
 }  // namespace
 
 void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
-                         const Shape& w, const Shape& y, const ConvOperands& ops) {
+                         const Shape& w, const Shape& y, const ConvOperands& ops,
+                         const ConvPostOps& post) {
   const ConvSetup s = conv_setup(node, x, w, y, ops.bias.has_value());
-  const CachedPrimitive p = OnednnContext::instance().get(
-      s.sig + "|fwd", [&] { return forward_pd(s, dnnl::prop_kind::forward_training); });
-  const Operand weights = weights_as(k, s, p.pd.weights_desc(), ops.w, "|fwd.w");
+  // Without post-ops: the training forward (its pd also hints the backward primitives).
+  const bool epilogue = post.sum || post.relu;
+  const std::string kind =
+      epilogue ? Signature("|infer").add("sum", int64_t{post.sum}).add("relu", int64_t{post.relu}).str()
+               : "|fwd";
+  const CachedPrimitive p = OnednnContext::instance().get(s.sig + kind, [&] {
+    return epilogue ? forward_pd(s, dnnl::prop_kind::forward_inference, post_ops_attr(post))
+                    : forward_pd(s, dnnl::prop_kind::forward_training);
+  });
+  const Operand weights = weights_as(k, s, p.pd.weights_desc(), ops.w, kind + ".w");
   Step& step = k.add_step(p);
   step.bind(DNNL_ARG_SRC, s.src, ops.x)
       .bind(DNNL_ARG_WEIGHTS, p.pd.weights_desc(), weights)

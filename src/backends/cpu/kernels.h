@@ -31,8 +31,15 @@ struct ConvOperands {
   std::optional<Operand> bias;
   Operand y;
 };
+// Optional oneDNN post-ops (an inference epilogue): `sum` adds the value y already holds,
+// then `relu` clamps: y = relu(conv(x, w) + bias + y_before).
+struct ConvPostOps {
+  bool sum = false;
+  bool relu = false;
+};
 void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
-                         const Shape& w, const Shape& y, const ConvOperands& ops);
+                         const Shape& w, const Shape& y, const ConvOperands& ops,
+                         const ConvPostOps& post = {});
 
 // batchnorm.cpp: training-mode batchnorm (eps, momentum from the node) as a primitive step
 // plus a host epilogue, run after the kernel's steps, writing saved_invstd and the running
@@ -90,6 +97,7 @@ void register_eltwise_kernels();    // eltwise.cpp
 void register_pool_kernels();       // pool.cpp
 void register_linear_kernels();     // linear.cpp
 void register_misc_kernels();       // misc.cpp
+void register_tensor_kernels();     // tensor_ops.cpp
 void register_fused_kernels();      // fused.cpp
 
 }  // namespace trident::onednn

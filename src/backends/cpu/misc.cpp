@@ -1,6 +1,7 @@
 // The ops oneDNN has no primitive for, or that need none: softmax cross-entropy and its
-// backward, sgd_update and fill reuse the reference loops of cpu_ref (f32 enforced here, at
-// build time); flatten and reshape are views that copy only when the planner did not alias.
+// backward, sgd_update, fill, and the fused elementwise and fold_batchnorm ops reuse the
+// reference kernels of cpu_ref (f32 enforced here, at build time); flatten and reshape are
+// views that copy only when the planner did not alias.
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
@@ -19,6 +20,20 @@ class RefLoop final : public Kernel {
  public:
   RefLoop(const ir::Node& node, const ir::Graph& g) { expect_f32(node, g, {NonFloatInputs...}); }
   void run(const KernelArgs& args) override { Fn(args); }
+};
+
+// A cpu_ref kernel object (one with state, or one cpu_ref registers privately) behind the same
+// check. fold_batchnorm runs once per weight update (hoisted); elementwise is one fused loop.
+class RefKernel final : public Kernel {
+ public:
+  RefKernel(const ir::Node& node, const ir::Graph& g) {
+    expect_f32(node, g);
+    ref_ = KernelRegistry::make("cpu_ref", node, g);
+  }
+  void run(const KernelArgs& args) override { ref_->run(args); }
+
+ private:
+  std::unique_ptr<Kernel> ref_;
 };
 
 class View final : public Kernel {
@@ -42,6 +57,8 @@ void register_misc_kernels() {
   add_kernel<RefLoop<cpu_ref::softmax_cross_entropy_backward, 1>>("softmax_cross_entropy_backward");
   add_kernel<RefLoop<cpu_ref::sgd_update>>("sgd_update");
   add_kernel<RefLoop<cpu_ref::fill>>("fill");
+  add_kernel<RefKernel>("elementwise");
+  add_kernel<RefKernel>("fold_batchnorm");
   add_kernel<View>("flatten");
   add_kernel<View>("reshape");
 }

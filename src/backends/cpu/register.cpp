@@ -11,6 +11,7 @@ void register_onednn_kernels() {
   onednn::register_pool_kernels();
   onednn::register_linear_kernels();
   onednn::register_misc_kernels();
+  onednn::register_tensor_kernels();
   onednn::register_fused_kernels();
 }
 

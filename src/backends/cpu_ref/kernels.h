@@ -41,6 +41,11 @@ void linear_backward_weight(const KernelArgs& args);
 void softmax_cross_entropy(const KernelArgs& args);
 void softmax_cross_entropy_backward(const KernelArgs& args);
 
+// tensor_ops.cpp
+void mul(const KernelArgs& args);
+void clip(const KernelArgs& args);
+void concat(const KernelArgs& args);
+
 // optimizer.cpp
 void sgd_update(const KernelArgs& args);
 

@@ -34,6 +34,9 @@ void register_cpu_ref_kernels() {
       {"softmax_cross_entropy", cpu_ref::softmax_cross_entropy},
       {"softmax_cross_entropy_backward", cpu_ref::softmax_cross_entropy_backward},
       {"sgd_update", cpu_ref::sgd_update},
+      {"mul", cpu_ref::mul},
+      {"clip", cpu_ref::clip},
+      {"concat", cpu_ref::concat},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
   KernelRegistry::add("cpu_ref", "cbr", cpu_ref::make_fused_forward);

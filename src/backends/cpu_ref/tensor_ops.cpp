@@ -1,0 +1,96 @@
+// Reference kernels of mul (same shape or per-channel [C]), clip and concat (last axis).
+// Flat loops over the contiguous NHWC layout; concat copies one channel slice per row.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernels.h"
+
+namespace trident::cpu_ref {
+
+namespace {
+
+template <class T>
+void mul_t(const KernelArgs& a) {
+  expect_dtype(a, a.in[1], a.in[0].dtype, "b");
+  expect_dtype(a, a.out[0], a.in[0].dtype, "y");
+  const TensorView &x = a.in[0], &b = a.in[1], &y = a.out[0];
+  if (y.shape != x.shape || x.shape.empty())
+    throw Error("node '" + a.node.name + "' (op mul): output shape " + shape_str(y.shape) +
+                " differs from input " + shape_str(x.shape));
+  const T* px = x.as<T>();
+  const T* pb = b.as<T>();
+  T* py = y.as<T>();
+  const int64_t n = x.numel();
+  if (b.shape == x.shape) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) py[i] = px[i] * pb[i];
+    return;
+  }
+  const int64_t c = x.shape.back();
+  if (b.shape != Shape{c})
+    throw Error("node '" + a.node.name + "' (op mul): operand b has shape " + shape_str(b.shape));
+  const int64_t rows = c > 0 ? n / c : 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int64_t k = 0; k < c; ++k) py[r * c + k] = px[r * c + k] * pb[k];
+}
+
+template <class T>
+void clip_t(const KernelArgs& a, double lo_d, double hi_d) {
+  expect_dtype(a, a.out[0], a.in[0].dtype, "y");
+  if (a.out[0].numel() != a.in[0].numel())
+    throw Error("node '" + a.node.name + "' (op clip): output and input sizes differ");
+  const T lo = static_cast<T>(lo_d), hi = static_cast<T>(hi_d);
+  const T* x = a.in[0].as<T>();
+  T* y = a.out[0].as<T>();
+  const int64_t n = a.in[0].numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(x[i], lo), hi);
+}
+
+}  // namespace
+
+void mul(const KernelArgs& args) {
+  expect_arity(args, 2, 1);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { mul_t<decltype(tag)>(args); });
+}
+
+void clip(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  const double lo = args.node.attrs.f("min", -std::numeric_limits<double>::infinity());
+  const double hi = args.node.attrs.f("max", std::numeric_limits<double>::infinity());
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { clip_t<decltype(tag)>(args, lo, hi); });
+}
+
+void concat(const KernelArgs& args) {
+  if (args.in.empty() || args.out.size() != 1)
+    throw Error("node '" + args.node.name + "' (op concat) needs inputs and one output");
+  const TensorView& y = args.out[0];
+  if (y.shape.empty()) throw Error("node '" + args.node.name + "' (op concat): scalar output");
+  const size_t es = dtype_size(y.dtype);
+  const int64_t cy = y.shape.back();
+  const int64_t rows = cy > 0 ? y.numel() / cy : 0;
+  int64_t offset = 0;
+  for (const TensorView& x : args.in) {
+    expect_dtype(args, x, y.dtype, "every input");
+    if (x.shape.size() != y.shape.size() || x.numel() != rows * x.shape.back())
+      throw Error("node '" + args.node.name + "' (op concat): input " + shape_str(x.shape) +
+                  " does not fit output " + shape_str(y.shape));
+    const int64_t cx = x.shape.back();
+    if (offset + cx > cy)
+      throw Error("node '" + args.node.name + "' (op concat): inputs exceed the output channels");
+    const auto* src = static_cast<const std::byte*>(x.data);
+    auto* dst = static_cast<std::byte*>(y.data);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + (r * cy + offset) * es, src + r * cx * es, cx * es);
+    offset += cx;
+  }
+  if (offset != cy)
+    throw Error("node '" + args.node.name + "' (op concat): inputs do not fill the output");
+}
+
+}  // namespace trident::cpu_ref

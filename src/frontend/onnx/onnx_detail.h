@@ -1,0 +1,100 @@
+// Internals of the ONNX importer shared by its files: bounded tensor and attribute readers
+// over the protobuf classes, and the Importer that turns ONNX nodes into trident nodes.
+// Every failure is a trident::Error naming the file, node, op type and opset.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/onnx_import.h"
+
+namespace trident::frontend::onnx_detail {
+
+// Bounds that keep a hostile file from asking for huge allocations or overflowing extents.
+inline constexpr int64_t kMaxExtent = int64_t{1} << 24;           // one axis of any tensor
+inline constexpr int64_t kMaxElements = int64_t{1} << 28;         // one activation (1 GiB f32)
+inline constexpr int64_t kMaxAttrInt = int64_t{1} << 20;          // kernel, stride, pad values
+inline constexpr size_t kMaxFileBytes = (size_t{1} << 31) - 1;    // protobuf's own 2 GiB limit
+
+// A constant tensor in ONNX layout: an initializer or the output of a Constant node.
+struct Const {
+  std::string name;
+  Shape dims;                  // ONNX dims (may hold zeros; scalars are empty)
+  bool is_float = false;       // float data in f, else integer data in i
+  std::vector<float> f;
+  std::vector<int64_t> i;
+  int64_t numel() const { return is_float ? int64_t(f.size()) : int64_t(i.size()); }
+};
+
+// Converts a TensorProto (FLOAT, INT64 or INT32; inline data only), checking that the data
+// holds exactly the declared element count before allocating. `where` prefixes errors.
+Const read_tensor(const onnx::TensorProto& t, const std::string& where);
+
+class Importer {
+ public:
+  Importer(std::string label, const OnnxOptions& options) : label_(std::move(label)), options_(options) {}
+  OnnxImport run(const onnx::ModelProto& model);
+
+ private:
+  // ---- onnx_import.cpp: model level ----
+  void read_opset(const onnx::ModelProto& model);
+  void read_input(const onnx::GraphProto& graph);
+  void convert(const onnx::NodeProto& node);
+  void mark_outputs(const onnx::GraphProto& graph);
+
+  // ---- onnx_ops.cpp: one converter per op type ----
+  void conv(const onnx::NodeProto& n);
+  void batchnorm(const onnx::NodeProto& n);
+  void clip(const onnx::NodeProto& n);
+  void pool(const onnx::NodeProto& n, bool max);
+  void add(const onnx::NodeProto& n);
+  void mul(const onnx::NodeProto& n);
+  void flatten(const onnx::NodeProto& n);
+  void reshape(const onnx::NodeProto& n);
+  void gemm(const onnx::NodeProto& n);
+  void matmul(const onnx::NodeProto& n);
+  void concat(const onnx::NodeProto& n);
+  void constant(const onnx::NodeProto& n);
+  void alias(const onnx::NodeProto& n);  // Identity, Dropout (inference)
+  void unary(const onnx::NodeProto& n, const std::string& op);
+
+  // ---- helpers (onnx_import.cpp) ----
+  [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& what) const;
+  std::string node_name(const onnx::NodeProto& n) const;
+  void allow_attrs(const onnx::NodeProto& n, std::initializer_list<const char*> names) const;
+  void expect_io(const onnx::NodeProto& n, int min_in, int max_in, int max_out) const;
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const char* name,
+                                   onnx::AttributeProto::AttributeType type) const;
+  int64_t attr_int(const onnx::NodeProto& n, const char* name, int64_t fallback) const;
+  double attr_float(const onnx::NodeProto& n, const char* name, double fallback) const;
+  std::string attr_string(const onnx::NodeProto& n, const char* name, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const char* name) const;
+  bool has_input(const onnx::NodeProto& n, int i) const;
+  bool has_output(const onnx::NodeProto& n, int i) const;
+  bool is_const(const std::string& name) const { return consts_.count(name) != 0; }
+  const Const& constant_of(const onnx::NodeProto& n, int i) const;
+  int activation(const onnx::NodeProto& n, int i) const;
+  // Adds a trident node for ONNX node `n`; names and records its first outputs.
+  std::vector<int> emit(const onnx::NodeProto& n, const std::string& op, std::vector<int> inputs,
+                        ir::Attrs attrs, int onnx_outputs = 1);
+  void define(const onnx::NodeProto& n, int i, int value);
+  // A parameter (or state) tensor made from a constant, converted by `layout`; reused when
+  // the same constant is read again with the same layout.
+  int weight(const onnx::NodeProto& n, const Const& c, const std::string& layout, Shape shape,
+             std::vector<float> data, bool state = false);
+
+  std::string label_;
+  OnnxOptions options_;
+  OnnxImport out_;
+  int64_t model_batch_ = 1;
+  std::map<std::string, Const> consts_;
+  std::map<std::string, int> values_;  // ONNX tensor name -> trident value id
+  std::map<std::string, std::pair<int, std::string>> weights_made_;  // name -> (value, layout)
+  std::map<std::string, int> uses_;     // reads of each ONNX tensor by nodes and graph outputs
+  std::map<int, int> bare_linear_;      // linear output value -> node id, made by MatMul
+};
+
+}  // namespace trident::frontend::onnx_detail

@@ -1,0 +1,304 @@
+// ONNX import, model level: reads the file into a bounded buffer, parses the protobuf, checks
+// the opset, creates the one NHWC input, converts the nodes in order and marks the outputs.
+// Per-op conversion lives in onnx_ops.cpp.
+#include "frontend/onnx/onnx_import.h"
+
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "core/error.h"
+#include "frontend/onnx/onnx_detail.h"
+
+namespace trident::frontend {
+
+using namespace onnx_detail;
+
+OnnxImport import_onnx_from_memory(const void* data, size_t size, const OnnxOptions& options,
+                                   const std::string& label) {
+  if (size > kMaxFileBytes) throw Error(label + ": larger than 2 GiB, the most ONNX protobuf allows");
+  if (size == 0) throw Error(label + ": empty file, not an ONNX model");
+  if (options.batch < 0 || options.batch > kMaxExtent)
+    throw Error(label + ": batch " + std::to_string(options.batch) + " is out of range");
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(data, static_cast<int>(size)))
+    throw Error(label + ": not a valid ONNX model (the protobuf is truncated or corrupt)");
+  return Importer(label, options).run(model);
+}
+
+OnnxImport import_onnx(const std::string& path, const OnnxOptions& options) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) throw Error("cannot open ONNX file '" + path + "'");
+  const std::streamoff end = f.tellg();
+  if (end < 0) throw Error("cannot read ONNX file '" + path + "'");
+  if (static_cast<uint64_t>(end) > kMaxFileBytes)
+    throw Error(path + ": larger than 2 GiB, the most ONNX protobuf allows");
+  std::string bytes(static_cast<size_t>(end), '\0');
+  f.seekg(0);
+  if (!f.read(bytes.data(), end)) throw Error("cannot read ONNX file '" + path + "'");
+  return import_onnx_from_memory(bytes.data(), bytes.size(), options, path);
+}
+
+namespace onnx_detail {
+
+OnnxImport Importer::run(const onnx::ModelProto& model) {
+  read_opset(model);
+  if (!model.has_graph()) throw Error(label_ + ": the model has no graph");
+  const onnx::GraphProto& graph = model.graph();
+  for (const auto& t : graph.initializer()) {
+    if (t.name().empty()) throw Error(label_ + ": an initializer has no name");
+    if (!consts_.emplace(t.name(), read_tensor(t, label_ + ": initializer ")).second)
+      throw Error(label_ + ": initializer '" + t.name() + "' is defined twice");
+  }
+  if (graph.sparse_initializer_size() > 0) throw Error(label_ + ": sparse initializers are not supported");
+  for (const auto& n : graph.node())
+    for (const auto& in : n.input()) ++uses_[in];
+  for (const auto& o : graph.output()) ++uses_[o.name()];
+  read_input(graph);
+  for (const auto& n : graph.node()) convert(n);
+  mark_outputs(graph);
+  return std::move(out_);
+}
+
+void Importer::read_opset(const onnx::ModelProto& model) {
+  for (const auto& op : model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") out_.opset = op.version();
+  if (out_.opset == 0) throw Error(label_ + ": the model imports no default-domain opset");
+  if (out_.opset < 11 || out_.opset > 21)
+    throw Error(label_ + ": opset " + std::to_string(out_.opset) +
+                " is not supported (trident reads opsets 11 to 21; PyTorch exports 13 to 18)");
+}
+
+void Importer::read_input(const onnx::GraphProto& graph) {
+  const onnx::ValueInfoProto* input = nullptr;
+  for (const auto& v : graph.input()) {
+    if (is_const(v.name())) continue;  // older exporters list initializers as inputs
+    if (input) throw Error(label_ + ": the model has more than one input ('" + input->name() + "', '" + v.name() + "'); trident imports single-input networks");
+    input = &v;
+  }
+  if (!input) throw Error(label_ + ": the model has no input");
+  const std::string what = label_ + ": input '" + input->name() + "'";
+  if (!input->type().has_tensor_type()) throw Error(what + " is not a tensor");
+  const auto& tt = input->type().tensor_type();
+  if (tt.elem_type() != onnx::TensorProto::FLOAT)
+    throw Error(what + " has element type " + std::to_string(tt.elem_type()) + "; trident needs float32");
+  if (!tt.has_shape()) throw Error(what + " has no shape");
+  Shape dims;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    int64_t v = d.has_dim_value() ? d.dim_value() : -1;
+    if (i == 0) {
+      model_batch_ = v > 0 ? v : 1;
+      if (options_.batch > 0) v = options_.batch;
+      else if (v < 0) v = 1;  // symbolic batch
+    }
+    if (v <= 0 || v > kMaxExtent)
+      throw Error(what + " has a symbolic or invalid extent at axis " + std::to_string(i) + "; trident needs fixed sizes");
+    dims.push_back(v);
+  }
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if ((n *= d) > kMaxElements) throw Error(what + " is absurdly large");
+  Shape shape;
+  if (dims.size() == 4) shape = {dims[0], dims[2], dims[3], dims[1]};  // NCHW -> NHWC
+  else if (dims.size() == 2) shape = dims;
+  else throw Error(what + " has rank " + std::to_string(dims.size()) + "; trident imports [N,C,H,W] or [N,F] inputs");
+  const int id = out_.graph.add_input(input->name(), shape);
+  values_[input->name()] = id;
+  out_.input_name = input->name();
+}
+
+void Importer::mark_outputs(const onnx::GraphProto& graph) {
+  if (graph.output_size() == 0) throw Error(label_ + ": the model has no output");
+  std::set<int> seen;
+  for (const auto& o : graph.output()) {
+    auto it = values_.find(o.name());
+    if (it == values_.end())
+      throw Error(label_ + ": graph output '" + o.name() + "' is not produced by any supported node");
+    ir::Value& v = out_.graph.value(it->second);
+    if (v.role != ir::ValueRole::Activation)
+      throw Error(label_ + ": graph output '" + o.name() + "' is not computed by a node");
+    if (!seen.insert(v.id).second)
+      throw Error(label_ + ": graph outputs alias one tensor ('" + o.name() + "')");
+    v.name = o.name();  // an Identity before the output keeps the caller's name findable
+    out_.graph.mark_output(v.id);
+    out_.output_names.push_back(o.name());
+  }
+}
+
+void Importer::convert(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    fail(n, "op domain '" + n.domain() + "' is not supported");
+  for (const auto& o : n.output())
+    if (!o.empty() && (values_.count(o) || consts_.count(o)))
+      fail(n, "output '" + o + "' is defined twice");
+  const std::string& t = n.op_type();
+  if (t == "Conv") conv(n);
+  else if (t == "BatchNormalization") batchnorm(n);
+  else if (t == "Relu") unary(n, "relu");
+  else if (t == "Clip") clip(n);
+  else if (t == "MaxPool") pool(n, true);
+  else if (t == "AveragePool") pool(n, false);
+  else if (t == "GlobalAveragePool") unary(n, "global_avgpool");
+  else if (t == "Add") add(n);
+  else if (t == "Mul") mul(n);
+  else if (t == "Flatten") flatten(n);
+  else if (t == "Reshape") reshape(n);
+  else if (t == "Gemm") gemm(n);
+  else if (t == "MatMul") matmul(n);
+  else if (t == "Concat") concat(n);
+  else if (t == "Constant") constant(n);
+  else if (t == "Identity" || t == "Dropout") alias(n);
+  else fail(n, "op type is not supported by trident's ONNX importer");
+}
+
+// ---- helpers ----
+
+std::string Importer::node_name(const onnx::NodeProto& n) const {
+  return n.name().empty() ? n.op_type() + "(" + (n.output_size() ? n.output(0) : "") + ")" : n.name();
+}
+
+void Importer::fail(const onnx::NodeProto& n, const std::string& what) const {
+  throw Error(label_ + ": node '" + node_name(n) + "' (" + n.op_type() + ", opset " +
+              std::to_string(out_.opset) + "): " + what);
+}
+
+void Importer::allow_attrs(const onnx::NodeProto& n, std::initializer_list<const char*> names) const {
+  for (const auto& a : n.attribute()) {
+    bool ok = false;
+    for (const char* k : names) ok = ok || a.name() == k;
+    if (!ok) fail(n, "attribute '" + a.name() + "' is not supported");
+  }
+}
+
+void Importer::expect_io(const onnx::NodeProto& n, int min_in, int max_in, int max_out) const {
+  if (n.input_size() < min_in || n.input_size() > max_in)
+    fail(n, "has " + std::to_string(n.input_size()) + " inputs; expected " + std::to_string(min_in) +
+                (max_in != min_in ? " to " + std::to_string(max_in) : ""));
+  if (n.output_size() < 1 || n.output(0).empty()) fail(n, "has no output");
+  for (int i = max_out; i < n.output_size(); ++i)
+    if (!n.output(i).empty() && uses_.count(n.output(i)))
+      fail(n, "output " + std::to_string(i) + " ('" + n.output(i) + "') is read, which trident does not support");
+}
+
+const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n, const char* name,
+                                           onnx::AttributeProto::AttributeType type) const {
+  for (const auto& a : n.attribute()) {
+    if (a.name() != name) continue;
+    if (a.type() != type && a.type() != onnx::AttributeProto::UNDEFINED)
+      fail(n, std::string("attribute '") + name + "' has the wrong type");
+    if (!a.ref_attr_name().empty()) fail(n, std::string("attribute '") + name + "' is a reference");
+    return &a;
+  }
+  return nullptr;
+}
+
+int64_t Importer::attr_int(const onnx::NodeProto& n, const char* name, int64_t fallback) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::INT);
+  return a ? a->i() : fallback;
+}
+
+double Importer::attr_float(const onnx::NodeProto& n, const char* name, double fallback) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::FLOAT);
+  return a ? a->f() : fallback;
+}
+
+std::string Importer::attr_string(const onnx::NodeProto& n, const char* name,
+                                  const std::string& fallback) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::STRING);
+  return a ? a->s() : fallback;
+}
+
+std::vector<int64_t> Importer::attr_ints(const onnx::NodeProto& n, const char* name) const {
+  const auto* a = attr(n, name, onnx::AttributeProto::INTS);
+  if (!a) return {};
+  std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+  for (int64_t x : v)
+    if (x < -kMaxAttrInt || x > kMaxAttrInt) fail(n, std::string("attribute '") + name + "' holds an absurd value");
+  return v;
+}
+
+bool Importer::has_input(const onnx::NodeProto& n, int i) const {
+  return i < n.input_size() && !n.input(i).empty();
+}
+
+bool Importer::has_output(const onnx::NodeProto& n, int i) const {
+  return i < n.output_size() && !n.output(i).empty();
+}
+
+const Const& Importer::constant_of(const onnx::NodeProto& n, int i) const {
+  if (!has_input(n, i)) fail(n, "input " + std::to_string(i) + " is missing");
+  auto it = consts_.find(n.input(i));
+  if (it == consts_.end()) {
+    if (values_.count(n.input(i)))
+      fail(n, "input '" + n.input(i) + "' must be a constant (initializer), but it is computed");
+    fail(n, "input '" + n.input(i) + "' is neither an initializer nor an earlier node's output (missing initializer?)");
+  }
+  return it->second;
+}
+
+int Importer::activation(const onnx::NodeProto& n, int i) const {
+  if (!has_input(n, i)) fail(n, "input " + std::to_string(i) + " is missing");
+  auto it = values_.find(n.input(i));
+  if (it == values_.end()) {
+    if (is_const(n.input(i)))
+      fail(n, "input '" + n.input(i) + "' is a constant where trident expects a computed tensor");
+    fail(n, "input '" + n.input(i) + "' is neither an initializer nor an earlier node's output (missing initializer?)");
+  }
+  return it->second;
+}
+
+void Importer::define(const onnx::NodeProto& n, int i, int value) {
+  if (!has_output(n, i)) return;
+  values_[n.output(i)] = value;
+}
+
+std::vector<int> Importer::emit(const onnx::NodeProto& n, const std::string& op, std::vector<int> inputs,
+                                ir::Attrs attrs, int onnx_outputs) {
+  std::vector<int> outs;
+  try {
+    outs = out_.graph.add_node(op, std::move(inputs), std::move(attrs), node_name(n));
+  } catch (const Error& e) {
+    fail(n, e.what());
+  }
+  for (int v : outs)
+    if (numel(out_.graph.value(v).shape) > kMaxElements)
+      fail(n, "its output " + shape_str(out_.graph.value(v).shape) + " is absurdly large");
+  for (int i = 0; i < onnx_outputs && i < static_cast<int>(outs.size()); ++i) {
+    if (!has_output(n, i)) continue;
+    out_.graph.value(outs[i]).name = n.output(i);
+    define(n, i, outs[i]);
+  }
+  return outs;
+}
+
+int Importer::weight(const onnx::NodeProto& n, const Const& c, const std::string& layout, Shape shape,
+                     std::vector<float> data, bool state) {
+  auto it = weights_made_.find(c.name);
+  if (it != weights_made_.end()) {
+    if (it->second.second != layout || out_.graph.value(it->second.first).shape != shape)
+      fail(n, "initializer '" + c.name + "' is read in two different roles, which trident does not support");
+    return it->second.first;
+  }
+  if (static_cast<int64_t>(data.size()) != numel(shape))
+    fail(n, "initializer '" + c.name + "' has " + std::to_string(data.size()) +
+                " elements; expected shape " + shape_str(shape));
+  int id;
+  try {
+    id = state ? out_.graph.add_state(c.name, shape, {ir::Init::Zeros})
+               : out_.graph.add_parameter(c.name, shape, {ir::Init::Zeros});
+  } catch (const Error& e) {
+    fail(n, e.what());
+  }
+  runtime::HostTensor h;
+  h.shape = shape;
+  h.dtype = DType::f32;
+  h.data.resize(data.size() * sizeof(float));
+  if (!data.empty()) std::memcpy(h.data.data(), data.data(), h.data.size());
+  out_.weights[c.name] = std::move(h);
+  weights_made_[c.name] = {id, layout};
+  return id;
+}
+
+}  // namespace onnx_detail
+}  // namespace trident::frontend

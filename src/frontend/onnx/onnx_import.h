@@ -1,0 +1,36 @@
+// ONNX import: reads a PyTorch-exported ONNX model (opsets 13-18) into a trident graph plus
+// a WeightMap of its initializers, converted once from NCHW/OIHW to trident's NHWC/OHWI.
+// Malformed files throw trident::Error naming the file, node, op type and opset.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/weights.h"
+
+namespace trident::frontend {
+
+struct OnnxOptions {
+  int64_t batch = 0;  // 0: the model's batch; a symbolic batch dim becomes 1
+};
+
+struct OnnxImport {
+  ir::Graph graph;  // one input value (NHWC), outputs marked; BN nodes in inference form unless training_mode
+  runtime::WeightMap weights;  // initializers converted to trident layouts, named as in the ONNX file
+  std::string input_name;      // the graph input's value name
+  std::vector<std::string> output_names;
+  int64_t opset = 0;
+};
+
+OnnxImport import_onnx(const std::string& path, const OnnxOptions& options = {});
+
+// Same as import_onnx, from bytes already in memory (fuzzing, tests); `label` names the
+// source in error messages.
+OnnxImport import_onnx_from_memory(const void* data, size_t size, const OnnxOptions& options = {},
+                                   const std::string& label = "<memory>");
+
+bool onnx_import_available();  // false when built without ONNX support
+
+}  // namespace trident::frontend

@@ -1,0 +1,374 @@
+// ONNX op → trident op conversion, one function per op type. Weights are converted from ONNX
+// layouts (OIHW, [in,out]) to trident's (OHWI, [out,in]) here, once; every unsupported
+// attribute value is an error naming the node rather than a silently different network.
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "frontend/onnx/onnx_detail.h"
+
+namespace trident::frontend::onnx_detail {
+
+namespace {
+
+struct Window {
+  std::vector<int64_t> kernel{0, 0}, stride{1, 1}, pad{0, 0}, dilation{1, 1};
+};
+
+// Checks that `v` has two entries at least `min` (or is empty: the default stays).
+bool pair_ok(const std::vector<int64_t>& v, int64_t min) {
+  return v.size() == 2 && v[0] >= min && v[1] >= min;
+}
+
+std::vector<float> oihw_to_ohwi(const Const& w) {
+  const int64_t K = w.dims[0], C = w.dims[1], R = w.dims[2], S = w.dims[3];
+  std::vector<float> out(w.f.size());
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t s = 0; s < S; ++s)
+          out[((k * R + r) * S + s) * C + c] = w.f[((k * C + c) * R + r) * S + s];
+  return out;
+}
+
+std::vector<float> transpose2d(const Const& b) {
+  const int64_t I = b.dims[0], O = b.dims[1];
+  std::vector<float> out(b.f.size());
+  for (int64_t i = 0; i < I; ++i)
+    for (int64_t o = 0; o < O; ++o) out[o * I + i] = b.f[i * O + o];
+  return out;
+}
+
+ir::Attrs window_attrs(const Window& w, bool conv) {
+  ir::Attrs a{{"stride", w.stride}, {"padding", w.pad}};
+  if (conv) a.set("dilation", w.dilation);
+  else a.set("kernel", w.kernel);
+  return a;
+}
+
+}  // namespace
+
+// kernel_shape/strides/pads/dilations/auto_pad, shared by Conv and the pools.
+static Window read_window(const Importer& im, const onnx::NodeProto& n,
+                          std::vector<int64_t> (Importer::*ints)(const onnx::NodeProto&, const char*) const,
+                          std::string (Importer::*str)(const onnx::NodeProto&, const char*, const std::string&) const,
+                          void (Importer::*fail)(const onnx::NodeProto&, const std::string&) const) {
+  Window w;
+  const std::string auto_pad = (im.*str)(n, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID")
+    (im.*fail)(n, "auto_pad '" + auto_pad + "' is not supported (only NOTSET and VALID)");
+  auto k = (im.*ints)(n, "kernel_shape"), s = (im.*ints)(n, "strides"), p = (im.*ints)(n, "pads"),
+       d = (im.*ints)(n, "dilations");
+  if (!k.empty()) {
+    if (!pair_ok(k, 1)) (im.*fail)(n, "kernel_shape must be two positive values (2-D only)");
+    w.kernel = k;
+  }
+  if (!s.empty()) {
+    if (!pair_ok(s, 1)) (im.*fail)(n, "strides must be two positive values");
+    w.stride = s;
+  }
+  if (!d.empty()) {
+    if (!pair_ok(d, 1)) (im.*fail)(n, "dilations must be two positive values");
+    w.dilation = d;
+  }
+  if (!p.empty()) {
+    if (p.size() != 4 || p[0] < 0 || p[1] < 0) (im.*fail)(n, "pads must be four non-negative values");
+    if (p[0] != p[2] || p[1] != p[3])
+      (im.*fail)(n, "asymmetric pads [" + std::to_string(p[0]) + "," + std::to_string(p[1]) + "," +
+                        std::to_string(p[2]) + "," + std::to_string(p[3]) + "] are not supported");
+    if (auto_pad == "VALID" && (p[0] || p[1])) (im.*fail)(n, "pads contradict auto_pad VALID");
+    w.pad = {p[0], p[1]};
+  }
+  return w;
+}
+
+#define READ_WINDOW(n) \
+  read_window(*this, n, &Importer::attr_ints, &Importer::attr_string, &Importer::fail)
+
+void Importer::conv(const onnx::NodeProto& n) {
+  allow_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  expect_io(n, 2, 3, 1);
+  const int x = activation(n, 0);
+  const Const& w = constant_of(n, 1);
+  if (out_.graph.value(x).shape.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
+  if (!w.is_float || w.dims.size() != 4) fail(n, "weight '" + w.name + "' must be a 4-D float32 OIHW tensor");
+  Window win = READ_WINDOW(n);
+  if (attr(n, "kernel_shape", onnx::AttributeProto::INTS) &&
+      (win.kernel[0] != w.dims[2] || win.kernel[1] != w.dims[3]))
+    fail(n, "kernel_shape disagrees with weight '" + w.name + "' dims " + shape_str(w.dims));
+  const int64_t groups = attr_int(n, "group", 1);
+  if (groups < 1 || groups > kMaxAttrInt) fail(n, "group must be positive");
+  std::vector<int> in{x, weight(n, w, "conv_ohwi", {w.dims[0], w.dims[2], w.dims[3], w.dims[1]},
+                                oihw_to_ohwi(w))};
+  if (has_input(n, 2)) {
+    const Const& b = constant_of(n, 2);
+    if (!b.is_float || b.dims != Shape{w.dims[0]})
+      fail(n, "bias '" + b.name + "' must be float32 of shape [" + std::to_string(w.dims[0]) + "]");
+    in.push_back(weight(n, b, "vector", b.dims, b.f));
+  }
+  ir::Attrs a = window_attrs(win, true);
+  a.set("groups", groups);
+  emit(n, "conv2d", in, a);
+}
+
+void Importer::batchnorm(const onnx::NodeProto& n) {
+  allow_attrs(n, {"epsilon", "momentum", "training_mode", "spatial"});
+  const int64_t training = attr_int(n, "training_mode", 0);
+  if (training != 0 && training != 1) fail(n, "training_mode must be 0 or 1");
+  if (attr_int(n, "spatial", 1) != 1) fail(n, "spatial=0 is not supported");
+  expect_io(n, 5, 5, training ? 3 : 1);
+  const int x = activation(n, 0);
+  const Shape& xs = out_.graph.value(x).shape;
+  if (xs.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
+  const Shape c{xs[3]};
+  std::vector<int> in{x};
+  static const char* const kNames[] = {"scale", "B", "input_mean", "input_var"};
+  for (int i = 1; i < 5; ++i) {
+    const Const& t = constant_of(n, i);
+    if (!t.is_float || t.numel() != c[0] || t.dims.size() != 1)
+      fail(n, std::string(kNames[i - 1]) + " '" + t.name + "' must be float32 of shape " + shape_str(c));
+    in.push_back(weight(n, t, "vector", c, t.f, i >= 3));
+  }
+  const double eps = attr_float(n, "epsilon", 1e-5);
+  const double momentum = attr_float(n, "momentum", 0.9);
+  if (!(eps > 0) || !(momentum >= 0 && momentum <= 1)) fail(n, "epsilon or momentum is out of range");
+  ir::Attrs a{{"eps", eps}, {"momentum", 1.0 - momentum}, {"training", training}};
+  const auto outs = emit(n, "batchnorm2d", in, a);
+  if (training) {  // ONNX outputs 1, 2 are the updated running statistics
+    for (int i = 1; i < 3; ++i)
+      if (has_output(n, i)) {
+        out_.graph.value(outs[i + 2]).name = n.output(i);
+        define(n, i, outs[i + 2]);
+      }
+  }
+}
+
+void Importer::unary(const onnx::NodeProto& n, const std::string& op) {
+  allow_attrs(n, {});
+  expect_io(n, 1, 1, 1);
+  const int x = activation(n, 0);
+  if (op == "global_avgpool" && out_.graph.value(x).shape.size() != 4)
+    fail(n, "input must be a 4-D [N,C,H,W] tensor");
+  emit(n, op, {x}, {});
+}
+
+void Importer::clip(const onnx::NodeProto& n) {
+  allow_attrs(n, {"min", "max"});
+  expect_io(n, 1, 3, 1);
+  const int x = activation(n, 0);
+  double lo = attr_float(n, "min", -std::numeric_limits<double>::infinity());
+  double hi = attr_float(n, "max", std::numeric_limits<double>::infinity());
+  for (int i = 1; i < 3; ++i) {
+    if (!has_input(n, i)) continue;
+    const Const& b = constant_of(n, i);
+    if (!b.is_float || b.numel() != 1) fail(n, "bound '" + b.name + "' must be a float32 scalar");
+    (i == 1 ? lo : hi) = b.f[0];
+  }
+  if (std::isnan(lo) || std::isnan(hi) || lo > hi) fail(n, "min and max are not an interval");
+  if (lo == 0 && std::isinf(hi)) {
+    emit(n, "relu", {x}, {});
+    return;
+  }
+  ir::Attrs a;
+  if (!std::isinf(lo)) a.set("min", lo);
+  if (!std::isinf(hi)) a.set("max", hi);
+  emit(n, "clip", {x}, a);
+}
+
+void Importer::pool(const onnx::NodeProto& n, bool max) {
+  if (max) allow_attrs(n, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+  else allow_attrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
+  expect_io(n, 1, 1, 1);
+  const int x = activation(n, 0);
+  if (out_.graph.value(x).shape.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
+  Window win = READ_WINDOW(n);
+  if (!attr(n, "kernel_shape", onnx::AttributeProto::INTS)) fail(n, "kernel_shape is required");
+  if (win.dilation != std::vector<int64_t>{1, 1}) fail(n, "dilated pooling is not supported");
+  if (attr_int(n, "ceil_mode", 0) != 0) fail(n, "ceil_mode=1 is not supported");
+  ir::Attrs a = window_attrs(win, false);
+  if (!max) {
+    const int64_t cip = attr_int(n, "count_include_pad", 0);
+    if (cip != 0 && cip != 1) fail(n, "count_include_pad must be 0 or 1");
+    a.set("count_include_pad", cip);
+  }
+  emit(n, max ? "maxpool2d" : "avgpool2d", {x}, a);
+}
+
+void Importer::add(const onnx::NodeProto& n) {
+  allow_attrs(n, {});
+  expect_io(n, 2, 2, 1);
+  if (!is_const(n.input(0)) && !is_const(n.input(1))) {
+    emit(n, "add", {activation(n, 0), activation(n, 1)}, {});
+    return;
+  }
+  // MatMul + Add(bias), as PyTorch exports a Linear without Gemm: the bias joins the linear.
+  const int ci = is_const(n.input(0)) ? 0 : 1;
+  const int x = activation(n, 1 - ci);
+  const Const& b = constant_of(n, ci);
+  auto it = bare_linear_.find(x);
+  const int64_t out_features = out_.graph.value(x).shape.back();
+  if (it == bare_linear_.end() || uses_[n.input(1 - ci)] != 1)
+    fail(n, "adding a constant is supported only as the bias of a preceding MatMul");
+  if (!b.is_float || b.numel() != out_features || b.dims.size() > 2)
+    fail(n, "bias '" + b.name + "' must be float32 with " + std::to_string(out_features) + " values");
+  out_.graph.node(it->second).inputs.push_back(weight(n, b, "vector", {out_features}, b.f));
+  bare_linear_.erase(it);
+  define(n, 0, x);
+  out_.graph.value(x).name = n.output(0);
+}
+
+void Importer::mul(const onnx::NodeProto& n) {
+  allow_attrs(n, {});
+  expect_io(n, 2, 2, 1);
+  if (!is_const(n.input(0)) && !is_const(n.input(1))) {
+    emit(n, "mul", {activation(n, 0), activation(n, 1)}, {});
+    return;
+  }
+  const int ci = is_const(n.input(0)) ? 0 : 1;
+  const int x = activation(n, 1 - ci);
+  const Const& s = constant_of(n, ci);
+  const Shape& xs = out_.graph.value(x).shape;
+  const int64_t c = xs.back();
+  // Accepted constant shapes: a scalar, [C], [1,C], [C,1,1] or [1,C,1,1] (per channel).
+  int64_t non_one = 0, channel_axis = -1;
+  for (size_t i = 0; i < s.dims.size(); ++i)
+    if (s.dims[i] != 1) ++non_one, channel_axis = static_cast<int64_t>(i);
+  const int64_t expect_axis = static_cast<int64_t>(s.dims.size()) - (xs.size() == 4 ? 3 : 1);
+  const bool per_channel = s.numel() == c && non_one <= 1 && (non_one == 0 || channel_axis == expect_axis);
+  if (!s.is_float || !(s.numel() == 1 || per_channel))
+    fail(n, "constant '" + s.name + "' " + shape_str(s.dims) + " must be a float32 scalar or hold one value per channel");
+  std::vector<float> v = s.numel() == 1 ? std::vector<float>(c, s.f[0]) : s.f;
+  emit(n, "mul", {x, weight(n, s, "channel_vector", {c}, std::move(v))}, {});
+}
+
+void Importer::flatten(const onnx::NodeProto& n) {
+  allow_attrs(n, {"axis"});
+  expect_io(n, 1, 1, 1);
+  const int x = activation(n, 0);
+  const Shape& xs = out_.graph.value(x).shape;
+  if (attr_int(n, "axis", 1) != 1) fail(n, "only axis=1 is supported");
+  if (xs.size() == 2) return define(n, 0, x);
+  if (xs.size() == 4 && xs[1] * xs[2] > 1 && xs[3] > 1)
+    fail(n, "flattening [N,C,H,W] with H*W > 1 would need an NCHW transpose, which trident does not insert");
+  emit(n, "flatten", {x}, {});
+}
+
+void Importer::reshape(const onnx::NodeProto& n) {
+  allow_attrs(n, {"allowzero"});
+  expect_io(n, 2, 2, 1);
+  const int x = activation(n, 0);
+  const Const& s = constant_of(n, 1);
+  if (s.is_float || s.dims.size() != 1) fail(n, "shape '" + s.name + "' must be a 1-D int64 tensor");
+  const Shape& xs = out_.graph.value(x).shape;
+  const int64_t total = numel(xs);
+  // ONNX dims of the input, for the "0 copies the input extent" rule.
+  const Shape onnx_dims = xs.size() == 4 ? Shape{xs[0], xs[3], xs[1], xs[2]} : xs;
+  if (s.i.size() != 2) fail(n, "only reshapes to 2-D [N, features] are supported, got " + shape_str(s.i));
+  if (attr_int(n, "allowzero", 0) != 0 && (s.i[0] == 0 || s.i[1] == 0))
+    fail(n, "allowzero with a zero extent is not supported");
+  int64_t d0 = s.i[0] == 0 ? onnx_dims[0] : s.i[0];
+  int64_t d1 = s.i[1] == 0 ? onnx_dims[1] : s.i[1];
+  if (d0 == model_batch_ && xs[0] != model_batch_ && s.i[1] == -1) d0 = xs[0];  // batch override
+  if (d0 == -1 && d1 > 0 && total % d1 == 0) d0 = total / d1;
+  if (d1 == -1 && d0 > 0 && total % d0 == 0) d1 = total / d0;
+  if (d0 != xs[0] || d1 <= 0 || d0 * d1 != total)
+    fail(n, "reshape of " + shape_str(onnx_dims) + " to " + shape_str(s.i) +
+                " is not a flatten to [N, features], the only reshape supported");
+  if (xs.size() == 2) return define(n, 0, x);
+  if (xs.size() == 4 && xs[1] * xs[2] > 1 && xs[3] > 1)
+    fail(n, "flattening [N,C,H,W] with H*W > 1 would need an NCHW transpose, which trident does not insert");
+  emit(n, "flatten", {x}, {});
+}
+
+void Importer::gemm(const onnx::NodeProto& n) {
+  allow_attrs(n, {"alpha", "beta", "transA", "transB"});
+  expect_io(n, 2, 3, 1);
+  if (attr_float(n, "alpha", 1.0) != 1.0 || attr_float(n, "beta", 1.0) != 1.0)
+    fail(n, "alpha and beta other than 1 are not supported");
+  if (attr_int(n, "transA", 0) != 0) fail(n, "transA=1 is not supported");
+  const int64_t trans_b = attr_int(n, "transB", 0);
+  if (trans_b != 0 && trans_b != 1) fail(n, "transB must be 0 or 1");
+  const int x = activation(n, 0);
+  const Const& b = constant_of(n, 1);
+  if (out_.graph.value(x).shape.size() != 2) fail(n, "input A must be 2-D [N, features]");
+  if (!b.is_float || b.dims.size() != 2) fail(n, "B '" + b.name + "' must be a 2-D float32 tensor");
+  const int64_t out_f = trans_b ? b.dims[0] : b.dims[1], in_f = trans_b ? b.dims[1] : b.dims[0];
+  std::vector<int> in{x, weight(n, b, trans_b ? "linear" : "linear_from_kn", {out_f, in_f},
+                                trans_b ? b.f : transpose2d(b))};
+  if (has_input(n, 2)) {
+    const Const& c = constant_of(n, 2);
+    if (!c.is_float || c.numel() != out_f || (c.dims.size() == 2 && c.dims[0] != 1) || c.dims.size() > 2)
+      fail(n, "C '" + c.name + "' must be float32 of shape [" + std::to_string(out_f) + "]");
+    in.push_back(weight(n, c, "vector", {out_f}, c.f));
+  }
+  emit(n, "linear", in, {});
+}
+
+void Importer::matmul(const onnx::NodeProto& n) {
+  allow_attrs(n, {});
+  expect_io(n, 2, 2, 1);
+  const int x = activation(n, 0);
+  const Const& b = constant_of(n, 1);
+  if (out_.graph.value(x).shape.size() != 2) fail(n, "input A must be 2-D [N, features]");
+  if (!b.is_float || b.dims.size() != 2) fail(n, "B '" + b.name + "' must be a 2-D float32 tensor");
+  const auto outs = emit(n, "linear", {x, weight(n, b, "linear_from_kn", {b.dims[1], b.dims[0]}, transpose2d(b))}, {});
+  bare_linear_[outs[0]] = out_.graph.value(outs[0]).producer;
+}
+
+void Importer::concat(const onnx::NodeProto& n) {
+  allow_attrs(n, {"axis"});
+  expect_io(n, 1, 1 << 16, 1);
+  std::vector<int> in;
+  for (int i = 0; i < n.input_size(); ++i) in.push_back(activation(n, i));
+  const int64_t rank = static_cast<int64_t>(out_.graph.value(in[0]).shape.size());
+  int64_t axis = attr_int(n, "axis", std::numeric_limits<int64_t>::min());
+  if (axis == std::numeric_limits<int64_t>::min()) fail(n, "axis is required");
+  if (axis < 0) axis += rank;
+  if (axis != 1) fail(n, "only concatenation along channels (axis 1) is supported");
+  emit(n, "concat", in, {});
+}
+
+void Importer::constant(const onnx::NodeProto& n) {
+  allow_attrs(n, {"value", "value_float", "value_floats", "value_int", "value_ints"});
+  expect_io(n, 0, 0, 1);
+  if (n.attribute_size() != 1) fail(n, "needs exactly one value attribute");
+  const auto& a = n.attribute(0);
+  Const c;
+  if (a.name() == "value") {
+    if (a.type() != onnx::AttributeProto::TENSOR) fail(n, "attribute 'value' must be a tensor");
+    try {
+      c = read_tensor(a.t(), label_ + ": node '" + node_name(n) + "': ");
+    } catch (const Error& e) {
+      fail(n, e.what());
+    }
+  } else if (a.name() == "value_float") {
+    c.is_float = true, c.f = {a.f()};
+  } else if (a.name() == "value_int") {
+    c.i = {a.i()};
+  } else if (a.name() == "value_floats") {
+    c.is_float = true, c.f.assign(a.floats().begin(), a.floats().end()), c.dims = {c.numel()};
+  } else {
+    c.i.assign(a.ints().begin(), a.ints().end()), c.dims = {c.numel()};
+  }
+  c.name = n.output(0);
+  consts_[n.output(0)] = std::move(c);
+}
+
+void Importer::alias(const onnx::NodeProto& n) {
+  const bool dropout = n.op_type() == "Dropout";
+  if (dropout) allow_attrs(n, {"seed", "ratio", "is_test"});
+  else allow_attrs(n, {});
+  expect_io(n, 1, dropout ? 3 : 1, 1);
+  if (dropout && has_input(n, 2)) {
+    const Const& t = constant_of(n, 2);
+    if (t.numel() != 1 || (t.is_float ? t.f[0] != 0 : t.i[0] != 0))
+      fail(n, "training_mode=true is not supported (trident imports dropout for inference)");
+  }
+  if (is_const(n.input(0))) {
+    consts_[n.output(0)] = consts_.at(n.input(0));
+    return;
+  }
+  define(n, 0, activation(n, 0));
+}
+
+}  // namespace trident::frontend::onnx_detail

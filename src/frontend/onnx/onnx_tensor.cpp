@@ -1,0 +1,90 @@
+// TensorProto → Const: validates dims, dtype and that the stored data matches the declared
+// element count before anything is allocated, so a corrupt header cannot ask for gigabytes.
+#include <cstring>
+
+#include "core/error.h"
+#include "frontend/onnx/onnx_detail.h"
+
+namespace trident::frontend::onnx_detail {
+
+namespace {
+const char* type_name(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return "float32";
+    case onnx::TensorProto::DOUBLE: return "float64";
+    case onnx::TensorProto::FLOAT16: return "float16";
+    case onnx::TensorProto::BFLOAT16: return "bfloat16";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT8: return "uint8";
+    case onnx::TensorProto::BOOL: return "bool";
+    case onnx::TensorProto::STRING: return "string";
+    default: return "an unknown type";
+  }
+}
+}  // namespace
+
+Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
+  Const c;
+  c.name = t.name();
+  const std::string what = where + "tensor '" + t.name() + "'";
+  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
+    throw Error(what + " keeps its data in an external file, which trident does not read");
+  if (t.has_segment()) throw Error(what + " is segmented, which trident does not read");
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kMaxExtent)
+      throw Error(what + " has an invalid extent " + std::to_string(d));
+    c.dims.push_back(d);
+    n *= d;
+    if (n > kMaxElements) throw Error(what + " is absurdly large (more than 2^28 elements)");
+  }
+  const int type = t.data_type();
+  const std::string& raw = t.raw_data();
+  auto expect_count = [&](int64_t have, const char* field) {
+    if (have != n)
+      throw Error(what + " declares " + std::to_string(n) + " elements (dims " + shape_str(c.dims) +
+                  ") but its " + field + " holds " + std::to_string(have));
+  };
+  if (type == onnx::TensorProto::FLOAT) {
+    c.is_float = true;
+    if (!raw.empty() || t.float_data_size() == 0) {
+      if (raw.size() % 4 != 0) throw Error(what + " has raw data not a multiple of 4 bytes");
+      expect_count(static_cast<int64_t>(raw.size() / 4), "raw data");
+      c.f.resize(static_cast<size_t>(n));
+      if (n) std::memcpy(c.f.data(), raw.data(), raw.size());
+    } else {
+      expect_count(t.float_data_size(), "float_data");
+      c.f.assign(t.float_data().begin(), t.float_data().end());
+    }
+  } else if (type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32) {
+    const size_t es = type == onnx::TensorProto::INT64 ? 8 : 4;
+    if (!raw.empty() || (t.int64_data_size() == 0 && t.int32_data_size() == 0)) {
+      if (raw.size() % es != 0) throw Error(what + " has raw data not a multiple of its element size");
+      expect_count(static_cast<int64_t>(raw.size() / es), "raw data");
+      c.i.resize(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) {
+        if (es == 8) {
+          std::memcpy(&c.i[k], raw.data() + k * 8, 8);
+        } else {
+          int32_t v;
+          std::memcpy(&v, raw.data() + k * 4, 4);
+          c.i[k] = v;
+        }
+      }
+    } else if (type == onnx::TensorProto::INT64) {
+      expect_count(t.int64_data_size(), "int64_data");
+      c.i.assign(t.int64_data().begin(), t.int64_data().end());
+    } else {
+      expect_count(t.int32_data_size(), "int32_data");
+      c.i.assign(t.int32_data().begin(), t.int32_data().end());
+    }
+  } else {
+    throw Error(what + " has element type " + type_name(type) +
+                "; trident reads float32 weights and int64/int32 shapes only");
+  }
+  return c;
+}
+
+}  // namespace trident::frontend::onnx_detail

@@ -1,0 +1,129 @@
+// Checkpoint metadata: every number is stored as text in the safetensors "__metadata__" map
+// (the format allows strings only), doubles in their shortest round-trip form so a resumed
+// run uses bit-identical hyper-parameters.
+#include "runtime/checkpoint/checkpoint.h"
+
+#include <charconv>
+#include <system_error>
+
+#include "core/error.h"
+
+namespace trident::runtime {
+
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+class Reader {
+ public:
+  Reader(const Metadata& md, const std::string& path) : md_(md), path_(path) {}
+  const std::string& text(const std::string& key) const {
+    auto it = md_.find(key);
+    if (it == md_.end()) throw Error("checkpoint '" + path_ + "' lacks the metadata entry '" + key + "'");
+    return it->second;
+  }
+  template <typename T>
+  T num(const std::string& key) const {
+    const std::string& s = text(key);
+    T v{};
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size())
+      throw Error("checkpoint '" + path_ + "' has metadata '" + key + "' = '" + s + "', which is not a number");
+    return v;
+  }
+  int64_t count(const std::string& key) const {
+    const int64_t v = num<int64_t>(key);
+    if (v < 0) throw Error("checkpoint '" + path_ + "' has a negative '" + key + "'");
+    return v;
+  }
+
+ private:
+  const Metadata& md_;
+  const std::string& path_;
+};
+
+}  // namespace
+
+CheckpointInfo checkpoint_info(const Trainer& trainer) {
+  CheckpointInfo info;
+  info.step = trainer.step();
+  info.batch = trainer.batch();
+  info.config = trainer.config();
+  return info;
+}
+
+void save_checkpoint(const std::string& path, const Trainer& trainer, const CheckpointInfo& info) {
+  const TrainConfig& c = info.config;
+  const Metadata md{
+      {"format", kCheckpointFormat},
+      {"model", info.model},
+      {"epoch", std::to_string(info.epoch)},
+      {"epochs", std::to_string(c.epochs)},
+      {"step", std::to_string(info.step)},
+      {"batch", std::to_string(info.batch)},
+      {"dataset", info.dataset},
+      {"train_images", std::to_string(info.train_images)},
+      {"loss_scale", number(info.loss_scale)},
+      {"seed", std::to_string(c.seed)},
+      {"backend", c.backend},
+      {"lr", number(c.lr)},
+      {"momentum", number(c.momentum)},
+      {"weight_decay", number(c.weight_decay)},
+      {"nesterov", c.nesterov ? "1" : "0"},
+      {"warmup_epochs", number(c.warmup_epochs)},
+  };
+  write_safetensors(path, trainer.train_executable().export_weights(), md);
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  Checkpoint ck;
+  Metadata md;
+  ck.weights = read_safetensors(path, &md);
+  auto fmt = md.find("format");
+  if (fmt == md.end() || fmt->second != kCheckpointFormat)
+    throw Error("'" + path + "' is a safetensors file but not a trident checkpoint (its metadata 'format' is " +
+                (fmt == md.end() ? std::string("missing") : "'" + fmt->second + "'") +
+                ", expected '" + kCheckpointFormat + "')");
+  const Reader r(md, path);
+  CheckpointInfo& i = ck.info;
+  i.model = r.text("model");
+  i.epoch = r.count("epoch");
+  i.config.epochs = r.count("epochs");
+  i.step = r.count("step");
+  i.batch = r.count("batch");
+  i.dataset = r.text("dataset");
+  i.train_images = r.count("train_images");
+  i.loss_scale = r.num<double>("loss_scale");
+  i.config.seed = r.num<uint64_t>("seed");
+  i.config.backend = r.text("backend");
+  i.config.lr = r.num<double>("lr");
+  i.config.momentum = r.num<double>("momentum");
+  i.config.weight_decay = r.num<double>("weight_decay");
+  i.config.nesterov = r.num<int>("nesterov") != 0;
+  i.config.warmup_epochs = r.num<double>("warmup_epochs");
+  if (i.loss_scale != 1)
+    throw Error("checkpoint '" + path + "' has loss scale " + r.text("loss_scale") +
+                "; this version of trident trains without loss scaling and cannot resume it");
+  return ck;
+}
+
+void resume_from(Trainer& trainer, const Checkpoint& ckpt, const std::string& path,
+                 const std::string& model) {
+  const CheckpointInfo& i = ckpt.info;
+  if (i.model != model)
+    throw Error("checkpoint '" + path + "' is of model '" + i.model + "', not '" + model + "'");
+  if (i.batch != trainer.batch())
+    throw Error("checkpoint '" + path + "' was trained with batch " + std::to_string(i.batch) +
+                ", not " + std::to_string(trainer.batch()) + "; resume with the same --batch");
+  try {
+    trainer.restore(ckpt.weights, i.step);
+  } catch (const Error& e) {
+    throw Error("checkpoint '" + path + "' does not fit the network: " + e.what());
+  }
+}
+
+}  // namespace trident::runtime

@@ -1,0 +1,37 @@
+// The safetensors weight format: an 8-byte little-endian header length, a JSON header naming
+// every tensor's dtype, shape and byte range, then the raw data. Reading validates every field
+// (a bad file is one Error naming it, never a crash or an allocation beyond its size); writing
+// is atomic, so a crash or a failed write never leaves a broken file in place.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/weights.h"
+
+namespace trident::runtime {
+
+using Metadata = std::map<std::string, std::string>;
+
+// Largest JSON header accepted (the format's own reference reader uses the same bound).
+inline constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
+
+// Reads every tensor of the file; `metadata`, when given, receives its "__metadata__" map.
+// Supported dtypes: F32, F64, F16, BF16, I32. Throws trident::Error naming the file (and the
+// tensor) for a missing, truncated or malformed file; allocates at most the file's size.
+WeightMap read_safetensors(const std::string& path, Metadata* metadata = nullptr);
+// The same on bytes already in memory; `name` stands for the file in error messages.
+WeightMap read_safetensors_from_memory(std::span<const std::byte> bytes, const std::string& name,
+                                       Metadata* metadata = nullptr);
+
+// The complete file contents for `weights` (tensors in name order, packed, header padded with
+// spaces to a multiple of 8 bytes so the data is aligned).
+std::vector<std::byte> encode_safetensors(const WeightMap& weights, const Metadata& metadata);
+// Writes `path` atomically: the bytes go to "<path>.tmp.<pid>", are flushed to disk, then the
+// temporary file is renamed over `path`. On any failure the temporary file is removed, an
+// existing `path` is left untouched, and an Error names the path and the cause.
+void write_safetensors(const std::string& path, const WeightMap& weights, const Metadata& metadata);
+
+}  // namespace trident::runtime

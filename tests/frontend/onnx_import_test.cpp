@@ -1,0 +1,268 @@
+// ONNX import against onnxruntime: the models and reference outputs come from
+// tests/onnx/make_models.py (a CTest fixture, run with the project's .venv). Small nets cover
+// every supported op; ResNet-18/50 run fused and unfused; corrupt files and a fuzz smoke test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/error.h"
+#include "frontend/onnx/onnx_import.h"
+#include "runtime/executable.h"
+#include "support/tolerance.h"
+
+namespace trident {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kDir = TRIDENT_ONNX_MODELS;
+
+nlohmann::json manifest() {
+  std::ifstream f(kDir / "manifest.json");
+  return nlohmann::json::parse(f);
+}
+
+#define REQUIRE_MODELS()                                                                \
+  do {                                                                                  \
+    if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";      \
+    if (!fs::exists(kDir / "manifest.json"))                                            \
+      GTEST_SKIP() << "no ONNX test models in " << kDir                                 \
+                   << ": the project .venv is missing (run scripts/setup.sh)";          \
+  } while (0)
+
+std::vector<float> read_floats(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary | std::ios::ate);
+  std::vector<float> v(static_cast<size_t>(f.tellg()) / 4);
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  return v;
+}
+
+// NCHW <-> NHWC copies for 4-D tensors; other ranks are identical in both layouts.
+std::vector<float> permute(const std::vector<float>& in, const Shape& nchw, bool to_nhwc) {
+  if (nchw.size() != 4) return in;
+  const int64_t N = nchw[0], C = nchw[1], H = nchw[2], W = nchw[3];
+  std::vector<float> out(in.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t hw = 0; hw < H * W; ++hw) {
+        const int64_t a = (n * C + c) * H * W + hw, b = (n * H * W + hw) * C + c;
+        if (to_nhwc) out[b] = in[a];
+        else out[a] = in[b];
+      }
+  return out;
+}
+
+struct RunResult {
+  std::vector<double> out;
+  size_t fused_nodes = 0;
+};
+
+RunResult run(const std::string& name, const nlohmann::json& ref, bool fused,
+              const std::string& backend = "cpu") {
+  const int64_t batch = ref["batch"];
+  frontend::OnnxImport imp = frontend::import_onnx((kDir / (name + ".onnx")).string(), {batch});
+  passes::CompileOptions opt;
+  opt.mode = passes::Mode::Infer;
+  opt.backend = backend;
+  if (!fused) opt.disabled_passes = {"fold_bn", "fuse_conv_epilogue", "fuse_elementwise"};
+  auto exe = runtime::Executable::compile(imp.graph, opt);
+  exe->import_weights(imp.weights, true);
+  const std::string tag = name + ".b" + std::to_string(batch);
+  const auto x = permute(read_floats(kDir / (tag + ".input.bin")), ref["input_shape"], true);
+  TensorView in = exe->find(imp.input_name);
+  EXPECT_EQ(in.bytes(), x.size() * 4);
+  std::memcpy(in.data, x.data(), in.bytes());
+  exe->run();
+  TensorView y = exe->find(imp.output_names.at(0));
+  std::vector<float> got(static_cast<size_t>(y.numel()));
+  std::memcpy(got.data(), y.data, y.bytes());
+  got = permute(got, ref["output_shape"], false);
+  RunResult r;
+  r.out.assign(got.begin(), got.end());
+  for (int nid : exe->graph().order()) {
+    const std::string& op = exe->graph().node(nid).op;
+    if (op == "conv2d_epilogue" || op == "fold_batchnorm" || op == "elementwise") ++r.fused_nodes;
+  }
+  return r;
+}
+
+std::vector<double> reference(const std::string& name, const nlohmann::json& ref) {
+  const auto v = read_floats(kDir / (name + ".b" + std::to_string(int64_t(ref["batch"])) + ".output.bin"));
+  return {v.begin(), v.end()};
+}
+
+// max |got - ref| / max |ref|: relative to the output's scale, so near-zero logits do not
+// turn a 1e-7 difference into a large ratio.
+double max_rel_error(const std::vector<double>& got, const std::vector<double>& ref) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    diff = std::max(diff, std::abs(got[i] - ref[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+TEST(OnnxImport, SmallModelsMatchOnnxruntimeFusedAndUnfused) {
+  REQUIRE_MODELS();
+  int checked = 0;
+  const nlohmann::json all = manifest();
+  for (const auto& m : all["models"]) {
+    if (m["kind"] != "small") continue;
+    for (const auto& ref : m["refs"])
+      for (const char* backend : {"cpu", "cpu_ref"})
+        for (bool fused : {true, false}) {
+          const std::string name = m["name"];
+          const std::string what = name + " b" + std::to_string(int64_t(ref["batch"])) + " " + backend +
+                                   (fused ? " fused" : " unfused");
+          RunResult r = run(name, ref, fused, backend);
+          test_support::expect_close(r.out, reference(name, ref), DType::f32, what);
+          ++checked;
+        }
+  }
+  EXPECT_EQ(checked, 40);
+}
+
+TEST(OnnxImport, ImportedGraphHasTridentLayouts) {
+  REQUIRE_MODELS();
+  auto imp = frontend::import_onnx((kDir / "conv_bn_relu_op13.onnx").string(), {3});
+  EXPECT_EQ(imp.opset, 13);
+  EXPECT_EQ(imp.input_name, "input");
+  ASSERT_EQ(imp.output_names.size(), 1u);
+  const auto& g = imp.graph;
+  EXPECT_EQ(g.value(g.find_value("input")).shape, (Shape{3, 10, 10, 3}));  // batch override, NHWC
+  EXPECT_EQ(imp.weights.at("conv.weight").shape, (Shape{8, 3, 3, 3}));      // OHWI
+  EXPECT_EQ(imp.weights.at("bn.running_var").shape, (Shape{8}));
+  EXPECT_EQ(g.value(g.find_value("bn.running_mean")).role, ir::ValueRole::State);
+  bool bn_inference = false;
+  for (int nid : g.order())
+    if (g.node(nid).op == "batchnorm2d") bn_inference = g.node(nid).attrs.i("training") == 0;
+  EXPECT_TRUE(bn_inference);
+}
+
+TEST(OnnxImport, TrainingModeBatchNormKeepsTrainingForm) {
+  REQUIRE_MODELS();
+  auto imp = frontend::import_onnx((kDir / "bn_training_op15.onnx").string());
+  int bns = 0;
+  for (int nid : imp.graph.order()) {
+    const auto& n = imp.graph.node(nid);
+    if (n.op != "batchnorm2d") continue;
+    ++bns;
+    EXPECT_EQ(n.attrs.i("training"), 1);
+    EXPECT_NEAR(n.attrs.f("momentum"), 0.1, 1e-6);  // ONNX 0.9 is PyTorch's 0.1
+  }
+  EXPECT_EQ(bns, 1);
+  passes::CompileOptions opt;  // inference switches it to the running statistics
+  opt.mode = passes::Mode::Infer;
+  EXPECT_NO_THROW(runtime::Executable::compile(imp.graph, opt));
+}
+
+// Both batch sizes of one ResNet, fused (inference fusions on) and unfused, on "cpu".
+void check_resnet(const std::string& name) {
+  const nlohmann::json all = manifest();
+  int checked = 0;
+  for (const auto& m : all["models"]) {
+    if (m["name"] != name) continue;
+    for (const auto& ref : m["refs"]) {
+      const auto want = reference(name, ref);
+      for (bool fused : {true, false}) {
+        RunResult r = run(name, ref, fused);
+        const double err = max_rel_error(r.out, want);
+        std::cout << "[ onnx ] " << name << " batch " << ref["batch"] << (fused ? " fused" : " unfused")
+                  << ": max relative error " << err << " (" << r.fused_nodes << " fused nodes)\n";
+        EXPECT_LE(err, 1e-4) << name;
+        if (fused) EXPECT_GT(r.fused_nodes, 10u) << name;
+        else EXPECT_EQ(r.fused_nodes, 0u) << name;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4) << name;
+}
+
+TEST(OnnxImport, ResNet18EvalExportMatchesOnnxruntime) {
+  REQUIRE_MODELS();
+  check_resnet("resnet18_eval");
+}
+TEST(OnnxImport, ResNet18WithBatchNormMatchesOnnxruntime) {
+  REQUIRE_MODELS();
+  check_resnet("resnet18_bn");
+}
+TEST(OnnxImport, ResNet50EvalExportMatchesOnnxruntime) {
+  REQUIRE_MODELS();
+  check_resnet("resnet50_eval");
+}
+TEST(OnnxImport, ResNet50WithBatchNormMatchesOnnxruntime) {
+  REQUIRE_MODELS();
+  check_resnet("resnet50_bn");
+}
+
+TEST(OnnxImport, CorruptFilesGiveClearErrors) {
+  REQUIRE_MODELS();
+  const std::map<std::string, std::vector<std::string>> expect = {
+      {"truncated.onnx", {"truncated.onnx"}},
+      {"empty.onnx", {"empty.onnx", "empty"}},
+      {"random_bytes.onnx", {"random_bytes.onnx"}},
+      {"missing_initializer.onnx", {"Conv", "opset 13", "conv.weight", "missing initializer"}},
+      {"unsupported_op.onnx", {"Softmax", "opset 13", "not supported"}},
+      {"wrong_dtype.onnx", {"conv.weight", "float64"}},
+      {"shape_mismatch.onnx", {"BatchNormalization", "bn.weight", "[8]"}},
+      {"absurd_size.onnx", {"conv.weight", "absurdly large"}},
+      {"absurd_input.onnx", {"input 'input'", "absurdly large"}},
+      {"unsupported_attribute.onnx", {"Conv", "ceil_mode", "opset 13"}},
+      {"old_opset.onnx", {"opset 7"}},
+  };
+  for (const auto& [file, words] : expect) {
+    const std::string path = (kDir / file).string();
+    try {
+      frontend::import_onnx(path);
+      ADD_FAILURE() << file << " imported without error";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path), std::string::npos) << msg;
+      for (const auto& w : words) EXPECT_NE(msg.find(w), std::string::npos) << file << ": " << msg;
+    }
+  }
+  EXPECT_THROW(frontend::import_onnx((kDir / "no_such_file.onnx").string()), Error);
+}
+
+// 2000 deterministic mutations (bit flips, byte runs, truncations, splices) of a valid
+// model: each import succeeds or throws trident::Error; nothing crashes or allocates wildly.
+TEST(OnnxImport, FuzzSmoke) {
+  REQUIRE_MODELS();
+  std::ifstream f(kDir / "ops_a_op13.onnx", std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(good.empty());
+  std::mt19937_64 rng(1234);
+  int ok = 0, rejected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string s = good;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t pos = rng() % s.size();
+      switch (rng() % 4) {
+        case 0: s[pos] = static_cast<char>(s[pos] ^ (1 << (rng() % 8))); break;
+        case 1: s[pos] = static_cast<char>(rng()); break;
+        case 2: s.resize(std::max<size_t>(1, pos)); break;
+        default: s.insert(pos, good.substr(rng() % good.size(), 1 + rng() % 16)); break;
+      }
+    }
+    try {
+      frontend::import_onnx_from_memory(s.data(), s.size(), {}, "mutation " + std::to_string(i));
+      ++ok;
+    } catch (const Error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_EQ(ok + rejected, 2000);
+  EXPECT_GT(rejected, 0);
+  std::cout << "[ onnx ] fuzz smoke: " << ok << " imported, " << rejected << " rejected\n";
+}
+
+}  // namespace
+}  // namespace trident

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Writes the ONNX test models of trident's importer into a folder: small nets covering every
+supported op (opsets 13 and 18), torchvision-shaped ResNet-18/50 (BN folded and kept), their
+onnxruntime reference outputs (raw little-endian float32) and deliberately corrupt files."""
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+class Net:
+    """A graph under construction: nodes, initializers and fresh tensor names."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def tmp(self, hint):
+        self.count += 1
+        return f"/{hint}_{self.count}"
+
+    def init(self, name, arr):
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def node(self, op, inputs, hint=None, n_out=1, **attrs):
+        outs = [self.tmp(hint or op) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=outs[0] + "_node", **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def weight(self, shape, fan_in):
+        return (self.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+    def conv(self, x, name, cin, cout, k, stride=1, pad=0, bias=False, group=1):
+        w = self.init(name + ".weight", self.weight((cout, cin // group, k, k), cin // group * k * k))
+        ins = [x, w]
+        if bias:
+            ins.append(self.init(name + ".bias", (self.rng.standard_normal(cout) * 0.1).astype(np.float32)))
+        return self.node("Conv", ins, name, kernel_shape=[k, k], strides=[stride, stride],
+                         pads=[pad] * 4, group=group, dilations=[1, 1])
+
+    def bn_params(self, name, c):
+        r = self.rng
+        return {"weight": r.uniform(0.5, 1.5, c), "bias": r.standard_normal(c) * 0.1,
+                "running_mean": r.standard_normal(c) * 0.1, "running_var": r.uniform(0.5, 1.5, c)}
+
+    def bn(self, x, name, c, training=False):
+        p = self.bn_params(name, c)
+        ins = [x] + [self.init(f"{name}.{k}", v.astype(np.float32)) for k, v in p.items()]
+        attrs = {"epsilon": 1e-5, "momentum": 0.9}
+        if training:
+            attrs["training_mode"] = 1
+        return self.node("BatchNormalization", ins, name, **attrs)
+
+    def model(self, inp, out, opset, in_shape, out_rank):
+        x = helper.make_tensor_value_info(inp, TensorProto.FLOAT, in_shape)
+        y = helper.make_tensor_value_info(out, TensorProto.FLOAT, ["N"] + [None] * (out_rank - 1))
+        g = helper.make_graph(self.nodes, "g", [x], [y], initializer=self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name="trident-tests")
+        m.ir_version = 8
+        return m
+
+
+def conv_bn_relu(opset):
+    n = Net(1)
+    y = n.conv("input", "conv", 3, 8, 3, pad=1)
+    y = n.bn(y, "bn", 8)
+    y = n.node("Relu", [y])
+    y = n.conv(y, "conv2", 8, 4, 3, stride=2, pad=1, bias=True)
+    return n.model("input", y, opset, ["N", 3, 10, 10], 4)
+
+
+def ops_a(opset):
+    """Conv(group, bias), BN, Clip(0,6), MaxPool, Mul(per channel), Concat, AveragePool,
+    Add, Identity, Dropout, GlobalAveragePool, Flatten, Gemm(transB=1), MatMul + Add."""
+    n = Net(2)
+    y = n.conv("input", "c1", 4, 8, 3, stride=2, pad=1, bias=True, group=2)
+    y = n.bn(y, "bn1", 8)
+    lo, hi = n.init("clip_min", np.float32(0)), n.init("clip_max", np.float32(6))
+    y = n.node("Clip", [y, lo, hi])
+    y = n.node("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    s = n.init("scale", n.rng.uniform(0.5, 2, (1, 8, 1, 1)).astype(np.float32))
+    a = n.node("Mul", [y, s])
+    b = n.node("Relu", [n.conv(a, "c2", 8, 8, 1)])
+    y = n.node("Concat", [a, b], axis=1)
+    y = n.node("AveragePool", [y], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    z = n.node("Relu", [n.conv(y, "c3", 16, 16, 3, pad=1)])
+    y = n.node("Add", [y, z])
+    y = n.node("Identity", [y])
+    y = n.node("Dropout", [y])
+    y = n.node("GlobalAveragePool", [y])
+    y = n.node("Flatten", [y], axis=1)
+    w = n.init("fc1.weight", n.weight((12, 16), 16))
+    y = n.node("Gemm", [y, w, n.init("fc1.bias", np.full(12, 0.1, np.float32))], transB=1)
+    y = n.node("Relu", [y])
+    y = n.node("MatMul", [y, n.init("fc2.weight_t", n.weight((12, 5), 12))])
+    y = n.node("Add", [y, n.init("fc2.bias", np.linspace(-1, 1, 5).astype(np.float32))])
+    return n.model("input", y, opset, ["N", 4, 16, 16], 2)
+
+
+def ops_b(opset):
+    """Clip(min only), AveragePool(count_include_pad), Mul of two tensors, Reshape with a
+    Constant shape, Gemm(transB=0), a 4-D Concat of three and an NCHW output."""
+    n = Net(3)
+    x = n.conv("input", "c1", 3, 6, 3, pad=1)
+    y = n.node("Clip", [x, n.init("lo", np.float32(0))])
+    p = n.node("AveragePool", [y], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+               count_include_pad=1)
+    q = n.node("Mul", [p, p])
+    c = n.node("Concat", [p, q, p], axis=-3)
+    clip6 = n.node("Clip", [c, n.init("z", np.float32(-1)), n.init("six", np.float32(6))])
+    g = n.node("GlobalAveragePool", [clip6])
+    shape = n.node("Constant", [], value=numpy_helper.from_array(np.array([0, -1], np.int64), "s"))
+    r = n.node("Reshape", [g, shape])
+    y = n.node("Gemm", [r, n.init("fc.w_kn", n.weight((18, 7), 18)), n.init("fc.b", np.ones(7, np.float32))])
+    return n.model("input", y, opset, ["N", 3, 9, 9], 2)
+
+
+def resnet(depth, fold_bn, opset=17):
+    """torchvision ResNet-18/50 layer by layer; with fold_bn, BN lives in the conv bias."""
+    n = Net(depth)
+    eps = 1e-5
+
+    def cbn(x, name, bn_name, cin, cout, k, stride, pad, relu):
+        if fold_bn:
+            w = n.weight((cout, cin, k, k), cin * k * k)
+            p = n.bn_params(bn_name, cout)
+            f = p["weight"] / np.sqrt(p["running_var"] + eps)
+            wn = n.init(name + ".weight", (w * f[:, None, None, None]).astype(np.float32))
+            bn_ = n.init(name + ".bias", (p["bias"] - p["running_mean"] * f).astype(np.float32))
+            y = n.node("Conv", [x, wn, bn_], name, kernel_shape=[k, k], strides=[stride] * 2, pads=[pad] * 4)
+        else:
+            y = n.bn(n.conv(x, name, cin, cout, k, stride, pad), bn_name, cout)
+        return n.node("Relu", [y]) if relu else y
+
+    y = cbn("input", "conv1", "bn1", 3, 64, 7, 2, 3, True)
+    y = n.node("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    bottleneck = depth == 50
+    blocks = [2, 2, 2, 2] if depth == 18 else [3, 4, 6, 3]
+    cin = 64
+    for li, (nb, width) in enumerate(zip(blocks, [64, 128, 256, 512])):
+        for bi in range(nb):
+            stride = 2 if li > 0 and bi == 0 else 1
+            pre = f"layer{li + 1}.{bi}"
+            cout = width * 4 if bottleneck else width
+            if bottleneck:
+                h = cbn(y, pre + ".conv1", pre + ".bn1", cin, width, 1, 1, 0, True)
+                h = cbn(h, pre + ".conv2", pre + ".bn2", width, width, 3, stride, 1, True)
+                h = cbn(h, pre + ".conv3", pre + ".bn3", width, cout, 1, 1, 0, False)
+            else:
+                h = cbn(y, pre + ".conv1", pre + ".bn1", cin, width, 3, stride, 1, True)
+                h = cbn(h, pre + ".conv2", pre + ".bn2", width, width, 3, 1, 1, False)
+            sc = y
+            if stride != 1 or cin != cout:
+                sc = cbn(y, pre + ".downsample.0", pre + ".downsample.1", cin, cout, 1, stride, 0, False)
+            y = n.node("Relu", [n.node("Add", [h, sc])])
+            cin = cout
+    y = n.node("GlobalAveragePool", [y])
+    y = n.node("Flatten", [y], axis=1)
+    w = n.init("fc.weight", n.weight((1000, cin), cin))
+    y = n.node("Gemm", [y, w, n.init("fc.bias", np.zeros(1000, np.float32))], transB=1)
+    return n.model("input", y, opset, ["N", 3, 224, 224], 2)
+
+
+def bn_training(opset=15):
+    n = Net(4)
+    y = n.bn(n.conv("input", "conv", 3, 4, 3, pad=1), "bn", 4, training=True)
+    return n.model("input", n.node("Relu", [y]), opset, ["N", 3, 6, 6], 4)
+
+
+def reference(path, model, batches, out_dir, name, channels_hw):
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(100)
+    for b in batches:
+        x = rng.standard_normal((b,) + channels_hw).astype(np.float32)
+        (y,) = sess.run(None, {"input": x})
+        x.tofile(os.path.join(out_dir, f"{name}.b{b}.input.bin"))
+        np.asarray(y, np.float32).tofile(os.path.join(out_dir, f"{name}.b{b}.output.bin"))
+        yield {"batch": b, "input_shape": list(x.shape), "output_shape": list(y.shape)}
+
+
+def corrupt(out_dir, good_path):
+    data = open(good_path, "rb").read()
+    files = {"truncated.onnx": data[: len(data) // 2], "empty.onnx": b"",
+             "random_bytes.onnx": np.random.default_rng(7).bytes(4096)}
+    base = onnx.load(good_path)
+
+    def variant(fn):
+        m = onnx.ModelProto()
+        m.CopyFrom(base)
+        fn(m)
+        return m.SerializeToString()
+
+    def drop_weight(m):
+        del m.graph.initializer[0]  # conv.weight
+
+    def unsupported(m):
+        m.graph.node[2].op_type = "Softmax"
+
+    def f64(m):
+        t = m.graph.initializer[0]
+        arr = numpy_helper.to_array(t).astype(np.float64)
+        t.CopyFrom(numpy_helper.from_array(arr, t.name))
+
+    def bad_bn(m):
+        t = m.graph.initializer[1]  # bn.weight
+        t.CopyFrom(numpy_helper.from_array(np.ones(5, np.float32), t.name))
+
+    def absurd(m):
+        t = m.graph.initializer[0]
+        del t.dims[:]
+        t.dims.extend([1 << 20, 1 << 20, 1 << 10, 3])
+
+    def absurd_input(m):
+        m.graph.input[0].type.tensor_type.shape.dim[2].dim_value = 1 << 23
+        m.graph.input[0].type.tensor_type.shape.dim[3].dim_value = 1 << 23
+
+    def bad_attr(m):
+        m.graph.node[0].attribute.append(helper.make_attribute("ceil_mode", 1))
+
+    def old_opset(m):
+        m.opset_import[0].version = 7
+
+    for name, fn in [("missing_initializer", drop_weight), ("unsupported_op", unsupported),
+                     ("wrong_dtype", f64), ("shape_mismatch", bad_bn), ("absurd_size", absurd),
+                     ("absurd_input", absurd_input), ("unsupported_attribute", bad_attr),
+                     ("old_opset", old_opset)]:
+        files[name + ".onnx"] = variant(fn)
+    for name, b in files.items():
+        with open(os.path.join(out_dir, name), "wb") as f:
+            f.write(b)
+    return sorted(files)
+
+
+def main():
+    out_dir = sys.argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(__file__, "rb") as f:
+        stamp = hashlib.sha256(f.read()).hexdigest()
+    manifest_path = os.path.join(out_dir, "manifest.json")
+    if os.path.exists(manifest_path):  # up to date: made by this very script
+        with open(manifest_path) as f:
+            if json.load(f).get("stamp") == stamp:
+                print(f"make_models: {out_dir} is up to date")
+                return
+        os.remove(manifest_path)
+    manifest = {"models": [], "corrupt": []}
+
+    def save(name, model, batches, chw, kind, check=True):
+        if check:
+            onnx.checker.check_model(model)
+        path = os.path.join(out_dir, name + ".onnx")
+        onnx.save(model, path)
+        refs = list(reference(path, model, batches, out_dir, name, chw)) if batches else []
+        manifest["models"].append({"name": name, "kind": kind, "opset": model.opset_import[0].version,
+                                   "refs": refs})
+
+    for opset in (13, 18):
+        save(f"conv_bn_relu_op{opset}", conv_bn_relu(opset), [1, 2], (3, 10, 10), "small")
+        save(f"ops_a_op{opset}", ops_a(opset), [1, 3], (4, 16, 16), "small")
+        save(f"ops_b_op{opset}", ops_b(opset), [2], (3, 9, 9), "small")
+    save("bn_training_op15", bn_training(), [], None, "training")
+    for depth in (18, 50):
+        for fold in (True, False):
+            save(f"resnet{depth}_{'eval' if fold else 'bn'}", resnet(depth, fold), [1, 2], (3, 224, 224), "resnet")
+    manifest["corrupt"] = corrupt(out_dir, os.path.join(out_dir, "conv_bn_relu_op13.onnx"))
+    manifest["stamp"] = stamp
+    with open(manifest_path + ".tmp", "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(manifest_path + ".tmp", manifest_path)  # last: a killed run leaves no manifest
+    print(f"make_models: wrote {len(manifest['models'])} models to {out_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+// `trident infer MODEL.onnx` and `trident explain MODEL.onnx` through the real binary, on the
+// models tests/onnx/make_models.py writes into the build folder (the tests skip without them):
+// outputs must match the stored onnxruntime references, read from an NCHW .npy input.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "runtime/npy.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  Result r;
+  std::string cmd = std::string(TRIDENT_BINARY) + " " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::vector<float> raw_floats(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::vector<char> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<float> f(b.size() / 4);
+  std::memcpy(f.data(), b.data(), f.size() * 4);
+  return f;
+}
+
+}  // namespace
+
+TEST(OnnxInferCli, MatchesOnnxruntimeReference) {
+  const fs::path dir = TRIDENT_ONNX_MODELS;
+  const fs::path manifest = dir / "manifest.json";
+  if (!fs::exists(manifest)) GTEST_SKIP() << "no ONNX test models in " << dir << " (needs the .venv)";
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(manifest));
+  for (const auto& model : m["models"]) {
+    if (model["name"] != "conv_bn_relu_op13") continue;
+    for (const auto& ref : model["refs"]) {
+      const std::string stem = "conv_bn_relu_op13.b" + std::to_string(ref["batch"].get<int>());
+      const std::vector<float> x = raw_floats(dir / (stem + ".input.bin"));
+      const std::vector<float> y = raw_floats(dir / (stem + ".output.bin"));
+      ASSERT_FALSE(y.empty()) << stem;
+      trident::runtime::HostTensor in{ref["input_shape"].get<trident::Shape>(), trident::DType::f32,
+                                      std::vector<std::byte>(x.size() * 4)};
+      std::memcpy(in.data.data(), x.data(), x.size() * 4);
+      const fs::path work = fs::temp_directory_path() / "trident_onnx_infer_cli";
+      fs::create_directories(work);
+      trident::runtime::write_npy((work / "x.npy").string(), in);
+      Result r = run("infer " + (dir / "conv_bn_relu_op13.onnx").string() + " --json --iterations 2 --warmup 1 --input " +
+              (work / "x.npy").string() + " --output " + (work / "y.npy").string());
+      ASSERT_EQ(r.code, 0) << r.output;
+      nlohmann::json j = nlohmann::json::parse(r.output);
+      EXPECT_EQ(j["source"], "onnx");
+      EXPECT_TRUE(j["latency_ms"].contains("p99"));
+      auto out = trident::runtime::read_npy((work / "y.npy").string());
+      EXPECT_EQ(out.shape, ref["output_shape"].get<trident::Shape>());
+      ASSERT_EQ(out.data.size(), y.size() * 4);
+      const auto* o = reinterpret_cast<const float*>(out.data.data());
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(o[i], y[i], 1e-4f + 1e-4f * std::fabs(y[i])) << "element " << i;
+    }
+    Result e = run("explain " + (dir / "conv_bn_relu_op13.onnx").string() + " --json");
+    ASSERT_EQ(e.code, 0) << e.output;
+    EXPECT_TRUE(nlohmann::json::accept(e.output)) << e.output;
+    return;
+  }
+  GTEST_SKIP() << "conv_bn_relu_op13 is not among the ONNX test models";
+}

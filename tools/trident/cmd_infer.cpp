@@ -1,0 +1,239 @@
+// `trident infer`: runs a model (ONNX file or zoo name) on an input (.npy, safetensors or random)
+// and reports latency and throughput in the style of TensorRT's trtexec, top-k for classifiers,
+// and optionally the raw first output as .npy (NCHW like PyTorch). --json for machines.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "compile_flags.h"
+#include "core/error.h"
+#include "frontend/onnx/onnx_import.h"
+#include "frontend/zoo.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/npy.h"
+#include "runtime/runner.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct Options {
+  std::string model_file;  // positional
+  std::string model;
+  std::string weights, input, output;
+  int64_t batch = 0;  // 0: from the input file, else 1
+  int iterations = 20, warmup = 5, topk = 5, threads = 0, profile = 0;
+  uint64_t seed = 1;
+  bool json = false;
+  std::string device = "cpu", precision = "fp32", backend = default_backend();
+  CompileFlags flags;
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// No GPU backend exists in this build yet; `cuda` fails and `auto` falls back to the CPU.
+void check_device(const Options& o) {
+  const bool have_cuda = KernelRegistry::has("cuda", "conv2d");
+  if (o.device == "cuda" && !have_cuda) throw Error("no CUDA device backend in this build");
+  if (o.device == "auto" && !have_cuda)
+    std::cerr << "trident: notice: no CUDA device backend in this build; running on the CPU\n";
+  if (o.precision != "fp32")
+    throw Error("--precision " + o.precision + " needs a GPU device; the CPU backends run fp32");
+}
+
+runtime::HostTensor read_input(const std::string& path, const std::string& input_name) {
+  if (ends_with(path, ".npy")) return runtime::read_npy(path);
+  if (!ends_with(path, ".safetensors"))
+    throw Error("--input '" + path + "' must be a .npy or .safetensors file");
+  runtime::WeightMap m = runtime::read_safetensors(path);
+  for (const std::string& name : {input_name, std::string("input")})
+    if (m.count(name)) return m.at(name);
+  if (m.size() == 1) return m.begin()->second;
+  std::string names;
+  for (const auto& [n, t] : m) names += (names.empty() ? "" : ", ") + n;
+  throw Error("'" + path + "' holds " + std::to_string(m.size()) + " tensors (" + names + "); name the input '" +
+              input_name + "' or keep only one");
+}
+
+// Seconds per op kind and the slowest nodes of `profile` profiled runs (averaged per run).
+nlohmann::json profile_json(runtime::Runner& runner, int runs) {
+  std::vector<runtime::Runner::NodeTime> nodes = runner.profile(runs);
+  std::map<std::string, double> per_op;
+  double total = 0;
+  for (const auto& n : nodes) {
+    per_op[n.op] += n.seconds;
+    total += n.seconds;
+  }
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  nlohmann::json j = {{"runs", runs}, {"total_ms", total * 1e3}, {"per_op_ms", nlohmann::json::object()},
+                      {"slowest", nlohmann::json::array()}};
+  for (const auto& [op, sec] : per_op) j["per_op_ms"][op] = sec * 1e3;
+  for (size_t i = 0; i < std::min<size_t>(nodes.size(), 15); ++i)
+    j["slowest"].push_back({{"node", nodes[i].name}, {"op", nodes[i].op}, {"ms", nodes[i].seconds * 1e3}});
+  return j;
+}
+
+nlohmann::json stats_json(const runtime::LatencyStats& s) {
+  return {{"min", s.min_ms}, {"max", s.max_ms}, {"mean", s.mean_ms}, {"median", s.p50_ms},
+          {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
+}
+
+int run_infer(Options o) {
+  if (o.iterations < 1) throw Error("--iterations must be at least 1");
+  check_device(o);
+  if (!o.model_file.empty() && !o.model.empty())
+    throw Error("give the model once: either MODEL.onnx or --model, not both");
+  if (o.model_file.empty()) o.model_file = o.model.empty() ? frontend::default_model() : o.model;
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  const bool onnx = ends_with(o.model_file, ".onnx");
+
+  // The input file is read first: its batch is the default batch.
+  runtime::HostTensor input;
+  const bool have_input = !o.input.empty();
+  if (have_input) {
+    input = read_input(o.input, "images");
+    if (input.shape.empty()) throw Error("'" + o.input + "' holds a scalar; the model needs a batch of inputs");
+    if (o.batch == 0) o.batch = input.shape[0];
+  }
+  if (o.batch == 0) o.batch = onnx ? 0 : 1;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ir::Graph model;
+  runtime::WeightMap onnx_weights;
+  std::string source = "zoo";
+  if (onnx) {
+    frontend::OnnxImport imp = frontend::import_onnx(o.model_file, {o.batch});
+    model = std::move(imp.graph);
+    onnx_weights = std::move(imp.weights);
+    source = "onnx";
+  } else {
+    model = frontend::build_model(o.model_file, {o.batch});
+  }
+  runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir});
+  std::string weights = "random";
+  if (onnx) {
+    runner.load_weights(onnx_weights, true);
+    weights = "onnx";
+  } else if (o.weights.empty()) {
+    runner.init_random_weights(o.seed);
+  }
+  if (!o.weights.empty()) {
+    if (!ends_with(o.weights, ".safetensors")) throw Error("--weights '" + o.weights + "' must be a .safetensors file");
+    runner.load_weights(runtime::read_safetensors(o.weights), !onnx);
+    weights = o.weights;
+  }
+  if (have_input) runner.set_input(input, runtime::Layout::NCHW, "'" + o.input + "'");
+  else runner.set_random_input(o.seed);
+  runner.executable().prepare();
+  const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const runtime::LatencyStats s = runner.benchmark(o.warmup, o.iterations);
+  const runtime::HostTensor out = runner.output(0, runtime::Layout::NCHW);
+  if (!o.output.empty()) runtime::write_npy(o.output, out);
+  const nlohmann::json prof = o.profile > 0 ? profile_json(runner, o.profile) : nlohmann::json();
+  std::vector<std::vector<runtime::TopEntry>> top;
+  if (out.shape.size() == 2 && out.shape[1] > 1 && o.topk > 0) top = runtime::top_k(out, o.topk);
+
+  const std::string input_desc = have_input ? o.input : "random";
+  if (o.json) {
+    nlohmann::json outputs = nlohmann::json::array(), topj = nlohmann::json::array();
+    for (size_t i = 0; i < runner.num_outputs(); ++i)
+      outputs.push_back({{"name", runner.output_name(i)}, {"shape", runner.output(i).shape}});
+    for (const auto& row : top) {
+      nlohmann::json r = nlohmann::json::array();
+      for (const auto& e : row) r.push_back({{"class", e.index}, {"logit", e.score}});
+      topj.push_back(r);
+    }
+    nlohmann::json j = {{"model", o.model_file}, {"source", source}, {"weights", weights},
+                        {"input", input_desc}, {"input_name", runner.input_name()},
+                        {"input_shape", runner.input_shape()}, {"batch", runner.batch()},
+                        {"device", "cpu"}, {"backend", o.backend}, {"precision", "fp32"},
+                        {"threads", omp_get_max_threads()}, {"warmup", o.warmup},
+                        {"iterations", s.iterations}, {"compile_s", compile_s}, {"total_s", s.total_s},
+                        {"latency_ms", stats_json(s)}, {"throughput_qps", s.qps},
+                        {"throughput_images_per_s", s.throughput}, {"outputs", outputs}, {"topk", topj}};
+    if (!o.output.empty()) j["output_file"] = o.output;
+    if (o.profile > 0) j["profile"] = prof;
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << std::fixed << std::setprecision(3);
+  std::cout << "=== Model ===\n"
+            << "model: " << o.model_file << " (" << source << ", weights " << weights << ")\n"
+            << "input: " << runner.input_name() << " f32" << shape_str(runner.input_shape())
+            << (runner.input_shape().size() == 4 ? " NCHW" : "") << " from " << input_desc << "\n"
+            << "device: cpu, backend " << o.backend << ", " << omp_get_max_threads() << " threads, fp32\n"
+            << "compile: " << compile_s << " s, warm-up " << o.warmup << " iterations, timed " << s.iterations
+            << " iterations (" << s.total_s << " s)\n";
+  std::cout << "=== Performance summary ===\n"
+            << "Throughput: " << s.qps << " qps (" << s.throughput << " images/s at batch " << s.batch << ")\n"
+            << "Latency: min = " << s.min_ms << " ms, max = " << s.max_ms << " ms, mean = " << s.mean_ms
+            << " ms, median = " << s.p50_ms << " ms, percentile(90%) = " << s.p90_ms
+            << " ms, percentile(99%) = " << s.p99_ms << " ms\n";
+  if (!top.empty()) {
+    std::cout << "=== Top-" << top[0].size() << " (" << runner.output_name(0) << ") ===\n" << std::setprecision(4);
+    const size_t shown = std::min<size_t>(top.size(), 4);
+    for (size_t n = 0; n < shown; ++n) {
+      std::cout << "sample " << n << ":\n";
+      for (size_t r = 0; r < top[n].size(); ++r)
+        std::cout << "  #" << r + 1 << " class " << top[n][r].index << "  logit " << top[n][r].score << "\n";
+    }
+    if (shown < top.size()) std::cout << "(" << top.size() - shown << " more samples; --json lists all)\n";
+  } else {
+    std::cout << "=== Output ===\n" << runner.output_name(0) << " f32" << shape_str(out.shape) << "\n";
+  }
+  if (o.profile > 0) {
+    std::cout << "=== Profile (mean of " << o.profile << " runs, " << prof["total_ms"].get<double>() << " ms) ===\n";
+    for (const auto& [op, ms] : prof["per_op_ms"].items())
+      std::cout << "  " << std::left << std::setw(24) << op << std::right << std::setw(12) << ms.get<double>() << " ms\n";
+    std::cout << "slowest nodes:\n";
+    for (const auto& n : prof["slowest"])
+      std::cout << "  " << std::left << std::setw(40) << n["node"].get<std::string>() << std::setw(20)
+                << n["op"].get<std::string>() << std::right << std::setw(12) << n["ms"].get<double>() << " ms\n";
+  }
+  if (!o.output.empty()) std::cout << "wrote " << o.output << " (f32" << shape_str(out.shape) << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_infer_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("infer", "Run a model (ONNX file or zoo name) and measure latency and throughput");
+  sub->add_option("onnx", o->model_file, "MODEL.onnx (or a zoo model name)");
+  sub->add_option("--model", o->model, "Zoo model name or an .onnx file (default: " + frontend::default_model() + ")");
+  sub->add_option("--weights", o->weights, "Weights in trident layouts (.safetensors, e.g. a training checkpoint)");
+  sub->add_option("--input", o->input, "Input as .npy or .safetensors, NCHW for images (default: random)");
+  sub->add_option("--batch", o->batch, "Batch size (default: the input file's, else 1)")->check(CLI::Range(1, 65536));
+  sub->add_option("--iterations", o->iterations, "Timed iterations")->check(CLI::Range(1, 1000000))->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000))->capture_default_str();
+  sub->add_option("--topk", o->topk, "Classes to list per sample for classifiers (0: none)")->check(CLI::Range(0, 1000000))->capture_default_str();
+  sub->add_option("--output", o->output, "Write the first output to FILE.npy (NCHW for 4-D outputs)");
+  sub->add_option("--seed", o->seed, "Seed for random weights and inputs")->capture_default_str();
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
+  sub->add_option("--precision", o->precision, "fp32, fp16 or bf16 (the CPU runs fp32)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))->capture_default_str();
+  sub->add_option("--backend", o->backend, "CPU backend that runs the kernels")
+      ->check(CLI::IsMember(std::vector<std::string>{
+#ifdef TRIDENT_HAVE_ONEDNN
+          "cpu",
+#endif
+          "cpu_ref"}))
+      ->capture_default_str();
+  sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
+  sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")
+      ->check(CLI::Range(0, 100000));
+  add_compile_flags(sub, o->flags);
+  return [o] { return run_infer(*o); };
+}
+
+}  // namespace trident::cli
