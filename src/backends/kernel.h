@@ -23,6 +23,15 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(const KernelArgs& args) = 0;
+
+  // Inference executables promise that parameters, state and hoisted results change only
+  // between prepare() calls, so a kernel may transform its weights once there (oneDNN's
+  // blocked weight layouts) instead of in every run().
+  void set_constant_weights(bool on) { constant_weights_ = on; }
+  virtual void prepare(const KernelArgs&) {}
+
+ protected:
+  bool constant_weights_ = false;
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const ir::Node&, const ir::Graph&)>;

@@ -51,6 +51,8 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
     for (int out : n.outputs) args.out.push_back(exe->view(out));
     auto& steps = exe->plan_.hoisted[nid] ? exe->hoisted_steps_ : exe->steps_;
     steps.push_back({KernelRegistry::make(options.backend, n, g), std::move(args)});
+    // Inference: weights change only between prepare() calls (copy/import/init mark that).
+    steps.back().kernel->set_constant_weights(options.mode == passes::Mode::Infer);
   }
   return exe;
 }
@@ -62,6 +64,7 @@ void Executable::run() {
 
 void Executable::prepare() {
   for (Bound& s : hoisted_steps_) s.kernel->run(s.args);
+  for (Bound& s : steps_) s.kernel->prepare(s.args);
   prepared_ = true;
 }
 

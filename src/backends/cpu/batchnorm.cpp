@@ -21,9 +21,11 @@ std::string bn_signature(const char* kind, const Shape& x, double eps) {
   return Signature(kind).add("x", x).add("eps", eps).str();
 }
 
-batch_normalization_forward::primitive_desc training_pd(const memory::desc& data, double eps) {
-  batch_normalization_forward::desc d(dnnl::prop_kind::forward_training, data,
-                                      static_cast<float>(eps), kAffine);
+batch_normalization_forward::primitive_desc training_pd(const memory::desc& data, double eps,
+                                                        bool fuse_relu = false) {
+  batch_normalization_forward::desc d(
+      dnnl::prop_kind::forward_training, data, static_cast<float>(eps),
+      fuse_relu ? kAffine | normalization_flags::fuse_norm_relu : kAffine);
   return batch_normalization_forward::primitive_desc(d, user_scratchpad_attr(),
                                                      OnednnContext::instance().engine());
 }
@@ -33,7 +35,7 @@ float* floats(const KernelArgs& args, ViewRef r) { return resolve(args, r).as<fl
 }  // namespace
 
 BnTraining::BnTraining(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
-                       const BnTrainingOperands& ops)
+                       const BnTrainingOperands& ops, bool fuse_relu)
     : ops_(ops),
       eps_(node.attrs.f("eps", 1e-5)),
       momentum_(node.attrs.f("momentum", 0.1)),
@@ -42,16 +44,18 @@ BnTraining::BnTraining(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
   if (M_ < 2)
     fail(node, "training needs more than one value per channel (N·H·W = " + std::to_string(M_) + ")");
   const memory::desc data = nhwc_md(x), vec = plain_md({C_});
+  const auto pd = training_pd(data, eps_, fuse_relu);
   const CachedPrimitive p = OnednnContext::instance().get(
-      bn_signature("bnorm_train", x, eps_), [&] { return training_pd(data, eps_); });
+      bn_signature(fuse_relu ? "bnorm_train_relu" : "bnorm_train", x, eps_), [&] { return pd; });
   var_ = k.owned(vec);
-  k.add_step(p)
-      .bind(DNNL_ARG_SRC, data, ops.x)
-      .bind(DNNL_ARG_DST, data, ops.y)
-      .view(DNNL_ARG_SCALE, vec, ops.gamma)
-      .view(DNNL_ARG_SHIFT, vec, ops.beta)
-      .view(DNNL_ARG_MEAN, vec, ops.saved_mean)
-      .owned(DNNL_ARG_VARIANCE, var_);
+  auto& step = k.add_step(p)
+                   .bind(DNNL_ARG_SRC, data, ops.x)
+                   .bind(DNNL_ARG_DST, data, ops.y)
+                   .view(DNNL_ARG_SCALE, vec, ops.gamma)
+                   .view(DNNL_ARG_SHIFT, vec, ops.beta)
+                   .view(DNNL_ARG_MEAN, vec, ops.saved_mean)
+                   .owned(DNNL_ARG_VARIANCE, var_);
+  if (fuse_relu) step.owned(DNNL_ARG_WORKSPACE, k.owned(pd.workspace_desc()));
 }
 
 void BnTraining::finish(const KernelArgs& args) const {

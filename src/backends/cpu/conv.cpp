@@ -73,7 +73,8 @@ Operand weights_as(PrimitiveKernel& k, const ConvSetup& s, const memory::desc& w
   memory buf = k.owned(want);
   k.add_step(reorder_primitive(s.sig + tag, s.weights, want))
       .bind(DNNL_ARG_FROM, s.weights, w)
-      .owned(DNNL_ARG_TO, buf);
+      .owned(DNNL_ARG_TO, buf)
+      .weight_prep();
   return buf;
 }
 

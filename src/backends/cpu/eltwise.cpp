@@ -51,12 +51,17 @@ void append_relu_backward(PrimitiveKernel& k, int64_t n, const Operand& y, const
 }
 
 void append_add(PrimitiveKernel& k, int64_t n, const Operand& a, const Operand& b,
-                const Operand& y) {
+                const Operand& y, bool relu_after) {
   const memory::desc md = flat_md(n);
-  k.add_step(OnednnContext::instance().get(Signature("add").add("n", n).str(), [&] {
+  k.add_step(OnednnContext::instance().get(Signature(relu_after ? "add_relu" : "add").add("n", n).str(), [&] {
      dnnl::binary::desc d(algorithm::binary_add, md, md, md);
-     return dnnl::binary::primitive_desc(d, user_scratchpad_attr(),
-                                         OnednnContext::instance().engine());
+     dnnl::primitive_attr attr = user_scratchpad_attr();
+     if (relu_after) {
+       dnnl::post_ops ops;
+       ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+       attr.set_post_ops(ops);
+     }
+     return dnnl::binary::primitive_desc(d, attr, OnednnContext::instance().engine());
    }))
       .bind(DNNL_ARG_SRC_0, md, a)
       .bind(DNNL_ARG_SRC_1, md, b)

@@ -1,7 +1,7 @@
 // The fused training ops cbr / cbar (conv → batchnorm → [add residual] → relu) and their
 // batchnorm_relu_backward, built from the same step builders as the single ops: one kernel,
-// one list of primitive steps, with the add and relu running in place on y. Also the
-// inference conv2d_epilogue: one convolution whose residual add and relu are post-ops.
+// one list of primitive steps; the relu runs inside the batchnorm pass (cbr) or inside the
+// residual add (cbar). Also the inference conv2d_epilogue: one convolution with post-ops.
 #include <cstring>
 #include <optional>
 
@@ -27,11 +27,12 @@ class FusedForward final : public PrimitiveKernel {
     if (node.inputs.size() == base + 1) conv.bias = in(base);
     const Shape& y = out_shape(node, g, 0);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1), y, conv);
+    // cbr: the relu runs inside the batchnorm pass; cbar: inside the residual add's pass.
     bn_.emplace(*this, node, y,
                 BnTrainingOperands{out(1), in(2), in(3), in(4), in(5), out(0), out(2), out(3),
-                                   out(4), out(5)});
-    if (cbar) append_add(*this, trident::numel(y), out(0), in(6), out(0));
-    append_relu(*this, trident::numel(y), out(0), out(0));
+                                   out(4), out(5)},
+                /*fuse_relu=*/!cbar);
+    if (cbar) append_add(*this, trident::numel(y), out(0), in(6), out(0), /*relu_after=*/true);
   }
 
   void run(const KernelArgs& args) override {

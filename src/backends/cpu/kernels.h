@@ -52,7 +52,10 @@ struct BnTrainingOperands {
 };
 class BnTraining {
  public:
-  BnTraining(PrimitiveKernel& k, const ir::Node& node, const Shape& x, const BnTrainingOperands& ops);
+  // fuse_relu: y = relu(bn(x)) in the same pass (oneDNN's fuse_norm_relu; the mask it keeps
+  // in its workspace is kernel-owned and unused, the backward reads the mask from y).
+  BnTraining(PrimitiveKernel& k, const ir::Node& node, const Shape& x, const BnTrainingOperands& ops,
+             bool fuse_relu = false);
   void finish(const KernelArgs& args) const;
 
  private:
@@ -86,8 +89,9 @@ class BnBackward {
 void append_relu(PrimitiveKernel& k, int64_t numel, const Operand& x, const Operand& y);
 void append_relu_backward(PrimitiveKernel& k, int64_t numel, const Operand& y, const Operand& dy,
                           const Operand& dx);
+// relu_after: y = relu(a + b) in one pass (a relu post-op on the binary primitive).
 void append_add(PrimitiveKernel& k, int64_t numel, const Operand& a, const Operand& b,
-                const Operand& y);
+                const Operand& y, bool relu_after = false);
 
 // ---- registration ----
 

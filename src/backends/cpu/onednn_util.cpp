@@ -189,11 +189,26 @@ void PrimitiveKernel::execute(const KernelArgs& args) {
   check_views(args);
   dnnl::stream& stream = OnednnContext::instance().stream();
   try {
-    for (Step& step : steps_) step.execute(args, stream);
+    for (Step& step : steps_)
+      if (!(constant_weights_ && step.is_weight_prep())) step.execute(args, stream);
     stream.wait();
   } catch (const dnnl::error& e) {
     throw Error("the cpu backend kernel of node '" + node_name_ + "' (op " + op_ +
                 ") failed in oneDNN: " + e.what());
+  }
+}
+
+void PrimitiveKernel::prepare(const KernelArgs& args) {
+  if (!constant_weights_) return;
+  check_views(args);
+  dnnl::stream& stream = OnednnContext::instance().stream();
+  try {
+    for (Step& step : steps_)
+      if (step.is_weight_prep()) step.execute(args, stream);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw Error("the cpu backend kernel of node '" + node_name_ + "' (op " + op_ +
+                ") failed in oneDNN while preparing weights: " + e.what());
   }
 }
 

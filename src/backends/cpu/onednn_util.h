@@ -110,8 +110,16 @@ class Step {
     return op.mem ? owned(arg, op.mem) : view(arg, md, op.ref);
   }
   void execute(const KernelArgs& args, dnnl::stream& stream);
+  // Marks a step that only transforms weights (a weight reorder): with constant weights it
+  // runs in prepare(), not in every run().
+  Step& weight_prep() {
+    weight_prep_ = true;
+    return *this;
+  }
+  bool is_weight_prep() const { return weight_prep_; }
 
  private:
+  bool weight_prep_ = false;
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
   std::vector<std::pair<memory, ViewRef>> views_;
@@ -121,6 +129,7 @@ class PrimitiveKernel : public Kernel {
  public:
   PrimitiveKernel(const ir::Node& node, const ir::Graph& g);
   void run(const KernelArgs& args) override { execute(args); }
+  void prepare(const KernelArgs& args) override;
 
   // Kernel building (public so the step builders of kernels.h can compose fused kernels):
   // appends a step running `p`, with its scratchpad (if any) allocated now.
