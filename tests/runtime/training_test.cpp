@@ -1,5 +1,6 @@
-// End-to-end training on the reference backend: the loss falls on learnable synthetic data,
-// the learning-rate schedule has its shape, and the same seed gives bitwise-equal runs.
+// End-to-end training on the default backend (oneDNN where built): the loss falls on learnable
+// synthetic data, the learning-rate schedule has its shape, and the same seed gives
+// bitwise-equal runs.
 #include <gtest/gtest.h>
 
 #include "frontend/zoo.h"
