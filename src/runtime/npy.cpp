@@ -10,6 +10,7 @@
 #include <limits>
 #include <unistd.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace trident::runtime {
@@ -246,24 +247,7 @@ std::string npy_bytes(const HostTensor& t) {
 
 void write_npy(const std::string& path, const HostTensor& t) {
   const std::string bytes = npy_bytes(t);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
-    os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    os.close();
-    if (!os) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error("cannot write '" + path + "'");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw Error("cannot write '" + path + "': " + ec.message());
-  }
+  write_file_atomically(path, bytes.data(), bytes.size());
 }
 
 HostTensor nchw_to_nhwc(const HostTensor& t) {

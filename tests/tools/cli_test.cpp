@@ -2,6 +2,8 @@
 // crash; and its JSON output on good input.
 #include <gtest/gtest.h>
 
+#include "support/run_binary.h"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -10,22 +12,9 @@
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
-
-Result run(const std::string& args) {
-  Result r;
-  std::string cmd = std::string(TRIDENT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+using Result = trident::test_support::RunResult;
+Result run(const std::string& args, bool merge = true) {
+  return trident::test_support::run_trident(args, merge);
 }
 
 void expect_clean_failure(const Result& r, const std::string& needle) {

@@ -3,6 +3,8 @@
 // (no GPU backend, fp16 on the CPU, missing or corrupt input files).
 #include <gtest/gtest.h>
 
+#include "support/run_binary.h"
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -17,23 +19,9 @@
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
-
-// Runs the binary; with `merge`, stderr is captured too, else it is discarded.
+using Result = trident::test_support::RunResult;
 Result run(const std::string& args, bool merge = true) {
-  Result r;
-  std::string cmd = std::string(TRIDENT_BINARY) + " " + args + (merge ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return trident::test_support::run_trident(args, merge);
 }
 
 // Exit 1 and exactly one line of output containing `needle`.

@@ -3,6 +3,8 @@
 // outputs must match the stored onnxruntime references, read from an NCHW .npy input.
 #include <gtest/gtest.h>
 
+#include "support/run_binary.h"
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -16,25 +18,12 @@
 
 namespace {
 
-namespace fs = std::filesystem;
-
-struct Result {
-  int code = -1;
-  std::string output;
-};
-
-Result run(const std::string& args) {
-  Result r;
-  std::string cmd = std::string(TRIDENT_BINARY) + " " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+using Result = trident::test_support::RunResult;
+Result run(const std::string& args, bool merge = true) {
+  return trident::test_support::run_trident(args, merge);
 }
+
+namespace fs = std::filesystem;
 
 std::vector<float> raw_floats(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "compile_flags.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
@@ -26,23 +27,6 @@ struct Options {
   CompileFlags flags;
 };
 
-// Writes through a temporary file and a rename, so a failed write never leaves half a file.
-void write_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream os(tmp, std::ios::binary);
-    os << text;
-    if (!os) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error("cannot write '" + path + "'");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error("cannot write '" + path + "': " + ec.message());
-}
-
 int run_explain(Options o) {
   if (!o.model_file.empty()) o.model = o.model_file;
   const bool onnx = o.model.size() > 5 && o.model.ends_with(".onnx");
@@ -53,7 +37,10 @@ int run_explain(Options o) {
   opt.dump_dir = o.flags.dump_dir;
   ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
   runtime::FusionReport r = runtime::explain(o.model, model, opt);
-  if (!o.dot.empty()) write_file(o.dot, runtime::report_dot(r));
+  if (!o.dot.empty()) {
+    const std::string dot = runtime::report_dot(r);
+    write_file_atomically(o.dot, dot.data(), dot.size());
+  }
   if (o.json) std::cout << runtime::report_json(r).dump() << "\n";
   else std::cout << runtime::report_text(r);
   return 0;

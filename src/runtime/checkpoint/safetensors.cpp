@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace trident::runtime {
@@ -280,43 +281,7 @@ std::vector<std::byte> encode_safetensors(const WeightMap& weights, const Metada
 
 void write_safetensors(const std::string& path, const WeightMap& weights, const Metadata& metadata) {
   const std::vector<std::byte> bytes = encode_safetensors(weights, metadata);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what, int err) {
-    ::unlink(tmp.c_str());
-    return Error("cannot write '" + path + "': " + what + " failed (" + std::strerror(err) + ")");
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    throw Error("cannot write '" + path + "': creating '" + tmp + "' failed (" + std::strerror(err) + ")");
-  }
-  const char* p = reinterpret_cast<const char*>(bytes.data());
-  size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      throw fail("writing", err);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw fail("flushing to disk", err);
-  }
-  if (::close(fd) != 0) throw fail("closing", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("renaming the temporary file", errno);
-  // Make the rename itself durable; failure here cannot damage either file, so it is ignored.
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  write_file_atomically(path, bytes.data(), bytes.size());
 }
 
 }  // namespace trident::runtime
