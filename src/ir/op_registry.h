@@ -29,6 +29,7 @@ struct OpDef {
   std::vector<std::string> inputs;   // names; a trailing "?" marks an optional last input
   std::vector<std::string> outputs;  // names of the outputs in their maximal form
   bool variadic = false;             // any number of inputs (the optimizer step)
+  bool view = false;                 // output 0 is input 0 reinterpreted: no kernel work
   std::string summary;               // one line, for docs and `trident info --ops`
 
   // Validates attributes and input shapes; returns output types. Throws Error sentences.

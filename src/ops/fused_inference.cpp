@@ -52,6 +52,12 @@ void register_fused_inference_ops() {
                   " must match the convolution output " + shape_str(y.shape));
     return std::vector<TypeInfo>{y};
   };
+  // inplace_residual: y takes the residual's buffer (reuse_residual_buffer checked that the
+  // residual has no later reader), so the residual add needs no copy.
+  epi.aliases = [](const Node& n) {
+    if (!n.attrs.i("inplace_residual", 0)) return std::vector<std::pair<int, int>>{};
+    return std::vector<std::pair<int, int>>{{0, static_cast<int>(n.inputs.size()) - 1}};
+  };
   epi.macs = [](const Node& n, const Graph& g) {
     const Shape& w = in_value(g, n, 1).shape;
     return numel(g.value(n.outputs[0]).shape) * w[1] * w[2] * w[3];

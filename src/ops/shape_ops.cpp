@@ -24,6 +24,7 @@ void register_shape_ops() {
     return std::vector<TypeInfo>{{{x.shape[0], numel(x.shape) / x.shape[0]}, x.dtype}};
   };
   flat.aliases = [](const Node&) { return std::vector<std::pair<int, int>>{{0, 0}}; };
+  flat.view = true;
   flat.backward = reshape_back;
   ir::OpRegistry::add(flat);
 
@@ -40,6 +41,7 @@ void register_shape_ops() {
     return std::vector<TypeInfo>{{s, x.dtype}};
   };
   reshape.aliases = [](const Node&) { return std::vector<std::pair<int, int>>{{0, 0}}; };
+  reshape.view = true;
   reshape.backward = reshape_back;
   ir::OpRegistry::add(reshape);
 }

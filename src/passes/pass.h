@@ -73,6 +73,7 @@ void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx);   // training: CBR and C
 void fold_bn(ir::Graph& g, PassContext& ctx);             // inference: BN into conv weights
 void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx);  // inference: conv + bias/add/relu
 void fuse_elementwise(ir::Graph& g, PassContext& ctx);    // both: vertical/horizontal chains
+void reuse_residual_buffer(ir::Graph& g, PassContext& ctx);  // inference: epilogue in place
 void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node

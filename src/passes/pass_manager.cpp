@@ -72,6 +72,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   }
   pm.add({"dce", dead_code_elimination, false});
   pm.add({"fuse_elementwise", fuse_elementwise, false, true});
+  if (mode == Mode::Infer) pm.add({"reuse_residual_buffer", reuse_residual_buffer, false});
   return pm;
 }
 

@@ -11,23 +11,19 @@ namespace trident::runtime {
 
 int64_t kernel_launches(const ir::Graph& g, const plan::MemoryPlan& plan) {
   int64_t n = 0;
-  for (int id : g.order()) {
-    if (plan.hoisted[id]) continue;
-    const ir::Node& node = g.node(id);
-    bool view = false;
-    for (auto [o, i] : ir::OpRegistry::get(node.op).aliases(node))
-      view = view || g.value(node.inputs[i]).role == ir::ValueRole::Activation;
-    n += !view;
-  }
+  for (int id : g.order())
+    n += !plan.hoisted[id] && !ir::OpRegistry::get(g.node(id).op).view;
   return n;
 }
 
 int64_t activation_bytes_written(const ir::Graph& g, const plan::MemoryPlan& plan) {
   int64_t bytes = 0;
-  for (int id : g.order())
+  for (int id : g.order()) {
+    if (ir::OpRegistry::get(g.node(id).op).view) continue;
     for (int out : g.node(id).outputs)
-      if (plan.root[out] == out && plan.placement[out].buffer == plan::Buffer::Arena)
+      if (plan.placement[out].buffer == plan::Buffer::Arena)
         bytes += static_cast<int64_t>(plan.placement[out].bytes);
+  }
   return bytes;
 }
 

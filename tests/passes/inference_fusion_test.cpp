@@ -5,6 +5,7 @@
 
 #include "support/graph_queries.h"
 
+#include "backends/kernel.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "frontend/builder.h"
@@ -152,4 +153,36 @@ TEST(InferencePipeline, FoldingFollowsWeightUpdates) {
   const auto first = logits_of(*exe);
   randomize_weights(*exe, 2);
   EXPECT_NE(first, logits_of(*exe));
+}
+
+TEST(ReuseResidualBuffer, LastReaderOfTheResidualWritesIntoIt) {
+  auto c = runtime::compile_graph(frontend::build_model("resnet_cifar", {1}), infer_options());
+  int in_place = 0;
+  for (int id : c.graph.order()) {
+    const ir::Node& n = c.graph.node(id);
+    if (n.op != "conv2d_epilogue" || !n.attrs.i("inplace_residual", 0)) continue;
+    ++in_place;
+    EXPECT_EQ(c.plan.placement[n.outputs[0]].offset, c.plan.placement[n.inputs.back()].offset) << n.name;
+    EXPECT_EQ(c.plan.root[n.outputs[0]], c.plan.root[n.inputs.back()]) << n.name;
+  }
+  EXPECT_EQ(in_place, 9);  // every residual block's tail
+  // Switched off, nothing is in place and the outputs agree.
+  auto off = runtime::compile_graph(frontend::build_model("resnet_cifar", {1}),
+                                    infer_options({"reuse_residual_buffer"}));
+  for (int id : off.graph.order()) EXPECT_EQ(off.graph.node(id).attrs.i("inplace_residual", 0), 0);
+}
+
+TEST(ReuseResidualBuffer, InPlaceEpiloguesGiveTheSameLogits) {
+  for (const char* backend : {"cpu_ref", "cpu"}) {
+    if (!KernelRegistry::has(backend, "conv2d_epilogue")) continue;
+    ir::Graph model = frontend::build_model("resnet_cifar", {2});
+    auto o = infer_options();
+    o.backend = backend;
+    auto in_place = runtime::Executable::compile(model, o);
+    o.disabled_passes = {"reuse_residual_buffer"};
+    auto copying = runtime::Executable::compile(model, o);
+    randomize_weights(*in_place, 8);
+    randomize_weights(*copying, 8);
+    EXPECT_EQ(logits_of(*in_place), logits_of(*copying)) << backend;
+  }
 }

@@ -54,14 +54,23 @@ class ConvEpilogue final : public Kernel {
   void run(const KernelArgs& a) override {
     const TensorView& y = a.out[0];
     std::vector<TensorView> conv_in(a.in.begin(), a.in.end() - (residual_ ? 1 : 0));
-    conv2d({conv_, conv_in, {y}});
-    if (residual_) add({add_, {y, a.in.back()}, {y}});
+    // When y shares the residual's buffer (inplace_residual), the convolution goes to a
+    // scratch tensor first so it does not overwrite the residual before the add reads it.
+    const bool in_place = residual_ && a.in.back().data == y.data;
+    TensorView conv_out = y;
+    if (in_place) {
+      scratch_.resize(y.bytes());
+      conv_out.data = scratch_.data();
+    }
+    conv2d({conv_, conv_in, {conv_out}});
+    if (residual_) add({add_, {conv_out, a.in.back()}, {y}});
     if (relu_) relu({relu_node_, {y}, {y}});
   }
 
  private:
   bool residual_, relu_;
   ir::Node conv_, add_, relu_node_;
+  std::vector<std::byte> scratch_;  // sized on first in-place run, then reused
 };
 
 }  // namespace
