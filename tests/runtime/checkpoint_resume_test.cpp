@@ -2,6 +2,8 @@
 // losses after the break and the final weights are equal, in-process and through the
 // `trident train --save/--resume` command; mismatched or damaged checkpoints are clear errors.
 #include <gtest/gtest.h>
+
+#include "support/run_binary.h"
 #include <omp.h>
 
 #include <array>
@@ -53,26 +55,9 @@ CheckpointInfo info_after(const Trainer& t, int64_t epoch) {
   return i;
 }
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
-
-Result run(const std::string& args) {
-  Result r;
-  FILE* p = popen((args + (args.ends_with("2>&1") ? "" : " 2>/dev/null")).c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-Result run_with_stderr(const std::string& args) {
-  return run(args + " 2>&1");
-}
+using Result = test_support::RunResult;
+Result run(const std::string& args) { return test_support::run_trident(args, /*merge=*/false); }
+Result run_with_stderr(const std::string& args) { return test_support::run_trident(args, /*merge=*/true); }
 
 // The events of a --json run with the given type.
 std::vector<nlohmann::json> events(const std::string& out, const std::string& type) {
@@ -172,8 +157,8 @@ TEST(CheckpointResume, MismatchesAreClearErrors) {
 TEST(CheckpointResume, CommandLineResumeAfterACrashMatchesAnUninterruptedRun) {
   const fs::path d = temp_dir("cli");
   const std::string ckpt = (d / "run.ckpt").string();
-  const std::string common = std::string(TRIDENT_BINARY) +
-      " train --synthetic --train-limit 128 --test-limit 64 --batch 32 --backend cpu_ref --threads 1 --json";
+  const std::string common =
+      "train --synthetic --train-limit 128 --test-limit 64 --batch 32 --backend cpu_ref --threads 1 --json";
   const std::string settings = " --epochs 3 --seed 5 --lr 0.04";
   const Result straight = run(common + settings);
   ASSERT_EQ(straight.code, 0) << straight.output;
@@ -185,7 +170,7 @@ TEST(CheckpointResume, CommandLineResumeAfterACrashMatchesAnUninterruptedRun) {
   if (pid == 0) {
     ::dup2(fds[1], 1);
     ::close(fds[0]);
-    const std::string cmd = "exec " + common + settings + " --save " + ckpt + " 2>/dev/null";
+    const std::string cmd = "exec " + std::string(TRIDENT_BINARY) + " " + common + settings + " --save " + ckpt + " 2>/dev/null";
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -228,7 +213,7 @@ TEST(CheckpointResume, CommandLineResumeAfterACrashMatchesAnUninterruptedRun) {
 
 TEST(CheckpointResume, CommandLineErrorsAreOneSentence) {
   const fs::path d = temp_dir("cli_errors");
-  const std::string base = std::string(TRIDENT_BINARY) +
+  const std::string base =
       " train --synthetic --test-limit 32 --batch 32 --backend cpu_ref --threads 1";
   const std::string common = base + " --train-limit 64";
   const std::string ckpt = (d / "c.ckpt").string();
