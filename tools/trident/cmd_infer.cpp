@@ -222,13 +222,7 @@ Runner add_infer_command(CLI::App& app) {
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
   sub->add_option("--precision", o->precision, "fp32, fp16 or bf16 (the CPU runs fp32)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))->capture_default_str();
-  sub->add_option("--backend", o->backend, "CPU backend that runs the kernels")
-      ->check(CLI::IsMember(std::vector<std::string>{
-#ifdef TRIDENT_HAVE_ONEDNN
-          "cpu",
-#endif
-          "cpu_ref"}))
-      ->capture_default_str();
+  add_backend_option(sub, o->backend, "CPU backend that runs the kernels");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")
       ->check(CLI::Range(0, 100000));

@@ -202,13 +202,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_flag("--nesterov", o->config.nesterov, "Nesterov momentum");
   sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs")->check(CLI::Range(0.0, 1000.0))->capture_default_str();
   sub->add_option("--seed", o->config.seed, "Seed for initialisation and shuffling")->capture_default_str();
-  sub->add_option("--backend", o->config.backend, "Backend that runs the kernels")
-      ->check(CLI::IsMember(std::vector<std::string>{
-#ifdef TRIDENT_HAVE_ONEDNN
-          "cpu",
-#endif
-          "cpu_ref"}))
-      ->capture_default_str();
+  add_backend_option(sub, o->config.backend, "Backend that runs the kernels");
   sub->add_option("--data", o->data_dir, "Fashion-MNIST directory (default: the Debian package's)");
   sub->add_flag("--synthetic", o->synthetic, "Train on synthetic data of the model's input shape");
   sub->add_option("--train-limit", o->train_limit, "Use only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
