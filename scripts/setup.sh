@@ -49,6 +49,22 @@ then
   .venv/bin/pip install -q --disable-pip-version-check "${py_pins[@]}"
 fi
 
+# The GPU backend's cudnn-frontend headers (pinned; cmake/TridentCuda.cmake looks here), from
+# PyPI's nvidia-cudnn-frontend wheel into .deps/ (git-ignored). Only where a CUDA compiler is.
+cfe_version=1.23.0
+cfe_dir=.deps/cudnn-frontend-$cfe_version
+if { command -v nvcc || [ -x /usr/local/cuda/bin/nvcc ]; } >/dev/null 2>&1 &&
+   [ ! -f "$cfe_dir/include/cudnn_frontend.h" ]; then
+  echo "setup: fetching cudnn-frontend $cfe_version headers into $cfe_dir"
+  tmp=$(mktemp -d)
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    --python-version 3.11 --platform manylinux_2_28_x86_64 -d "$tmp" "nvidia-cudnn-frontend==$cfe_version"
+  .venv/bin/python -m zipfile -e "$tmp"/nvidia_cudnn_frontend-*.whl "$tmp/wheel"
+  mkdir -p "$cfe_dir"
+  rm -rf "$cfe_dir/include" && cp -r "$tmp/wheel/include" "$cfe_dir/include"
+  rm -rf "$tmp"
+fi
+
 build_dir=${TRIDENT_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release ${TRIDENT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend_context.h"
 #include "core/tensor_view.h"
 #include "ir/graph.h"
 
@@ -34,7 +35,11 @@ class Kernel {
   bool constant_weights_ = false;
 };
 
-using KernelFactory = std::function<std::unique_ptr<Kernel>(const ir::Node&, const ir::Graph&)>;
+// Kernels are built once per node, with the context of the executable they will run in
+// (a device backend builds its library plans against the context's handles and caches).
+using KernelFactory =
+    std::function<std::unique_ptr<Kernel>(const ir::Node&, const ir::Graph&, BackendContext&)>;
+using ContextFactory = std::function<std::shared_ptr<BackendContext>()>;
 using KernelFn = std::function<void(const KernelArgs&)>;
 
 class KernelRegistry {
@@ -42,7 +47,15 @@ class KernelRegistry {
   static void add(const std::string& backend, const std::string& op, KernelFactory factory);
   // Convenience for stateless kernels.
   static void add_fn(const std::string& backend, const std::string& op, KernelFn fn);
+  // A backend whose kernels need more than host memory registers its context factory;
+  // others get a plain BackendContext.
+  static void add_context(const std::string& backend, ContextFactory factory);
+  // A new context for `backend` (throws an Error saying why, e.g. when there is no GPU).
+  static std::shared_ptr<BackendContext> make_context(const std::string& backend);
   // Throws Error("backend 'b' has no kernel for op 'o' (node 'n')") when missing.
+  static std::unique_ptr<Kernel> make(const std::string& backend, const ir::Node& node,
+                                      const ir::Graph& g, BackendContext& ctx);
+  // For host backends in tests and tools: builds the kernel with a fresh context.
   static std::unique_ptr<Kernel> make(const std::string& backend, const ir::Node& node,
                                       const ir::Graph& g);
   static bool has(const std::string& backend, const std::string& op);
@@ -56,6 +69,9 @@ std::string default_backend();
 void register_cpu_ref_kernels();
 #ifdef TRIDENT_HAVE_ONEDNN
 void register_onednn_kernels();  // backend "cpu" (src/backends/cpu)
+#endif
+#ifdef TRIDENT_HAVE_CUDA
+void register_cuda_kernels();    // backend "cuda" (src/backends/cuda)
 #endif
 
 }  // namespace trident

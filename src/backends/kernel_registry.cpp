@@ -12,12 +12,19 @@ std::map<std::string, std::map<std::string, KernelFactory>>& table() {
   static std::map<std::string, std::map<std::string, KernelFactory>> t;
   return t;
 }
+std::map<std::string, ContextFactory>& contexts() {
+  static std::map<std::string, ContextFactory> c;
+  return c;
+}
 std::once_flag g_once;
 void ensure_builtins() {
   std::call_once(g_once, [] {
     register_cpu_ref_kernels();
 #ifdef TRIDENT_HAVE_ONEDNN
     register_onednn_kernels();
+#endif
+#ifdef TRIDENT_HAVE_CUDA
+    register_cuda_kernels();
 #endif
   });
 }
@@ -37,11 +44,33 @@ void KernelRegistry::add(const std::string& backend, const std::string& op, Kern
 }
 
 void KernelRegistry::add_fn(const std::string& backend, const std::string& op, KernelFn fn) {
-  add(backend, op, [fn](const ir::Node&, const ir::Graph&) { return std::make_unique<FnKernel>(fn); });
+  add(backend, op, [fn](const ir::Node&, const ir::Graph&, BackendContext&) {
+    return std::make_unique<FnKernel>(fn);
+  });
+}
+
+void KernelRegistry::add_context(const std::string& backend, ContextFactory factory) {
+  contexts()[backend] = std::move(factory);
+}
+
+std::shared_ptr<BackendContext> KernelRegistry::make_context(const std::string& backend) {
+  ensure_builtins();
+  if (!table().count(backend)) throw Error("unknown backend '" + backend + "'");
+  auto it = contexts().find(backend);
+  return it == contexts().end() ? std::make_shared<BackendContext>() : it->second();
 }
 
 std::unique_ptr<Kernel> KernelRegistry::make(const std::string& backend, const ir::Node& node,
                                              const ir::Graph& g) {
+  std::shared_ptr<BackendContext> ctx = make_context(backend);
+  if (ctx->on_device())
+    throw Error("backend '" + backend + "' keeps tensors on a device: build its kernels with the "
+                "executable's context");
+  return make(backend, node, g, *ctx);
+}
+
+std::unique_ptr<Kernel> KernelRegistry::make(const std::string& backend, const ir::Node& node,
+                                             const ir::Graph& g, BackendContext& ctx) {
   ensure_builtins();
   auto b = table().find(backend);
   if (b == table().end()) throw Error("unknown backend '" + backend + "'");
@@ -49,7 +78,7 @@ std::unique_ptr<Kernel> KernelRegistry::make(const std::string& backend, const i
   if (k == b->second.end())
     throw Error("backend '" + backend + "' has no kernel for op '" + node.op + "' (node '" +
                 node.name + "')");
-  return k->second(node, g);
+  return k->second(node, g, ctx);
 }
 
 bool KernelRegistry::has(const std::string& backend, const std::string& op) {

@@ -11,8 +11,6 @@
 
 namespace trident::runtime {
 
-void Executable::AlignedFree::operator()(std::byte* p) const { std::free(p); }
-
 CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options) {
   CompiledGraph c{model, {}, -1, -1, {}, {}, {}};
   passes::PassContext ctx{options};
@@ -36,12 +34,11 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
   exe->param_grads_ = std::move(c.param_grads);
   exe->plan_ = std::move(c.plan);
 
+  exe->ctx_ = KernelRegistry::make_context(options.backend);
   for (int b = 1; b < plan::kNumBuffers; ++b) {
     size_t bytes = std::max<size_t>(exe->plan_.buffer_bytes[b], plan::kAlignment);
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(plan::kAlignment, bytes));
-    if (!p) throw Error("out of memory: the plan needs " + std::to_string(bytes) + " bytes");
-    std::memset(p, 0, bytes);
-    exe->buffers_[b].reset(p);
+    exe->buffers_[b] = std::unique_ptr<std::byte[], ContextFree>(
+        static_cast<std::byte*>(exe->ctx_->allocate(bytes)), ContextFree{exe->ctx_.get()});
   }
   const ir::Graph& g = exe->graph_;
   for (int nid : g.order()) {
@@ -50,7 +47,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
     for (int in : n.inputs) args.in.push_back(exe->view(in));
     for (int out : n.outputs) args.out.push_back(exe->view(out));
     auto& steps = exe->plan_.hoisted[nid] ? exe->hoisted_steps_ : exe->steps_;
-    steps.push_back({KernelRegistry::make(options.backend, n, g), std::move(args)});
+    steps.push_back({KernelRegistry::make(options.backend, n, g, *exe->ctx_), std::move(args)});
     // Inference: weights change only between prepare() calls (copy/import/init mark that).
     steps.back().kernel->set_constant_weights(options.mode == passes::Mode::Infer);
   }
@@ -75,6 +72,7 @@ void Executable::run_profiled(std::vector<double>& seconds_per_node) {
   for (size_t i = 0; i < steps_.size(); ++i) {
     const auto t0 = clock::now();
     steps_[i].kernel->run(steps_[i].args);
+    ctx_->synchronize();
     seconds_per_node[i] += std::chrono::duration<double>(clock::now() - t0).count();
   }
 }
@@ -92,11 +90,36 @@ bool Executable::has(const std::string& name) const {
   return id >= 0 && plan_.placement[id].buffer != plan::Buffer::None;
 }
 
-TensorView Executable::find(const std::string& name) const {
+int Executable::value_id(const std::string& name) const {
   int id = graph_.find_value(name);
   if (id < 0) throw Error("the compiled network has no tensor named '" + name + "'");
-  return view(id);
+  return id;
 }
+
+TensorView Executable::find(const std::string& name) const { return view(value_id(name)); }
+
+TensorView Executable::host_view(int value) const {
+  TensorView t = view(value);
+  if (!ctx_->on_device()) return t;
+  std::vector<std::byte>& h = host_copies_[value];
+  h.resize(t.bytes());
+  t.data = h.data();
+  return t;
+}
+
+void Executable::upload(int value) {
+  if (!ctx_->on_device()) return;
+  TensorView h = host_view(value);
+  ctx_->copy_to_device(view(value).data, h.data, h.bytes());
+}
+
+void Executable::download(int value) const {
+  if (!ctx_->on_device()) return;
+  TensorView h = host_view(value);
+  ctx_->copy_to_host(h.data, view(value).data, h.bytes());
+}
+
+void Executable::synchronize() { ctx_->synchronize(); }
 
 namespace {
 template <class T>
@@ -124,10 +147,11 @@ void Executable::init_parameters(uint64_t seed) {
     if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
     if (plan_.placement[v].buffer == plan::Buffer::None) continue;
     Rng rng(seed ^ hash_name(val.name));
-    TensorView t = view(v);
+    TensorView t = host_view(v);
     if (t.dtype == DType::f32) fill_init(t.as<float>(), t.numel(), val.init, rng);
     else if (t.dtype == DType::f64) fill_init(t.as<double>(), t.numel(), val.init, rng);
     else throw Error("cannot initialise '" + val.name + "' of dtype " + std::string(dtype_name(t.dtype)));
+    upload(v);
   }
 }
 
@@ -137,10 +161,13 @@ void Executable::copy_weights_from(const Executable& other) {
     const ir::Value& val = graph_.value(v);
     if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
     if (plan_.placement[v].buffer == plan::Buffer::None || !other.has(val.name)) continue;
-    TensorView dst = view(v), src = other.find(val.name);
+    const int src_id = other.value_id(val.name);
+    other.download(src_id);
+    TensorView dst = host_view(v), src = other.host_view(src_id);
     if (src.shape != dst.shape || src.dtype != dst.dtype)
       throw Error("cannot copy '" + val.name + "': " + shape_str(src.shape) + " vs " + shape_str(dst.shape));
     std::memcpy(dst.data, src.data, dst.bytes());
+    upload(v);
   }
 }
 
@@ -150,7 +177,8 @@ WeightMap Executable::export_weights() const {
     const ir::Value& val = graph_.value(v);
     if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
     if (plan_.placement[v].buffer == plan::Buffer::None) continue;
-    TensorView t = view(v);
+    download(v);
+    TensorView t = host_view(v);
     HostTensor h{t.shape, t.dtype, std::vector<std::byte>(t.bytes())};
     std::memcpy(h.data.data(), t.data, t.bytes());
     out.emplace(val.name, std::move(h));
@@ -186,7 +214,8 @@ size_t Executable::import_weights(const WeightMap& weights, bool strict) {
   for (const auto& [name, h] : weights) {
     const int id = graph_.find_value(name);
     if (plan_.placement[id].buffer == plan::Buffer::None) continue;
-    std::memcpy(view(id).data, h.data.data(), h.data.size());
+    std::memcpy(host_view(id).data, h.data.data(), h.data.size());
+    upload(id);
   }
   prepared_ = false;
   return loaded;

@@ -3,6 +3,7 @@
 // backward and optimizer for training) with no allocation.
 #pragma once
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,10 +43,23 @@ class Executable {
   // Like run(), adding each node's wall time (seconds) to `seconds_per_node` (by step index).
   void run_profiled(std::vector<double>& seconds_per_node);
 
-  // The tensor behind a value id or a value name ("images", "labels", "lr", "conv1.weight").
+  // The tensor behind a value id or a value name ("images", "labels", "lr", "conv1.weight"),
+  // in the backend's memory: device memory on a GPU backend, which the host cannot read.
   TensorView view(int value) const;
   TensorView find(const std::string& name) const;
   bool has(const std::string& name) const;
+  int value_id(const std::string& name) const;  // throws an Error naming an unknown tensor
+
+  // Host access that works on every backend. host_view() is the host copy of a value (on host
+  // backends the tensor itself); upload() sends it to the backend, download() fetches it back
+  // (waiting for queued work). Both are no-ops on host backends.
+  TensorView host_view(int value) const;
+  void upload(int value);
+  void download(int value) const;
+  // Waits for every queued kernel (device backends run asynchronously).
+  void synchronize();
+  bool on_device() const { return ctx_->on_device(); }
+  BackendContext& context() { return *ctx_; }
 
   // Parameters and state from their Init rules; a tensor's stream depends on (seed, name) only.
   void init_parameters(uint64_t seed);
@@ -72,8 +86,10 @@ class Executable {
     std::unique_ptr<Kernel> kernel;
     KernelArgs args;
   };
-  struct AlignedFree {
-    void operator()(std::byte* p) const;
+  // Storage from the backend context, returned to it on destruction.
+  struct ContextFree {
+    BackendContext* ctx;  // no default initializer: it would make the type incomplete here
+    void operator()(std::byte* p) const { ctx->free(p); }
   };
 
   Executable(ir::Graph g, passes::CompileOptions options) : graph_(std::move(g)), options_(std::move(options)) {}
@@ -81,7 +97,10 @@ class Executable {
   ir::Graph graph_;
   passes::CompileOptions options_;
   plan::MemoryPlan plan_;
-  std::unique_ptr<std::byte[], AlignedFree> buffers_[plan::kNumBuffers];
+  std::shared_ptr<BackendContext> ctx_;  // declared before the buffers: freed after them
+  std::unique_ptr<std::byte[], ContextFree> buffers_[plan::kNumBuffers];
+  // Device backends: the host side of values (a cache, so reading weights stays const).
+  mutable std::map<int, std::vector<std::byte>> host_copies_;
   std::vector<Bound> steps_;
   std::vector<Bound> hoisted_steps_;
   bool prepared_ = false;

@@ -118,29 +118,36 @@ void Runner::set_input(const HostTensor& t, Layout layout, const std::string& wh
                 shape_str(want) + (layout == Layout::NCHW && want.size() == 4 ? " (NCHW, as in PyTorch and ONNX)" : ""));
   HostTensor f = to_f32(t, what);
   if (layout == Layout::NCHW) f = nchw_to_nhwc(f);
-  TensorView dst = exe_->view(input_);
+  TensorView dst = exe_->host_view(input_);
   if (dst.dtype != DType::f32) throw Error("the model's input '" + input_name_ + "' is not f32");
   std::memcpy(dst.data, f.data.data(), dst.bytes());
+  exe_->upload(input_);
 }
 
 void Runner::set_random_input(uint64_t seed) {
-  TensorView dst = exe_->view(input_);
+  TensorView dst = exe_->host_view(input_);
   if (dst.dtype != DType::f32) throw Error("the model's input '" + input_name_ + "' is not f32");
   Rng rng(seed ^ hash_name(input_name_));
   float* p = dst.as<float>();
   for (int64_t i = 0; i < dst.numel(); ++i) p[i] = static_cast<float>(rng.normal());
+  exe_->upload(input_);
 }
 
-void Runner::run() { exe_->run(); }
+void Runner::run() {
+  exe_->run();
+  exe_->synchronize();
+}
 
 LatencyStats Runner::benchmark(int warmup, int iterations) {
   using clock = std::chrono::steady_clock;
   for (int i = 0; i < warmup; ++i) exe_->run();
+  exe_->synchronize();
   latencies_.clear();
   latencies_.reserve(static_cast<size_t>(std::max(iterations, 0)));
   for (int i = 0; i < iterations; ++i) {
     const auto t0 = clock::now();
     exe_->run();
+    exe_->synchronize();  // latency is until the result exists, also on a GPU
     latencies_.push_back(std::chrono::duration<double>(clock::now() - t0).count());
   }
   return latency_stats(latencies_, batch());
@@ -163,7 +170,8 @@ std::vector<Runner::NodeTime> Runner::profile(int iterations) {
 std::string Runner::output_name(size_t i) const { return exe_->graph().value(outputs_.at(i)).name; }
 
 HostTensor Runner::output(size_t i, Layout layout) const {
-  TensorView v = exe_->view(outputs_.at(i));
+  exe_->download(outputs_.at(i));
+  TensorView v = exe_->host_view(outputs_.at(i));
   HostTensor t{v.shape, v.dtype, std::vector<std::byte>(v.bytes())};
   std::memcpy(t.data.data(), v.data, v.bytes());
   return layout == Layout::NCHW ? nhwc_to_nchw(t) : t;

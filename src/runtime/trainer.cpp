@@ -84,9 +84,13 @@ EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int
                                 const BatchCallback& on_batch) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
-  TensorView images = train_->find("images"), labels = train_->find("labels"),
-             lr = train_->find("lr"), loss = train_->view(train_->loss()),
-             logits = train_->view(train_->logits());
+  // Host copies (the tensors themselves on CPU backends): batches are written there and sent
+  // to the backend; loss and logits come back after each step.
+  const int images_id = train_->value_id("images"), labels_id = train_->value_id("labels"),
+            lr_id = train_->value_id("lr");
+  TensorView images = train_->host_view(images_id), labels = train_->host_view(labels_id),
+             lr = train_->host_view(lr_id), loss = train_->host_view(train_->loss()),
+             logits = train_->host_view(train_->logits());
   if (images.dtype != DType::f32) throw Error("training from data needs an f32 model");
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = per_epoch * epochs_total;
@@ -101,7 +105,10 @@ EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int
   while (batches.next(images.as<float>(), labels.as<int32_t>())) {
     st.lr = learning_rate(step_, total, warmup, config_.lr);
     lr.as<float>()[0] = static_cast<float>(st.lr);
+    for (int id : {images_id, labels_id, lr_id}) train_->upload(id);
     train_->run();
+    train_->download(train_->loss());
+    train_->download(train_->logits());
     ++step_;
     ++done;
     const float l = loss.as<float>()[0];
@@ -128,7 +135,8 @@ EvalStats Trainer::evaluate(const data::Dataset& ds) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   eval_->copy_weights_from(*train_);
-  TensorView images = eval_->find("images"), logits = eval_->view(eval_->logits());
+  const int images_id = eval_->value_id("images");
+  TensorView images = eval_->host_view(images_id), logits = eval_->host_view(eval_->logits());
   std::vector<int32_t> labels(batch_);
   data::BatchIterator it(ds, batch_, false, 0, false);
   it.start_epoch(0);
@@ -137,7 +145,9 @@ EvalStats Trainer::evaluate(const data::Dataset& ds) {
   int64_t filled = 0, correct = 0;
   double nll = 0;
   while (it.next(images.as<float>(), labels.data(), &filled)) {
+    eval_->upload(images_id);
     eval_->run();
+    eval_->download(eval_->logits());
     correct += count_correct(logits.as<float>(), labels.data(), filled, classes);
     for (int64_t r = 0; r < filled; ++r) {
       const float* z = logits.as<float>() + r * classes;

@@ -1,12 +1,15 @@
 // Test support: runs the nodes of a graph, in order, on one backend, with one buffer per
 // value (outputs that alias an input share its buffer, as the memory planner would make
 // them). Lets a test compare a fused node with its decomposition without the pass pipeline.
+// On a device backend (cuda) every value also has device memory: run() sends the host
+// buffers there, runs the kernels and brings every value back, so tests read host memory.
 #pragma once
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "backends/kernel.h"
+#include "core/half.h"
 #include "core/random.h"
 #include "ir/op_registry.h"
 
@@ -14,7 +17,8 @@ namespace trident::test_support {
 
 class GraphRunner {
  public:
-  GraphRunner(const ir::Graph& g, const std::string& backend) : g_(g), backend_(backend) {
+  GraphRunner(const ir::Graph& g, const std::string& backend)
+      : g_(g), backend_(backend), ctx_(KernelRegistry::make_context(backend)) {
     for (int v = 0; v < g.num_values(); ++v) storage_.emplace_back();
     root_.resize(g.num_values());
     for (int v = 0; v < g.num_values(); ++v) root_[v] = v;
@@ -25,7 +29,18 @@ class GraphRunner {
     for (int v = 0; v < g.num_values(); ++v)
       if (root_[v] == v)
         storage_[v].resize(static_cast<size_t>(numel(g.value(v).shape)) * dtype_size(g.value(v).dtype));
+    if (ctx_->on_device()) {
+      device_.resize(g.num_values(), nullptr);
+      for (int v = 0; v < g.num_values(); ++v)
+        if (root_[v] == v) device_[v] = ctx_->allocate(storage_[v].size());
+    }
   }
+  ~GraphRunner() {
+    for (void* p : device_)
+      if (p) ctx_->free(p);
+  }
+  GraphRunner(const GraphRunner&) = delete;
+  GraphRunner& operator=(const GraphRunner&) = delete;
 
   TensorView view(int v) {
     const ir::Value& val = g_.value(v);
@@ -45,6 +60,8 @@ class GraphRunner {
         double x = positive ? rng.uniform(0.5, 2.0) : rng.uniform(-1.0, 1.0);
         if (t.dtype == DType::f64) t.as<double>()[i] = x;
         else if (t.dtype == DType::f32) t.as<float>()[i] = static_cast<float>(x);
+        else if (t.dtype == DType::f16) t.as<uint16_t>()[i] = float_to_half(static_cast<float>(x));
+        else if (t.dtype == DType::bf16) t.as<uint16_t>()[i] = float_to_bf16(static_cast<float>(x));
         else t.as<int32_t>()[i] = static_cast<int32_t>(rng.next() % 3);
       }
     }
@@ -55,27 +72,55 @@ class GraphRunner {
     std::copy_n(static_cast<std::byte*>(b.data), b.bytes(), static_cast<std::byte*>(a.data));
   }
 
-  void run() {
+  // Runs every node once; `repeats` > 1 runs the whole graph again (cache and re-run checks).
+  void run(int repeats = 1) {
+    const bool dev = ctx_->on_device();
+    if (dev)
+      for (int v = 0; v < g_.num_values(); ++v)
+        if (root_[v] == v) ctx_->copy_to_device(device_[v], storage_[v].data(), storage_[v].size());
+    std::vector<std::pair<std::unique_ptr<Kernel>, KernelArgs>> steps;
     for (int nid : g_.order()) {
       const ir::Node& n = g_.node(nid);
       KernelArgs args{n, {}, {}};
-      for (int in : n.inputs) args.in.push_back(view(in));
-      for (int out : n.outputs) args.out.push_back(view(out));
-      KernelRegistry::make(backend_, n, g_)->run(args);
+      for (int in : n.inputs) args.in.push_back(dev ? device_view(in) : view(in));
+      for (int out : n.outputs) args.out.push_back(dev ? device_view(out) : view(out));
+      steps.emplace_back(KernelRegistry::make(backend_, n, g_, *ctx_), std::move(args));
     }
+    for (int r = 0; r < repeats; ++r)
+      for (auto& [kernel, args] : steps) kernel->run(args);
+    ctx_->synchronize();
+    if (dev)
+      for (int v = 0; v < g_.num_values(); ++v)
+        if (root_[v] == v) ctx_->copy_to_host(storage_[v].data(), device_[v], storage_[v].size());
   }
+
+  BackendContext& context() { return *ctx_; }
 
   std::vector<double> values(int v) {
     TensorView t = view(v);
     std::vector<double> out(static_cast<size_t>(t.numel()));
-    for (size_t i = 0; i < out.size(); ++i)
-      out[i] = t.dtype == DType::f64 ? t.as<double>()[i] : t.as<float>()[i];
+    for (size_t i = 0; i < out.size(); ++i) {
+      switch (t.dtype) {
+        case DType::f64: out[i] = t.as<double>()[i]; break;
+        case DType::f32: out[i] = t.as<float>()[i]; break;
+        case DType::i32: out[i] = t.as<int32_t>()[i]; break;
+        case DType::f16: out[i] = half_to_float(t.as<uint16_t>()[i]); break;
+        case DType::bf16: out[i] = bf16_to_float(t.as<uint16_t>()[i]); break;
+      }
+    }
     return out;
   }
 
  private:
+  TensorView device_view(int v) {
+    const ir::Value& val = g_.value(v);
+    return {device_[root_[v]], val.shape, val.dtype};
+  }
+
   const ir::Graph& g_;
   std::string backend_;
+  std::shared_ptr<BackendContext> ctx_;
+  std::vector<void*> device_;  // by root value, device backends only
   std::vector<std::vector<std::byte>> storage_;
   std::vector<int> root_;
 };

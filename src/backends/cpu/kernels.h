@@ -14,7 +14,7 @@ inline constexpr const char* kBackend = "cpu";
 // oneDNN's own exceptions (a descriptor it cannot implement) become an Error naming the node.
 template <class K>
 void add_kernel(const char* op) {
-  KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g) {
+  KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g, BackendContext&) {
     try {
       return std::unique_ptr<Kernel>(std::make_unique<K>(node, g));
     } catch (const dnnl::error& e) {

@@ -77,7 +77,7 @@ class ConvEpilogue final : public Kernel {
 
 void register_fused_inference_kernels() {
   KernelRegistry::add_fn("cpu_ref", "fold_batchnorm", fold_batchnorm);
-  KernelRegistry::add("cpu_ref", "conv2d_epilogue", [](const ir::Node& n, const ir::Graph&) {
+  KernelRegistry::add("cpu_ref", "conv2d_epilogue", [](const ir::Node& n, const ir::Graph&, BackendContext&) {
     return std::unique_ptr<Kernel>(std::make_unique<ConvEpilogue>(n));
   });
 }

@@ -39,11 +39,11 @@ void register_cpu_ref_kernels() {
       {"concat", cpu_ref::concat},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
-  KernelRegistry::add("cpu_ref", "cbr", cpu_ref::make_fused_forward);
-  KernelRegistry::add("cpu_ref", "cbar", cpu_ref::make_fused_forward);
-  KernelRegistry::add("cpu_ref", "batchnorm_relu_backward", cpu_ref::make_fused_backward);
+  KernelRegistry::add("cpu_ref", "cbr", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
+  KernelRegistry::add("cpu_ref", "cbar", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
+  KernelRegistry::add("cpu_ref", "batchnorm_relu_backward", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_backward(n, g); });
   cpu_ref::register_fused_inference_kernels();
-  KernelRegistry::add("cpu_ref", "elementwise", cpu_ref::make_elementwise);
+  KernelRegistry::add("cpu_ref", "elementwise", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_elementwise(n, g); });
 }
 
 }  // namespace trident

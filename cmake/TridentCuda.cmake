@@ -1,0 +1,61 @@
+# The "cuda" backend: CUDA (sm_90 by default), cuDNN 9 from the machine, cudnn-frontend's
+# headers from the project-local prefix scripts/setup.sh fills (.deps/, git-ignored), and
+# cuBLASLt. TRIDENT_WITH_CUDA=AUTO builds it wherever all of them are found and says which
+# one is missing otherwise; ON makes a missing piece an error.
+set(TRIDENT_CUDNN_FRONTEND_VERSION 1.23.0)
+set(TRIDENT_CUDNN_FRONTEND_INCLUDE
+    ${PROJECT_SOURCE_DIR}/.deps/cudnn-frontend-${TRIDENT_CUDNN_FRONTEND_VERSION}/include
+    CACHE PATH "cudnn-frontend headers (installed by scripts/setup.sh)")
+
+set(_trident_cuda_missing "")
+if(NOT CMAKE_CUDA_COMPILER)
+  set(_trident_cuda_missing "no CUDA compiler (nvcc)")
+else()
+  find_package(CUDAToolkit QUIET)
+  if(NOT CUDAToolkit_FOUND)
+    set(_trident_cuda_missing "no CUDA toolkit")
+  endif()
+endif()
+if(NOT _trident_cuda_missing)
+  find_path(TRIDENT_CUDNN_INCLUDE cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include /usr/local/cuda/include)
+  find_library(TRIDENT_CUDNN_LIBRARY cudnn
+    HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib ${CUDAToolkit_LIBRARY_ROOT}/lib64
+          /usr/local/cuda/lib /usr/local/cuda/lib64)
+  if(NOT TRIDENT_CUDNN_INCLUDE OR NOT TRIDENT_CUDNN_LIBRARY)
+    set(_trident_cuda_missing "no cuDNN (cudnn.h / libcudnn)")
+  elseif(NOT EXISTS ${TRIDENT_CUDNN_FRONTEND_INCLUDE}/cudnn_frontend.h)
+    set(_trident_cuda_missing "no cudnn-frontend headers in ${TRIDENT_CUDNN_FRONTEND_INCLUDE} (run scripts/setup.sh)")
+  endif()
+endif()
+
+if(_trident_cuda_missing)
+  if(TRIDENT_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TRIDENT_WITH_CUDA=ON but ${_trident_cuda_missing}")
+  endif()
+  message(STATUS "trident: GPU backend not built: ${_trident_cuda_missing}")
+  set(TRIDENT_CUDA_ENABLED OFF)
+  return()
+endif()
+
+set(TRIDENT_CUDA_ENABLED ON)
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
+  set(CMAKE_CUDA_ARCHITECTURES 90)
+endif()
+enable_language(CUDA)
+set(CMAKE_CUDA_STANDARD 20)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+message(STATUS "trident: GPU backend on CUDA ${CUDAToolkit_VERSION}, sm_${CMAKE_CUDA_ARCHITECTURES}, "
+               "cuDNN ${TRIDENT_CUDNN_LIBRARY}, cudnn-frontend ${TRIDENT_CUDNN_FRONTEND_VERSION}")
+
+file(GLOB_RECURSE TRIDENT_CUDA_SOURCES CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cpp ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cu)
+target_sources(trident_core PRIVATE ${TRIDENT_CUDA_SOURCES})
+# -march=native and the warning flags are for the host compiler only.
+set_source_files_properties(${TRIDENT_CUDA_SOURCES} PROPERTIES COMPILE_OPTIONS "")
+target_compile_options(trident_core PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall>)
+target_include_directories(trident_core SYSTEM PUBLIC ${TRIDENT_CUDNN_INCLUDE} ${CUDAToolkit_INCLUDE_DIRS})
+target_include_directories(trident_core SYSTEM PRIVATE ${TRIDENT_CUDNN_FRONTEND_INCLUDE})
+# cudnn-frontend ≥ 1.19 includes nvrtc.h for its run-time compiled kernels: link NVRTC.
+target_link_libraries(trident_core PUBLIC CUDA::cudart_static CUDA::cublasLt CUDA::nvrtc ${TRIDENT_CUDNN_LIBRARY})
+target_compile_definitions(trident_core PUBLIC TRIDENT_HAVE_CUDA=1)

@@ -1,0 +1,29 @@
+// Per-executable state of a backend: where its tensors live and how bytes move there.
+// Host backends use this base as is (aligned host memory, memcpy); the CUDA backend derives
+// from it to own device memory, streams, library handles and its plan cache. An Executable
+// owns one context for its whole life, so caches are never process-wide mutable statics.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace trident {
+
+class BackendContext {
+ public:
+  virtual ~BackendContext() = default;
+
+  // True when tensors live in device memory that the host cannot dereference.
+  virtual bool on_device() const { return false; }
+  // Zero-filled storage of `bytes` (at least 64-byte aligned); free() gives it back.
+  virtual void* allocate(size_t bytes);
+  virtual void free(void* p);
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes);
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes);
+  // Waits until every queued kernel has finished (a no-op on host backends).
+  virtual void synchronize() {}
+  // One line of cache statistics for --verbose output; empty when the backend has none.
+  virtual std::string cache_report() const { return {}; }
+};
+
+}  // namespace trident

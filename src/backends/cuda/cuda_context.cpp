@@ -1,0 +1,141 @@
+// Device, streams, handles, workspaces and the plan cache of the "cuda" backend.
+#include "backends/cuda/cuda_context.h"
+
+#include "backends/cuda/cuda_check.h"
+
+namespace trident::cuda {
+
+bool gpu_available(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    if (why)
+      *why = e == cudaSuccess ? "no CUDA GPU is visible on this machine"
+                              : std::string("no CUDA GPU is usable on this machine (") + cudaGetErrorString(e) + ")";
+    cudaGetLastError();  // clear the sticky "no device" error
+    return false;
+  }
+  return true;
+}
+
+CudaContext::CudaContext() {
+  std::string why;
+  if (!gpu_available(&why)) throw Error("--device cuda needs a GPU: " + why);
+  check(cudaSetDevice(device_), "selecting GPU 0");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device_), "reading the GPU's properties");
+  sm_count_ = prop.multiProcessorCount;
+  cc_ = prop.major * 10 + prop.minor;
+  name_ = prop.name;
+  prefix_ = "sm" + std::to_string(cc_) + "/cudnn" + std::to_string(cudnnGetVersion()) + "/";
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a CUDA stream");
+  check(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "creating a CUDA stream");
+  check(cudnnCreate(&cudnn_), "creating the cuDNN handle");
+  check(cudnnSetStream(cudnn_, stream_), "binding cuDNN to its stream");
+  check(cudnnCreate(&cudnn_side_), "creating the cuDNN handle");
+  check(cudnnSetStream(cudnn_side_, side_stream_), "binding cuDNN to its stream");
+  check(cublasLtCreate(&cublaslt_), "creating the cuBLASLt handle");
+}
+
+CudaContext::~CudaContext() {
+  // Destructors must not throw: failures here are ignored (the process is tearing down).
+  cudaStreamSynchronize(stream_);
+  cudaStreamSynchronize(side_stream_);
+  for (void* w : workspace_)
+    if (w) cudaFree(w);
+  cache_.clear();  // plans reference the handles: release them first
+  if (cublaslt_) cublasLtDestroy(cublaslt_);
+  if (cudnn_side_) cudnnDestroy(cudnn_side_);
+  if (cudnn_) cudnnDestroy(cudnn_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void* CudaContext::allocate(size_t bytes) {
+  void* p = nullptr;
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  const cudaError_t e = cudaMalloc(&p, rounded);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    throw Error("out of GPU memory: the plan needs " + std::to_string(rounded >> 20) + " MiB more, " +
+                std::to_string(free_b >> 20) + " MiB of " + std::to_string(total_b >> 20) +
+                " MiB are free; use a smaller --batch");
+  }
+  check(cudaMemsetAsync(p, 0, rounded, stream_), "zeroing new GPU memory");
+  std::lock_guard<std::mutex> lock(mu_);
+  sizes_[p] = rounded;
+  live_bytes_ += rounded;
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  return p;
+}
+
+void CudaContext::free(void* p) {
+  if (!p) return;
+  cudaStreamSynchronize(stream_);
+  cudaFree(p);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sizes_.find(p);
+  if (it != sizes_.end()) {
+    live_bytes_ -= it->second;
+    sizes_.erase(it);
+  }
+}
+
+void CudaContext::copy_to_device(void* dst, const void* host_src, size_t bytes) {
+  if (!bytes) return;
+  check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "a host-to-GPU copy");
+  // The host buffer may change right after the call: wait until the copy has read it.
+  check(cudaStreamSynchronize(stream_), "a host-to-GPU copy");
+}
+
+void CudaContext::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "a GPU-to-host copy");
+  check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");
+}
+
+void CudaContext::synchronize() {
+  check(cudaStreamSynchronize(side_stream_), "the step (a kernel on the side stream failed)");
+  check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");
+}
+
+std::string CudaContext::cache_report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return "cuda plan cache: " + std::to_string(cache_.size()) + " plans, " + std::to_string(hits_.load()) +
+         " hits, " + std::to_string(misses_.load()) + " misses; workspace " +
+         std::to_string((reserved_[0] + reserved_[1]) >> 20) + " MiB; " + name_;
+}
+
+void CudaContext::reserve_workspace(int slot, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reserved_[slot] = std::max(reserved_[slot], bytes);
+}
+
+void* CudaContext::workspace(int slot) {
+  size_t want;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    want = reserved_[slot];
+    if (workspace_[slot] && allocated_[slot] >= want) return workspace_[slot];
+  }
+  if (workspace_[slot]) {
+    synchronize();
+    cudaFree(workspace_[slot]);
+  }
+  void* p = nullptr;
+  check(cudaMalloc(&p, std::max<size_t>(want, 256)), "allocating a " + std::to_string(want >> 20) + " MiB workspace");
+  std::lock_guard<std::mutex> lock(mu_);
+  workspace_[slot] = p;
+  allocated_[slot] = std::max<size_t>(want, 256);
+  return p;
+}
+
+CudaContext& cuda_context(BackendContext& ctx) {
+  auto* c = dynamic_cast<CudaContext*>(&ctx);
+  if (!c) throw Error("a cuda kernel was built without the cuda backend's context");
+  return *c;
+}
+
+}  // namespace trident::cuda

@@ -1,0 +1,100 @@
+// The "cuda" backend's context: one GPU, its streams, the cuDNN and cuBLASLt handles, shared
+// workspaces, and the cache of built cuDNN plans (keyed by the full signature: op, shapes,
+// dtypes, strides, attributes, GPU and library versions). One context per executable, owned
+// by it; the cache is guarded by a mutex, so kernels may be built from several threads.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/backend_context.h"
+
+namespace trident::cuda {
+
+// Whether a usable CUDA GPU is present; when not, `why` says why in one sentence.
+bool gpu_available(std::string* why = nullptr);
+
+class CudaContext final : public BackendContext {
+ public:
+  // Uses device 0 (CUDA_VISIBLE_DEVICES selects another). Throws an Error when there is no GPU.
+  CudaContext();
+  ~CudaContext() override;
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  bool on_device() const override { return true; }
+  void* allocate(size_t bytes) override;  // cudaMalloc + zero fill
+  void free(void* p) override;
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void synchronize() override;
+  std::string cache_report() const override;
+
+  // Every kernel runs on stream(); side_stream() is for work that may overlap it (wgrad next
+  // to dgrad), joined back with events by the kernel that forks it.
+  cudaStream_t stream() const { return stream_; }
+  cudaStream_t side_stream() const { return side_stream_; }
+  cudnnHandle_t cudnn() const { return cudnn_; }            // bound to stream()
+  cudnnHandle_t cudnn_side() const { return cudnn_side_; }  // bound to side_stream()
+  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  int sm_count() const { return sm_count_; }
+  int compute_capability() const { return cc_; }  // e.g. 90
+  const std::string& device_name() const { return name_; }
+  // "sm90/cudnn91900": the part of every cache key that names the GPU and library.
+  const std::string& signature_prefix() const { return prefix_; }
+
+  // Scratch memory, one per stream (slot 0: stream(), slot 1: side_stream()). Kernels reserve
+  // their largest need when built; workspace() returns a buffer of at least the reserved size.
+  void reserve_workspace(int slot, size_t bytes);
+  void* workspace(int slot);
+
+  // The object cached under `key`, or make()'s result, cached. Keys must carry everything the
+  // object depends on (use signature_prefix()).
+  template <class T>
+  std::shared_ptr<T> cached(const std::string& key, const std::function<std::shared_ptr<T>()>& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      ++hits_;
+      return std::static_pointer_cast<T>(it->second);
+    }
+    ++misses_;
+    std::shared_ptr<T> made = make();
+    cache_.emplace(key, made);
+    return made;
+  }
+  int64_t cache_hits() const { return hits_; }
+  int64_t cache_misses() const { return misses_; }
+
+  // Peak device memory held by this context's allocations (bytes).
+  size_t peak_bytes() const { return peak_bytes_; }
+  size_t live_bytes() const { return live_bytes_; }
+
+ private:
+  int device_ = 0;
+  int sm_count_ = 0, cc_ = 0;
+  std::string name_, prefix_;
+  cudaStream_t stream_ = nullptr, side_stream_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr, cudnn_side_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  size_t reserved_[2] = {0, 0}, allocated_[2] = {0, 0};
+  void* workspace_[2] = {nullptr, nullptr};
+  std::map<void*, size_t> sizes_;
+  size_t live_bytes_ = 0, peak_bytes_ = 0;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<void>> cache_;
+  std::atomic<int64_t> hits_{0}, misses_{0};
+};
+
+// The context a "cuda" kernel was built with (an Error if it is another backend's).
+CudaContext& cuda_context(BackendContext& ctx);
+
+}  // namespace trident::cuda

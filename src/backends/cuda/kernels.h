@@ -1,0 +1,46 @@
+// Internal header of the "cuda" backend: how its kernels are registered and the entry points
+// of each kernel family (one file or folder per family, listed in register.cpp).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backends/cuda/cuda_context.h"
+#include "backends/kernel.h"
+#include "core/error.h"
+#include "ir/graph.h"
+
+namespace trident::cuda {
+
+inline constexpr const char* kBackend = "cuda";
+
+// An Error naming the node and op, for anything a kernel cannot do or that failed.
+[[noreturn]] inline void fail(const ir::Node& node, const std::string& what) {
+  throw Error("cuda kernel for node '" + node.name + "' (" + node.op + "): " + what);
+}
+
+// Registers kernel class K, constructed as K(node, graph, CudaContext&). Errors thrown while
+// building (a cuDNN graph it cannot support, say) are re-thrown naming the node.
+template <class K>
+void add_kernel(const char* op) {
+  KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
+    try {
+      return std::unique_ptr<Kernel>(std::make_unique<K>(node, g, cuda_context(ctx)));
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.rfind("cuda kernel for node", 0) == 0) throw;
+      fail(node, what);
+    }
+  });
+}
+
+// Kernel families (each defined in its own file; register.cpp calls them all).
+void register_elementwise_kernels();  // relu, add, fill, views, mul, clip, concat, elementwise
+void register_pool_kernels();         // max/avg/global pooling, forward and backward
+void register_linear_kernels();       // linear forward/backward on cuBLASLt
+void register_loss_kernels();         // softmax cross-entropy, forward and backward
+void register_optimizer_kernels();    // sgd_update over the flat buffers
+void register_batchnorm_kernels();    // batchnorm2d, its backward, batchnorm_relu_backward, fold
+void register_conv_kernels();         // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
+void register_cbr_kernels();          // cbr, cbar (conv+genstats, finalize, apply)
+
+}  // namespace trident::cuda

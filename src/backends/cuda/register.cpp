@@ -1,0 +1,18 @@
+// Registers the "cuda" backend: its context (one per executable) and every kernel family.
+#include "backends/cuda/kernels.h"
+
+namespace trident {
+
+void register_cuda_kernels() {
+  KernelRegistry::add_context(cuda::kBackend, [] { return std::make_shared<cuda::CudaContext>(); });
+  cuda::register_elementwise_kernels();
+  cuda::register_pool_kernels();
+  cuda::register_linear_kernels();
+  cuda::register_loss_kernels();
+  cuda::register_optimizer_kernels();
+  cuda::register_batchnorm_kernels();
+  cuda::register_conv_kernels();
+  cuda::register_cbr_kernels();
+}
+
+}  // namespace trident

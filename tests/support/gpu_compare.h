@@ -1,0 +1,91 @@
+// Test support for the cuda backend: skip with a reason where there is no GPU (CI), and run
+// one graph on "cuda" and on "cpu_ref" with the same inputs, comparing every output.
+// The GPU graph may hold f16/bf16 activations where the reference graph holds f32: inputs
+// are drawn once (for the GPU graph's dtypes) and converted for the reference, so both
+// compute on identical numbers.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/kernel.h"
+#include "support/graph_runner.h"
+#include "support/tolerance.h"
+
+#ifdef TRIDENT_HAVE_CUDA
+#include "backends/cuda/cuda_context.h"
+#endif
+
+namespace trident::test_support {
+
+// Empty when a GPU is usable; otherwise why not.
+inline std::string gpu_missing_reason() {
+#ifdef TRIDENT_HAVE_CUDA
+  std::string why;
+  return cuda::gpu_available(&why) ? std::string() : why;
+#else
+  return "this build has no cuda backend (configure with CUDA, cuDNN and cudnn-frontend)";
+#endif
+}
+
+#define TRIDENT_REQUIRE_GPU()                                                           \
+  do {                                                                                  \
+    const std::string trident_gpu_why = ::trident::test_support::gpu_missing_reason(); \
+    if (!trident_gpu_why.empty()) GTEST_SKIP() << "needs a GPU: " << trident_gpu_why;  \
+  } while (0)
+
+// |got − ref| ≤ atol·max(1, max|ref|) + rtol·|ref| with the row of `row`: the absolute part
+// scales with the tensor, since reduced-precision error grows with the magnitudes summed.
+inline void expect_close_scaled(const std::vector<double>& got, const std::vector<double>& ref, DType row,
+                                const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  const Tolerance tol = tolerance(row);
+  double scale = 1;
+  for (double r : ref) scale = std::max(scale, std::abs(r));
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool ok = std::abs(got[i] - ref[i]) <= tol.atol * scale + tol.rtol * std::abs(ref[i]);
+    if (ok && std::isfinite(got[i])) continue;
+    ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " vs reference " << ref[i] << " (scale " << scale << ")";
+    if (++reported == 5) return;
+  }
+}
+
+// Runs `gpu` on cuda and `ref` (same value names, f32 where `gpu` has f16/bf16) on cpu_ref.
+// Every non-activation value is drawn from `seed` for the GPU graph and copied, converted,
+// into the reference. Then every value named in `compare` is checked with `row`.
+inline void compare_with_cpu_ref(const ir::Graph& gpu, const ir::Graph& ref, const std::vector<std::string>& compare,
+                                 DType row, uint64_t seed,
+                                 const std::function<void(GraphRunner&)>& adjust_inputs = nullptr) {
+  GraphRunner on_gpu(gpu, "cuda"), on_ref(ref, "cpu_ref");
+  on_gpu.randomize(seed);
+  if (adjust_inputs) adjust_inputs(on_gpu);
+  for (int v = 0; v < gpu.num_values(); ++v) {
+    const ir::Value& val = gpu.value(v);
+    if (val.role == ir::ValueRole::Activation) continue;
+    const int r = ref.find_value(val.name);
+    ASSERT_GE(r, 0) << "reference graph lacks " << val.name;
+    const std::vector<double> x = on_gpu.values(v);
+    TensorView t = on_ref.view(r);
+    ASSERT_EQ(static_cast<size_t>(t.numel()), x.size()) << val.name;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (t.dtype == DType::f32) t.as<float>()[i] = static_cast<float>(x[i]);
+      else if (t.dtype == DType::f64) t.as<double>()[i] = x[i];
+      else if (t.dtype == DType::i32) t.as<int32_t>()[i] = static_cast<int32_t>(x[i]);
+      else FAIL() << "reference values must be f32, f64 or i32: " << val.name;
+    }
+  }
+  on_gpu.run();
+  on_ref.run();
+  for (const std::string& name : compare) {
+    const int a = gpu.find_value(name), b = ref.find_value(name);
+    ASSERT_GE(a, 0) << name;
+    ASSERT_GE(b, 0) << name;
+    expect_close_scaled(on_gpu.values(a), on_ref.values(b), row, name);
+  }
+}
+
+}  // namespace trident::test_support
