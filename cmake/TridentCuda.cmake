@@ -38,18 +38,19 @@ if(_trident_cuda_missing)
 endif()
 
 set(TRIDENT_CUDA_ENABLED ON)
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "52")
-  set(CMAKE_CUDA_ARCHITECTURES 90)
-endif()
+set(TRIDENT_CUDA_ARCHITECTURES 90 CACHE STRING "GPU architectures to compile for (90: H100/H200)")
 enable_language(CUDA)
-set(CMAKE_CUDA_STANDARD 20)
+# Device code is C++17: CMake 3.25 does not know nvcc's C++20 flag.
+set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
-message(STATUS "trident: GPU backend on CUDA ${CUDAToolkit_VERSION}, sm_${CMAKE_CUDA_ARCHITECTURES}, "
+message(STATUS "trident: GPU backend on CUDA ${CUDAToolkit_VERSION}, sm_${TRIDENT_CUDA_ARCHITECTURES}, "
                "cuDNN ${TRIDENT_CUDNN_LIBRARY}, cudnn-frontend ${TRIDENT_CUDNN_FRONTEND_VERSION}")
 
 file(GLOB_RECURSE TRIDENT_CUDA_SOURCES CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cpp ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cu)
 target_sources(trident_core PRIVATE ${TRIDENT_CUDA_SOURCES})
+set_target_properties(trident_core PROPERTIES CUDA_ARCHITECTURES "${TRIDENT_CUDA_ARCHITECTURES}"
+                      CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
 # -march=native and the warning flags are for the host compiler only.
 set_source_files_properties(${TRIDENT_CUDA_SOURCES} PROPERTIES COMPILE_OPTIONS "")
 target_compile_options(trident_core PRIVATE

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "ir/graph.h"
 
 namespace trident::passes {
@@ -22,6 +23,9 @@ struct CompileOptions {
   bool nesterov = false;
   std::vector<std::string> disabled_passes;
   std::string dump_dir;  // non-empty: write the graph after every pass as NN_<pass>.txt
+  // The activations' dtype: f32, or f16/bf16 for mixed precision on the GPU (assign_precision
+  // keeps parameters, BN statistics, the loss and the optimizer in f32).
+  DType precision = DType::f32;
 };
 
 // One applied fusion: the pattern, the nodes it replaced and the node that replaced them.

@@ -54,9 +54,25 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
   return exe;
 }
 
+namespace {
+// A kernel's failure names its node and the graph it belongs to.
+[[noreturn]] void rethrow_with_node(const Error& e, const ir::Node& n, passes::Mode mode) {
+  const std::string what = e.what();
+  if (what.find("node '" + n.name + "'") != std::string::npos) throw e;
+  throw Error("node '" + n.name + "' (" + n.op + ") of the " + std::string(passes::mode_name(mode)) +
+              " graph: " + what);
+}
+}  // namespace
+
 void Executable::run() {
   if (!prepared_) prepare();
-  for (Bound& s : steps_) s.kernel->run(s.args);
+  for (Bound& s : steps_) {
+    try {
+      s.kernel->run(s.args);
+    } catch (const Error& e) {
+      rethrow_with_node(e, s.args.node, options_.mode);
+    }
+  }
 }
 
 void Executable::prepare() {

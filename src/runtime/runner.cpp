@@ -76,6 +76,7 @@ Runner::Runner(const ir::Graph& model, const RunnerOptions& options) {
   opt.backend = options.backend;
   opt.disabled_passes = options.disabled_passes;
   opt.dump_dir = options.dump_dir;
+  opt.precision = options.precision;
   exe_ = Executable::compile(model, opt);
   const ir::Graph& g = exe_->graph();
   for (int v : g.values_with_role(ir::ValueRole::Input))

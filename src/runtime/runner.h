@@ -22,6 +22,7 @@ struct RunnerOptions {
   std::string backend = default_backend();
   std::vector<std::string> disabled_passes;
   std::string dump_dir;
+  DType precision = DType::f32;  // activations on the GPU: f16/bf16 for mixed precision
 };
 
 // Latency of timed iterations (milliseconds) and throughput.

@@ -24,6 +24,7 @@ struct TrainConfig {
   double warmup_epochs = 0.2;   // linear warm-up from lr/10, then cosine decay to 0
   uint64_t seed = 1;
   std::string backend = default_backend();
+  DType precision = DType::f32;              // f16/bf16: mixed precision on the GPU
   std::vector<std::string> disabled_passes;  // by name, for both executables
   std::string dump_dir;                      // IR after every pass: DIR/train, DIR/infer
 };

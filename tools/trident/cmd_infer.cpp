@@ -31,22 +31,13 @@ struct Options {
   int iterations = 20, warmup = 5, topk = 5, threads = 0, profile = 0;
   uint64_t seed = 1;
   bool json = false;
-  std::string device = "cpu", precision = "fp32", backend = default_backend();
+  std::string backend = default_backend();
+  DeviceFlags device;
   CompileFlags flags;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// No GPU backend exists in this build yet; `cuda` fails and `auto` falls back to the CPU.
-void check_device(const Options& o) {
-  const bool have_cuda = KernelRegistry::has("cuda", "conv2d");
-  if (o.device == "cuda" && !have_cuda) throw Error("no CUDA device backend in this build");
-  if (o.device == "auto" && !have_cuda)
-    std::cerr << "trident: notice: no CUDA device backend in this build; running on the CPU\n";
-  if (o.precision != "fp32")
-    throw Error("--precision " + o.precision + " needs a GPU device; the CPU backends run fp32");
 }
 
 runtime::HostTensor read_input(const std::string& path, const std::string& input_name) {
@@ -88,7 +79,8 @@ nlohmann::json stats_json(const runtime::LatencyStats& s) {
 
 int run_infer(Options o) {
   if (o.iterations < 1) throw Error("--iterations must be at least 1");
-  check_device(o);
+  o.backend = resolve_device(o.device, o.backend);
+  const bool gpu = o.backend == "cuda";
   if (!o.model_file.empty() && !o.model.empty())
     throw Error("give the model once: either MODEL.onnx or --model, not both");
   if (o.model_file.empty()) o.model_file = o.model.empty() ? frontend::default_model() : o.model;
@@ -117,7 +109,8 @@ int run_infer(Options o) {
   } else {
     model = frontend::build_model(o.model_file, {o.batch});
   }
-  runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir});
+  runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir,
+                                 parse_dtype(o.device.precision == "fp32" ? "f32" : o.device.precision == "fp16" ? "f16" : "bf16")});
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);
@@ -155,7 +148,7 @@ int run_infer(Options o) {
     nlohmann::json j = {{"model", o.model_file}, {"source", source}, {"weights", weights},
                         {"input", input_desc}, {"input_name", runner.input_name()},
                         {"input_shape", runner.input_shape()}, {"batch", runner.batch()},
-                        {"device", "cpu"}, {"backend", o.backend}, {"precision", "fp32"},
+                        {"device", gpu ? "cuda" : "cpu"}, {"backend", o.backend}, {"precision", o.device.precision},
                         {"threads", omp_get_max_threads()}, {"warmup", o.warmup},
                         {"iterations", s.iterations}, {"compile_s", compile_s}, {"total_s", s.total_s},
                         {"latency_ms", stats_json(s)}, {"throughput_qps", s.qps},
@@ -170,7 +163,8 @@ int run_infer(Options o) {
             << "model: " << o.model_file << " (" << source << ", weights " << weights << ")\n"
             << "input: " << runner.input_name() << " f32" << shape_str(runner.input_shape())
             << (runner.input_shape().size() == 4 ? " NCHW" : "") << " from " << input_desc << "\n"
-            << "device: cpu, backend " << o.backend << ", " << omp_get_max_threads() << " threads, fp32\n"
+            << "device: " << (gpu ? "cuda" : "cpu") << ", backend " << o.backend << ", "
+            << omp_get_max_threads() << " threads, " << o.device.precision << "\n"
             << "compile: " << compile_s << " s, warm-up " << o.warmup << " iterations, timed " << s.iterations
             << " iterations (" << s.total_s << " s)\n";
   std::cout << "=== Performance summary ===\n"
@@ -219,9 +213,7 @@ Runner add_infer_command(CLI::App& app) {
   sub->add_option("--output", o->output, "Write the first output to FILE.npy (NCHW for 4-D outputs)");
   sub->add_option("--seed", o->seed, "Seed for random weights and inputs")->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
-  sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"cpu", "cuda", "auto"}))->capture_default_str();
-  sub->add_option("--precision", o->precision, "fp32, fp16 or bf16 (the CPU runs fp32)")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))->capture_default_str();
+  add_device_options(sub, o->device);
   add_backend_option(sub, o->backend, "CPU backend that runs the kernels");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")

@@ -34,6 +34,7 @@ struct Options {
   int threads = 0;
   bool json = false;
   CompileFlags flags;
+  DeviceFlags device;
   std::string save_path, resume_path, weights_path;
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
@@ -116,6 +117,12 @@ int run_train(Options o) {
     throw Error("--batch " + std::to_string(o.batch) + " is larger than the " +
                 std::to_string(train.count) + " training images");
 
+  if (o.device.device != "cpu" || o.device.precision != "fp32") {
+    if (o.app && o.app->count("--backend") && o.config.backend != "cuda")
+      throw Error("--backend " + o.config.backend + " runs on the CPU; drop it or --device");
+    o.config.backend = resolve_device(o.device, o.config.backend);
+  }
+  o.config.precision = parse_dtype(o.device.precision == "fp32" ? "f32" : o.device.precision == "fp16" ? "f16" : "bf16");
   o.config.disabled_passes = o.flags.disabled_passes;
   o.config.dump_dir = o.flags.dump_dir;
   ir::Graph model = frontend::build_model(o.model, {o.batch});
@@ -144,10 +151,10 @@ int run_train(Options o) {
   };
   std::cerr << "training " << o.model << " on " << train.name << " (" << train.count
             << " images, batch " << o.batch << ", " << o.epochs << " epochs, backend "
-            << o.config.backend << ", " << omp_get_max_threads() << " threads)\n";
+            << o.config.backend << ", " << o.device.precision << ", " << omp_get_max_threads() << " threads)\n";
   emit({{"event", "start"}, {"model", o.model}, {"dataset", train.name}, {"train_images", train.count},
         {"test_images", test.count}, {"batch", o.batch}, {"epochs", o.epochs},
-        {"backend", o.config.backend}, {"threads", omp_get_max_threads()},
+        {"backend", o.config.backend}, {"precision", o.device.precision}, {"threads", omp_get_max_threads()},
         {"params", trainer.train_executable().parameter_count()}, {"first_epoch", first_epoch + 1}});
   if (first_epoch > 0)
     std::cerr << "resuming from '" << o.resume_path << "' after epoch " << first_epoch << " (step "
@@ -225,6 +232,7 @@ Runner add_train_command(CLI::App& app) {
                   "tensors it lacks keep their initial values, extra or mis-shaped ones are errors")
       ->type_name("FILE")
       ->excludes(resume);
+  add_device_options(sub, o->device);
   add_compile_flags(sub, o->flags);
   o->app = sub;
   return [o] { return run_train(*o); };

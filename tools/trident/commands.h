@@ -13,5 +13,6 @@ Runner add_train_command(CLI::App& app);
 Runner add_info_command(CLI::App& app);
 Runner add_explain_command(CLI::App& app);
 Runner add_infer_command(CLI::App& app);
+Runner add_bench_command(CLI::App& app);
 
 }  // namespace trident::cli

@@ -1,12 +1,15 @@
 // Flags every compiling sub-command shares: which passes to switch off and where to dump the
 // IR after each pass. Unknown pass names are rejected by the pass manager with the list.
 #pragma once
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "backends/kernel.h"
+#include "core/error.h"
+#include "runtime/device.h"
 
 namespace trident::cli {
 
@@ -27,6 +30,38 @@ inline void add_backend_option(CLI::App* sub, std::string& backend, const std::s
   sub->add_option("--backend", backend, help)
       ->check(CLI::IsMember(KernelRegistry::backends()))
       ->capture_default_str();
+}
+
+// --device and --precision, shared by train, infer and bench.
+struct DeviceFlags {
+  std::string device = "cpu";
+  std::string precision = "fp32";
+};
+
+inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string& default_device = "cpu") {
+  f.device = default_device;
+  sub->add_option("--device", f.device, "cpu, cuda, or auto (the GPU where there is one)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+  sub->add_option("--precision", f.precision,
+                  "fp32, or on the GPU fp16 / bf16 (mixed precision: fp32 master weights and BN "
+                  "statistics, dynamic loss scaling)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->capture_default_str();
+}
+
+// The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend
+// otherwise; --device auto prints a notice when it falls back. Reduced precision needs the GPU.
+inline std::string resolve_device(const DeviceFlags& f, const std::string& cpu_backend) {
+  std::string notice;
+  const std::string backend = runtime::backend_for_device(f.device, cpu_backend, &notice);
+  if (!notice.empty()) std::cerr << "trident: notice: " << notice << "\n";
+  if (f.precision != "fp32" && backend != "cuda")
+    throw trident::Error("--precision " + f.precision + " needs --device cuda; the CPU backends run fp32");
+  if (f.precision != "fp32")
+    throw trident::Error("--precision " + f.precision + " is not available yet: the cuda backend runs fp32 "
+                         "(TF32 convolutions); mixed precision needs the assign_precision pass");
+  return backend;
 }
 
 }  // namespace trident::cli

@@ -1,4 +1,4 @@
-// The `trident` command line: sub-commands train, info, explain and infer. Every failure ends in one sentence
+// The `trident` command line: sub-commands train, info, explain, infer and bench. Every failure ends in one sentence
 // on stderr and a non-zero exit: 1 for bad input, 2 for an internal error.
 #include <iostream>
 #include <map>
@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   runners[app.get_subcommand("explain")] = std::move(runners[nullptr]);
   runners[nullptr] = trident::cli::add_infer_command(app);
   runners[app.get_subcommand("infer")] = std::move(runners[nullptr]);
+  runners[nullptr] = trident::cli::add_bench_command(app);
+  runners[app.get_subcommand("bench")] = std::move(runners[nullptr]);
   runners.erase(nullptr);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

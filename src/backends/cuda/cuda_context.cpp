@@ -123,12 +123,16 @@ void* CudaContext::workspace(int slot) {
   if (workspace_[slot]) {
     synchronize();
     cudaFree(workspace_[slot]);
+    std::lock_guard<std::mutex> lock(mu_);
+    live_bytes_ -= allocated_[slot];
   }
   void* p = nullptr;
   check(cudaMalloc(&p, std::max<size_t>(want, 256)), "allocating a " + std::to_string(want >> 20) + " MiB workspace");
   std::lock_guard<std::mutex> lock(mu_);
   workspace_[slot] = p;
   allocated_[slot] = std::max<size_t>(want, 256);
+  live_bytes_ += allocated_[slot];
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
   return p;
 }
 

@@ -74,8 +74,8 @@ class CudaContext final : public BackendContext {
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }
 
-  // Peak device memory held by this context's allocations (bytes).
-  size_t peak_bytes() const { return peak_bytes_; }
+  // Device memory held by this context's allocations and workspaces (bytes).
+  size_t peak_device_bytes() const override { return peak_bytes_; }
   size_t live_bytes() const { return live_bytes_; }
 
  private:

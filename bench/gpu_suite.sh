@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Everything to run on the H200 test machine in one go, each step's log in OUT: the GPU tests,
+# the default network trained on the GPU, and the side-by-side benchmarks against PyTorch.
+# Usage (on the GPU machine, from the repository root, after scripts/build_gpu.sh here):
+#   bench/gpu_suite.sh build-gpu OUT [FASHION_MNIST_DIR] [STEPS]
+# STEPS (default "tests,train,bench") picks what runs. Every step runs even if one fails;
+# the exit status says whether any failed.
+set -uo pipefail
+build=${1:?build dir}; out=${2:?output dir}; data=${3:-}; steps=${4:-tests,train,bench}
+mkdir -p "$out"
+# cuDNN 9.19 inside PyTorch's environment comes before the older system copy (docs/GPU.md).
+for d in /opt/torch/.venv/lib/python3.*/site-packages/nvidia/cudnn/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+done
+status=0
+step() {  # step NAME TIMEOUT_S COMMAND...: runs it with a time limit, logs to OUT/NAME.log
+  local name=$1 limit=$2; shift 2
+  echo "=== $name: $*" | tee -a "$out/summary.txt"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$out/summary.txt"
+  [ $rc -eq 0 ] || status=1
+  tail -n 25 "$out/$name.log"
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv >"$out/summary.txt" 2>&1
+if [[ $steps == *tests* ]]; then
+  step gpu_tests 240 "$build/tests/gpu_tests" --gtest_output="xml:$out/gpu_tests.xml"
+fi
+if [[ $steps == *train* && -n $data ]]; then
+  step train_cuda 180 "$build/trident" train --device cuda --data "$data" --json
+fi
+if [[ $steps == *bench* ]]; then
+  step vs_pytorch 420 python3 bench/vs_pytorch.py --trident "$build/trident" --unfused \
+    --cases "${TRIDENT_BENCH_CASES:-cbr-layer:train:256,cbr-layer:infer:256,resnet50:train:256,vgg16_bn:train:128,resnet50:infer:256}" \
+    --variants "${TRIDENT_BENCH_VARIANTS:-eager,eager-amp,compile-amp}"
+fi
+exit $status

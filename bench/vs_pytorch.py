@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""trident against PyTorch on one GPU, side by side in one run.
+
+For each case (model, mode, batch) it times PyTorch eager and torch.compile (channels_last,
+fp32 with TF32 as trident runs, and AMP fp16) and `trident bench --json`, with the same
+definition of an iteration: a training iteration is forward + cross-entropy + backward + SGD
+step with momentum; an inference iteration is one forward pass in eval mode. Each iteration
+ends with a device synchronisation. Prints one JSON line per measurement and a ratio table.
+
+    python3 bench/vs_pytorch.py --trident build-gpu/trident --cases resnet50:train:256
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+
+def torch_model(name, layer):
+    import torch
+    import torchvision
+    if name == "resnet50":
+        return torchvision.models.resnet50(), (3, 224, 224), 1000
+    if name == "vgg16_bn":
+        return torchvision.models.vgg16_bn(), (3, 224, 224), 1000
+    if name == "cbr-layer":
+        h, w, c, k = layer
+        m = torch.nn.Sequential(torch.nn.Conv2d(c, k, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(k),
+                                torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                torch.nn.Linear(k, 10))
+        return m, (c, h, w), 10
+    raise SystemExit(f"vs_pytorch: no PyTorch definition for model '{name}'")
+
+
+def time_pytorch(name, mode, batch, variant, layer, iters, warmup):
+    import torch
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    model, shape, classes = torch_model(name, layer)
+    model = model.cuda().to(memory_format=torch.channels_last)
+    amp = variant.endswith("amp")
+    x = torch.randn(batch, *shape, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, classes, (batch,), device="cuda")
+    layer_input_grad = name == "cbr-layer" and mode == "train"
+    if layer_input_grad:
+        x.requires_grad_(True)  # the layer benchmark includes the input gradient (dgrad)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, weight_decay=5e-4)
+    fn = model
+    if variant.startswith("compile"):
+        fn = torch.compile(model)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp)
+
+    def train_step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            loss = torch.nn.functional.cross_entropy(fn(x), y)
+        scaler.scale(loss).backward()
+        if name != "cbr-layer":  # the layer benchmark is forward+backward, as trident's
+            scaler.step(opt)
+            scaler.update()
+
+    def infer_step():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            fn(x)
+
+    if mode == "train":
+        model.train()
+        step = train_step
+    else:
+        model.eval()
+        step = infer_step
+    t0 = time.time()
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    compile_s = time.time() - t0
+    torch.cuda.reset_peak_memory_stats()
+    ms = []
+    for _ in range(iters):
+        a = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        ms.append((time.perf_counter() - a) * 1e3)
+    ms.sort()
+    med = statistics.median(ms)
+    return {"impl": "pytorch-" + variant, "model": name, "mode": mode, "batch": batch,
+            "ms_median": med, "ms_p90": ms[int(0.9 * (len(ms) - 1))], "images_per_s": batch / med * 1e3,
+            "peak_device_bytes": torch.cuda.max_memory_allocated(), "warmup_s": compile_s}
+
+
+def time_trident(binary, name, mode, batch, precision, layer, iters, warmup, extra):
+    cmd = [binary, "bench", "--device", "cuda", "--model", name, "--mode", mode, "--batch", str(batch),
+           "--precision", precision, "--iterations", str(iters), "--warmup", str(warmup), "--json", "--verbose"]
+    if name == "cbr-layer":
+        cmd += ["--layer"] + [str(v) for v in layer]
+    cmd += extra
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"impl": "trident", "model": name, "mode": mode, "batch": batch, "error": r.stderr.strip()}
+    j = json.loads(r.stdout.strip().splitlines()[-1])
+    j["impl"] = "trident" + ("-unfused" if extra else "")
+    return j
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trident", default="build-gpu/trident")
+    ap.add_argument("--cases", default="cbr-layer:train:256,cbr-layer:infer:256,resnet50:train:256,"
+                    "vgg16_bn:train:128,resnet50:infer:256")
+    ap.add_argument("--layer", default="56,56,64,64", help="cbr-layer H,W,C,K")
+    ap.add_argument("--variants", default="eager,eager-amp,compile,compile-amp")
+    ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--precision", default="fp32", help="trident's --precision")
+    ap.add_argument("--unfused", action="store_true", help="also time trident with the fusion passes off")
+    a = ap.parse_args()
+    layer = [int(v) for v in a.layer.split(",")]
+    rows = []
+    for case in a.cases.split(","):
+        name, mode, batch = case.split(":")
+        batch = int(batch)
+        results = [time_trident(a.trident, name, mode, batch, a.precision, layer, a.iterations, a.warmup, [])]
+        if a.unfused:
+            off = ["--disable-pass", "fuse_conv_bn_relu"] if mode == "train" else \
+                  ["--disable-pass", "fold_bn", "--disable-pass", "fuse_conv_epilogue"]
+            results.append(time_trident(a.trident, name, mode, batch, a.precision, layer, a.iterations, a.warmup,
+                                        off + ["--disable-pass", "fuse_elementwise"]))
+        for v in a.variants.split(","):
+            try:
+                results.append(time_pytorch(name, mode, batch, v, layer, a.iterations, a.warmup))
+            except Exception as e:  # a variant that fails is reported, the others still run
+                results.append({"impl": "pytorch-" + v, "model": name, "mode": mode, "batch": batch,
+                                "error": f"{type(e).__name__}: {e}"[:300]})
+        for r in results:
+            print(json.dumps(r), flush=True)
+        rows.append((case, results))
+    print(f"\n{'case':28} {'impl':22} {'ms median':>10} {'img/s':>10} {'peak MiB':>9} {'trident x':>10}")
+    for case, results in rows:
+        t = next((r for r in results if r["impl"] == "trident" and "ms_median" in r), None)
+        for r in results:
+            if "error" in r:
+                print(f"{case:28} {r['impl']:22} error: {r['error'][:60]}")
+                continue
+            ratio = t["images_per_s"] / r["images_per_s"] if t else float("nan")
+            print(f"{case:28} {r['impl']:22} {r['ms_median']:10.3f} {r['images_per_s']:10.1f} "
+                  f"{r.get('peak_device_bytes', 0) / 2**20:9.0f} {ratio:10.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the GPU binaries into build-gpu/ so that they start on an H200 machine with an older C
+# library and without oneDNN, protobuf or GoogleTest (docs/GPU.md): CUDA backend only, sm_90,
+# C++ runtime and OpenMP linked statically, stripped. Run scripts/setup.sh once first (it
+# fetches the cudnn-frontend headers). Then send build-gpu/ and run scripts/gpu_check.sh there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${TRIDENT_GPU_BUILD_DIR:-build-gpu}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DTRIDENT_WITH_CUDA=ON -DTRIDENT_WITH_ONEDNN=OFF \
+  -DTRIDENT_WITH_ONNX=OFF -DTRIDENT_NATIVE=OFF -DTRIDENT_PORTABLE_BINARY=ON -DTRIDENT_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build_dir" -j"$(nproc)" --target trident gpu_tests
+strip "$build_dir/trident" "$build_dir/tests/gpu_tests"
+# A symbol from glibc 2.36 or newer would stop the binary from starting on glibc 2.35.
+for bin in "$build_dir/trident" "$build_dir/tests/gpu_tests"; do
+  if objdump -T "$bin" | grep -Eq 'GLIBC_2\.(3[6-9]|[4-9][0-9])'; then
+    echo "build_gpu: $bin needs a glibc newer than 2.35:" >&2
+    objdump -T "$bin" | grep -E 'GLIBC_2\.(3[6-9]|[4-9][0-9])' >&2
+    exit 1
+  fi
+done
+du -sh "$build_dir/trident" "$build_dir/tests/gpu_tests"

@@ -1,0 +1,161 @@
+// `trident bench`: times whole training steps (forward + backward + optimizer) or inference
+// runs of a zoo model, or of one CBR layer, on a device and precision. Prints images/s, ms per
+// iteration (median, p90) and peak device memory; --json prints one object. An iteration ends
+// when its results exist (the device is synchronised), as bench/vs_pytorch.py times PyTorch.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "compile_flags.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "frontend/builder.h"
+#include "frontend/zoo.h"
+#include "runtime/executable.h"
+#include "runtime/runner.h"
+
+namespace trident::cli {
+
+namespace {
+
+struct Options {
+  std::string model = "resnet50", mode = "train";
+  int64_t batch = 32;
+  std::vector<int64_t> layer{56, 56, 64, 64};  // cbr-layer: H, W, C, K
+  int iterations = 50, warmup = 10;
+  bool json = false, verbose = false;
+  std::string backend = default_backend();
+  DeviceFlags device;
+  CompileFlags flags;
+};
+
+// One 3x3 Conv+BN+ReLU layer with a pooling+linear head. Its input is a parameter, so the
+// training step computes the input gradient (dgrad) too, as a layer inside a network does.
+ir::Graph cbr_layer(const Options& o) {
+  ir::Graph g;
+  frontend::Builder b(g);
+  const int64_t h = o.layer[0], w = o.layer[1], c = o.layer[2], k = o.layer[3];
+  int x = o.mode == "train" ? g.add_parameter("x", {o.batch, h, w, c}, {ir::Init::KaimingNormal, 1})
+                            : b.input("images", {o.batch, h, w, c});
+  x = b.cbr(x, k, 3, 1, 1, "cbr");
+  b.push("head");
+  x = b.flatten(b.global_avgpool(x, "avgpool"), "flatten");
+  x = b.linear(x, 10, true, "fc");
+  b.pop();
+  g.mark_output(x);
+  return g;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const double pos = p * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(pos);
+  const double f = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+// Random images and in-range labels, sent once: the benchmark times the step, not the data.
+void fill_inputs(runtime::Executable& exe, int64_t classes) {
+  Rng rng(7);
+  for (const char* name : {"images", "labels", "lr"}) {
+    if (!exe.has(name)) continue;
+    const int id = exe.value_id(name);
+    TensorView t = exe.host_view(id);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.dtype == DType::i32) t.as<int32_t>()[i] = static_cast<int32_t>(rng.next() % classes);
+      else if (std::string(name) == "lr") t.as<float>()[i] = 1e-3f;
+      else t.as<float>()[i] = static_cast<float>(rng.normal());
+    }
+    exe.upload(id);
+  }
+}
+
+int run_bench(Options o) {
+  if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
+  if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
+  o.backend = resolve_device(o.device, o.backend);
+  const DType precision = parse_dtype(o.device.precision == "fp32" ? "f32" : o.device.precision == "fp16" ? "f16" : "bf16");
+  const bool layer = o.model == "cbr-layer";
+  ir::Graph model = layer ? cbr_layer(o) : frontend::build_model(o.model, {o.batch});
+
+  passes::CompileOptions opt;
+  opt.mode = o.mode == "train" ? passes::Mode::Train : passes::Mode::Infer;
+  opt.backend = o.backend;
+  opt.precision = precision;
+  opt.optimizer = !layer;  // the layer benchmark times forward+backward; models a full step
+  opt.disabled_passes = o.flags.disabled_passes;
+  opt.dump_dir = o.flags.dump_dir;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<runtime::Executable> exe = runtime::Executable::compile(model, opt);
+  exe->init_parameters(1);
+  const int64_t classes = exe->graph().value(exe->logits()).shape.back();
+  fill_inputs(*exe, classes);
+  exe->prepare();
+  exe->synchronize();
+  const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  for (int i = 0; i < o.warmup; ++i) exe->run();
+  exe->synchronize();
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(o.iterations));
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.iterations; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    exe->run();
+    exe->synchronize();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double median = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
+  const double ips = static_cast<double>(o.batch) / (median / 1e3);
+  const size_t peak = exe->context().peak_device_bytes();
+  const std::string cache = exe->context().cache_report();
+
+  if (o.json) {
+    nlohmann::json j = {{"model", o.model}, {"mode", o.mode}, {"batch", o.batch}, {"device", o.backend == "cuda" ? "cuda" : "cpu"},
+                        {"backend", o.backend}, {"precision", o.device.precision}, {"iterations", o.iterations},
+                        {"warmup", o.warmup}, {"images_per_s", ips}, {"ms_median", median}, {"ms_p90", p90},
+                        {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"total_s", total_s},
+                        {"compile_s", compile_s}, {"peak_device_bytes", peak},
+                        {"plan_bytes", exe->total_bytes()}, {"disabled_passes", o.flags.disabled_passes}};
+    if (layer) j["layer"] = o.layer;
+    if (o.verbose) j["cache"] = cache;
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
+  std::cout << std::fixed << std::setprecision(3) << o.model << " " << o.mode << ", batch " << o.batch << ", "
+            << o.backend << " " << o.device.precision << ": " << std::setprecision(1) << ips << " images/s, "
+            << std::setprecision(3) << median << " ms median, " << p90 << " ms p90 (" << o.iterations
+            << " iterations after " << o.warmup << " warm-up; compile " << compile_s << " s)\n";
+  if (peak) std::cout << "peak device memory " << std::setprecision(1) << peak / 1048576.0 << " MiB\n";
+  std::cout << "planned buffers " << std::setprecision(1) << exe->total_bytes() / 1048576.0 << " MiB\n";
+  if (o.verbose && !cache.empty()) std::cout << cache << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("bench", "Time training steps or inference of a model or one CBR layer");
+  sub->add_option("--model", o->model, "Zoo model name, or cbr-layer (one 3x3 CBR layer, see --layer)")->capture_default_str();
+  sub->add_option("--mode", o->mode, "train (forward+backward+update) or infer")
+      ->check(CLI::IsMember({"train", "infer"}))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size")->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_option("--layer", o->layer, "cbr-layer shape: H W C K")->expected(4)->capture_default_str();
+  sub->add_option("--iterations", o->iterations, "Timed iterations")->check(CLI::Range(1, 1000000))->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000))->capture_default_str();
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->add_flag("--verbose", o->verbose, "Also print the backend's plan-cache statistics");
+  add_backend_option(sub, o->backend, "CPU backend (with --device cpu)");
+  add_device_options(sub, o->device);
+  add_compile_flags(sub, o->flags);
+  return [o] { return run_bench(*o); };
+}
+
+}  // namespace trident::cli
