@@ -25,14 +25,19 @@ step() {  # step NAME TIMEOUT_S COMMAND...: runs it with a time limit, logs to O
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv >"$out/summary.txt" 2>&1
 if [[ $steps == *tests* ]]; then
-  step gpu_tests 240 "$build/tests/gpu_tests" --gtest_output="xml:$out/gpu_tests.xml"
+  # Strict fp32 in the tests (no TF32), so fp32 results are checked with the f32 row.
+  export NVIDIA_TF32_OVERRIDE=0
+  step gpu_tests 200 "$build/tests/gpu_tests" --gtest_output="xml:$out/gpu_tests.xml"
+  unset NVIDIA_TF32_OVERRIDE
 fi
 if [[ $steps == *train* && -n $data ]]; then
-  step train_cuda 180 "$build/trident" train --device cuda --data "$data" --json
+  step train_cuda_fp32 120 "$build/trident" train --device cuda --data "$data" --json
+  step train_cuda_fp16 120 "$build/trident" train --device cuda --precision fp16 --data "$data" --json
 fi
 if [[ $steps == *bench* ]]; then
-  step vs_pytorch 420 python3 bench/vs_pytorch.py --trident "$build/trident" --unfused \
+  step vs_pytorch "${TRIDENT_BENCH_SECONDS:-420}" python3 bench/vs_pytorch.py --trident "$build/trident" --unfused \
+    --precision "${TRIDENT_BENCH_PRECISION:-fp16}" --iterations "${TRIDENT_BENCH_ITERATIONS:-20}" \
     --cases "${TRIDENT_BENCH_CASES:-cbr-layer:train:256,cbr-layer:infer:256,resnet50:train:256,vgg16_bn:train:128,resnet50:infer:256}" \
-    --variants "${TRIDENT_BENCH_VARIANTS:-eager,eager-amp,compile-amp}"
+    --variants "${TRIDENT_BENCH_VARIANTS:-eager-amp,compile-amp}"
 fi
 exit $status

@@ -43,8 +43,9 @@ def time_pytorch(name, mode, batch, variant, layer, iters, warmup):
     amp = variant.endswith("amp")
     x = torch.randn(batch, *shape, device="cuda").to(memory_format=torch.channels_last)
     y = torch.randint(0, classes, (batch,), device="cuda")
-    layer_input_grad = name == "cbr-layer" and mode == "train"
-    if layer_input_grad:
+    if name == "cbr-layer" and amp:
+        x = x.half()  # the layer's input in the run's precision, as trident's
+    if name == "cbr-layer" and mode == "train":
         x.requires_grad_(True)  # the layer benchmark includes the input gradient (dgrad)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, weight_decay=5e-4)
     fn = model

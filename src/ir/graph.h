@@ -22,8 +22,9 @@ std::string_view role_name(ValueRole r);
 
 // How a parameter or state tensor is initialised before training.
 struct Init {
-  enum Kind { Zeros, Ones, KaimingNormal, KaimingUniform } kind = Zeros;
+  enum Kind { Zeros, Ones, KaimingNormal, KaimingUniform, Constant } kind = Zeros;
   int64_t fan_in = 1;
+  double value = 0;  // Constant: every element
 };
 
 struct Value {

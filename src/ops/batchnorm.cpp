@@ -23,9 +23,11 @@ void register_batchnorm_ops() {
     if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
     double m = n.attrs.f("momentum", 0.1);
     if (m < 0 || m > 1) throw Error("attribute 'momentum' must lie in [0, 1]");
+    // Statistics keep the per-channel parameters' dtype (f32 also when x is f16).
+    const DType stats = in_value(g, n, 1).dtype;
     std::vector<TypeInfo> out{{x.shape, x.dtype}};
     if (n.attrs.i("training", 1))
-      for (int i = 0; i < 4; ++i) out.push_back({c, x.dtype});
+      for (int i = 0; i < 4; ++i) out.push_back({c, stats});
     return out;
   };
   bn.aliases = [](const Node& n) {
@@ -63,7 +65,8 @@ void register_batchnorm_ops() {
     for (size_t i = 2; i < 5; ++i)
       if (in_value(g, n, i).shape != c)
         throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
-    return std::vector<TypeInfo>{{x.shape, x.dtype}, {c, x.dtype}, {c, x.dtype}};
+    const DType param = in_value(g, n, 2).dtype;
+    return std::vector<TypeInfo>{{x.shape, x.dtype}, {c, param}, {c, param}};
   };
   ir::OpRegistry::add(bwd);
 }

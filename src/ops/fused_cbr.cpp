@@ -34,7 +34,8 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
     throw Error("the residual " + shape_str(in_value(g, n, residual_index(n)).shape) +
                 " must match the convolution output " + shape_str(y.shape));
   if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
-  return {y, y, {c, y.dtype}, {c, y.dtype}, {c, y.dtype}, {c, y.dtype}};
+  const DType stats = in_value(g, n, 2).dtype;  // gamma's: f32 also under mixed precision
+  return {y, y, {c, stats}, {c, stats}, {c, stats}, {c, stats}};
 }
 
 std::vector<int> decompose_fused(Graph& g, const Node& n) {
@@ -118,7 +119,8 @@ void register_fused_cbr_ops() {
     for (size_t i = 3; i < 6; ++i)
       if (in_value(g, n, i).shape != c)
         throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
-    std::vector<TypeInfo> out{{x.shape, x.dtype}, {c, x.dtype}, {c, x.dtype}};
+    const DType param = in_value(g, n, 3).dtype;
+    std::vector<TypeInfo> out{{x.shape, x.dtype}, {c, param}, {c, param}};
     if (n.attrs.i("residual", 0)) out.push_back({x.shape, x.dtype});
     return out;
   };

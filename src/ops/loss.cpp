@@ -17,7 +17,8 @@ void register_loss_ops() {
     if (y.dtype != DType::i32 || y.shape != Shape{z.shape[0]})
       throw Error("labels must be i32 of shape [" + std::to_string(z.shape[0]) + "], got " +
                   std::string(dtype_name(y.dtype)) + shape_str(y.shape));
-    return std::vector<TypeInfo>{{{1}, z.dtype}};
+    // The loss is at least f32: f16/bf16 logits are reduced in f32.
+    return std::vector<TypeInfo>{{{1}, z.dtype == DType::f64 ? DType::f64 : DType::f32}};
   };
   ce.backward = [](Graph& g, const Node& n, const std::vector<int>& dys) {
     if (dys[0] < 0) return std::vector<int>{-1, -1};

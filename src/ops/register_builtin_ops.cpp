@@ -14,6 +14,7 @@ void register_fused_cbr_ops();
 void register_fused_inference_ops();
 void register_elementwise_fused_ops();
 void register_tensor_ops();
+void register_precision_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -31,6 +32,7 @@ void register_builtin_ops() {
   ops::register_fused_inference_ops();
   ops::register_elementwise_fused_ops();
   ops::register_tensor_ops();
+  ops::register_precision_ops();
 }
 
 }  // namespace trident::ir

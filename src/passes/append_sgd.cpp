@@ -21,10 +21,15 @@ void append_sgd(ir::Graph& g, PassContext& ctx) {
   in.insert(in.end(), grads.begin(), grads.end());
   in.insert(in.end(), moms.begin(), moms.end());
   const auto& o = ctx.options;
-  g.add_node("sgd_update", in,
-             {{"count", static_cast<int64_t>(params.size())}, {"momentum", o.momentum},
-              {"weight_decay", o.weight_decay}, {"nesterov", int64_t{o.nesterov}}},
-             "sgd");
+  ir::Attrs attrs{{"count", static_cast<int64_t>(params.size())}, {"momentum", o.momentum},
+                  {"weight_decay", o.weight_decay}, {"nesterov", int64_t{o.nesterov}}};
+  if (ctx.loss_scale >= 0) {
+    in.push_back(ctx.loss_scale);
+    in.push_back(ctx.good_steps);
+    attrs.set("loss_scaling", int64_t{1});
+    attrs.set("growth_interval", o.loss_scale_growth_interval);
+  }
+  g.add_node("sgd_update", in, attrs, "sgd");
 }
 
 }  // namespace trident::passes

@@ -24,9 +24,18 @@ void autodiff(ir::Graph& g, PassContext& ctx) {
   }
 
   std::vector<int> grad(g.num_values(), -1);
-  grad[ctx.loss] = g.add_node1("fill", {}, {{"shape", Shape{1}}, {"value", 1.0},
-                                            {"dtype", std::string(dtype_name(g.value(ctx.loss).dtype))}},
-                               "loss.seed");
+  if (ctx.options.uses_loss_scaling()) {
+    // The backward pass starts from the loss scale itself: every gradient comes out scaled.
+    const DType t = g.value(ctx.loss).dtype;
+    ctx.loss_scale = g.add_state("amp.loss_scale", {1}, {ir::Init::Constant, 1, ctx.options.initial_loss_scale}, t);
+    ctx.good_steps = g.add_state("amp.good_steps", {1}, {ir::Init::Zeros}, t);
+    grad.resize(g.num_values(), -1);
+    grad[ctx.loss] = ctx.loss_scale;
+  } else {
+    grad[ctx.loss] = g.add_node1("fill", {}, {{"shape", Shape{1}}, {"value", 1.0},
+                                              {"dtype", std::string(dtype_name(g.value(ctx.loss).dtype))}},
+                                 "loss.seed");
+  }
 
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const ir::Node n = g.node(*it);  // a copy: rules add nodes, which may move the node table

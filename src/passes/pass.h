@@ -26,6 +26,14 @@ struct CompileOptions {
   // The activations' dtype: f32, or f16/bf16 for mixed precision on the GPU (assign_precision
   // keeps parameters, BN statistics, the loss and the optimizer in f32).
   DType precision = DType::f32;
+  // Dynamic loss scaling in training: -1 automatic (on for f16), 0 off, 1 on. The loss
+  // gradient starts at the scale (state "amp.loss_scale"); sgd_update unscales, skips a step
+  // whose gradients overflowed and halves the scale, and doubles it after
+  // `loss_scale_growth_interval` good steps.
+  int loss_scaling = -1;
+  double initial_loss_scale = 65536.0;
+  int64_t loss_scale_growth_interval = 2000;
+  bool uses_loss_scaling() const { return loss_scaling < 0 ? precision == DType::f16 : loss_scaling != 0; }
 };
 
 // One applied fusion: the pattern, the nodes it replaced and the node that replaced them.
@@ -45,6 +53,7 @@ struct PassContext {
   int loss = -1;                            // training: the scalar loss value
   int logits = -1;                          // the model's output
   std::vector<std::pair<int, int>> param_grads;  // (parameter, its gradient value)
+  int loss_scale = -1, good_steps = -1;     // dynamic loss scaling state (autodiff makes them)
   std::vector<std::string> applied;         // names of passes that ran
   std::vector<FusionRecord> fusions;
   std::vector<Rejection> rejections;
@@ -82,5 +91,6 @@ void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cros
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
+void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations
 
 }  // namespace trident::passes

@@ -64,9 +64,11 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"set_batchnorm_mode", set_batchnorm_mode, true});
     pm.add({"fold_bn", fold_bn, false, true});
     pm.add({"fuse_conv_epilogue", fuse_conv_epilogue, false, true});
+    if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
   } else {
     pm.add({"fuse_conv_bn_relu", fuse_conv_bn_relu, false, true});
     pm.add({"attach_loss", attach_loss, true});
+    if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
     pm.add({"autodiff", autodiff, true});
     if (opt.optimizer) pm.add({"append_sgd", append_sgd, true});
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "core/random.h"
 
 namespace trident::runtime {
@@ -145,6 +146,7 @@ void fill_init(T* data, int64_t n, const ir::Init& init, Rng& rng) {
     switch (init.kind) {
       case ir::Init::Zeros: data[i] = T(0); break;
       case ir::Init::Ones: data[i] = T(1); break;
+      case ir::Init::Constant: data[i] = T(init.value); break;
       case ir::Init::KaimingNormal: data[i] = T(rng.normal() * std::sqrt(2.0 / fan)); break;
       case ir::Init::KaimingUniform: {
         const double bound = 1.0 / std::sqrt(fan);
@@ -166,7 +168,12 @@ void Executable::init_parameters(uint64_t seed) {
     TensorView t = host_view(v);
     if (t.dtype == DType::f32) fill_init(t.as<float>(), t.numel(), val.init, rng);
     else if (t.dtype == DType::f64) fill_init(t.as<double>(), t.numel(), val.init, rng);
-    else throw Error("cannot initialise '" + val.name + "' of dtype " + std::string(dtype_name(t.dtype)));
+    else if (t.dtype == DType::f16 || t.dtype == DType::bf16) {
+      std::vector<float> f(static_cast<size_t>(t.numel()));
+      fill_init(f.data(), t.numel(), val.init, rng);
+      for (size_t i = 0; i < f.size(); ++i)
+        t.as<uint16_t>()[i] = t.dtype == DType::f16 ? float_to_half(f[i]) : float_to_bf16(f[i]);
+    } else throw Error("cannot initialise '" + val.name + "' of dtype " + std::string(dtype_name(t.dtype)));
     upload(v);
   }
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,22 @@ inline void expect_close_scaled(const std::vector<double>& got, const std::vecto
   }
 }
 
+// ‖got − ref‖₂ / ‖ref‖₂ ≤ the row's rtol: for whole training steps, where reduced precision
+// moves individual gradient elements by more than the element-wise row while the tensor as a
+// whole stays within it (the measure of METHOD-style checks: norm of the error over the norm).
+inline void expect_close_norm(const std::vector<double>& got, const std::vector<double>& ref, DType row,
+                              const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(got[i])) << what << "[" << i << "] is " << got[i];
+    err += (got[i] - ref[i]) * (got[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  const double rel = std::sqrt(err) / std::max(std::sqrt(norm), 1e-30);
+  EXPECT_LE(rel, tolerance(row).rtol) << what << ": relative L2 error " << rel;
+}
+
 // Runs `gpu` on cuda and `ref` (same value names, f32 where `gpu` has f16/bf16) on cpu_ref.
 // Every non-activation value is drawn from `seed` for the GPU graph and copied, converted,
 // into the reference. Then every value named in `compare` is checked with `row`.
@@ -86,6 +103,23 @@ inline void compare_with_cpu_ref(const ir::Graph& gpu, const ir::Graph& ref, con
     ASSERT_GE(b, 0) << name;
     expect_close_scaled(on_gpu.values(a), on_ref.values(b), row, name);
   }
+}
+
+// A graph builder for one activation dtype (the GPU graph in f32/f16/bf16, the reference in f32).
+using GraphBuild = std::function<ir::Graph(DType)>;
+
+// Compares the GPU graph in `dtype` with the f32 reference, on the tolerance row of `dtype`.
+inline void check_against_reference(const GraphBuild& build, DType dtype, const std::vector<std::string>& outputs,
+                                    uint64_t seed, const std::function<void(GraphRunner&)>& adjust = nullptr) {
+  compare_with_cpu_ref(build(dtype), build(DType::f32), outputs, dtype, seed, adjust);
+}
+
+// Value `name` after one run of `g` on cuda from random inputs drawn from `seed`.
+inline std::vector<double> run_once_on_gpu(const ir::Graph& g, const std::string& name, uint64_t seed) {
+  GraphRunner r(g, "cuda");
+  r.randomize(seed);
+  r.run();
+  return r.values(g.find_value(name));
 }
 
 }  // namespace trident::test_support

@@ -14,6 +14,7 @@
 
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/device.h"
 #include "runtime/npy.h"
 #include "runtime/runner.h"
 
@@ -115,12 +116,20 @@ TEST(InferCli, ReadsSafetensorsInputAndWeights) {
 }
 
 TEST(InferCli, DeviceAndPrecisionFailCleanly) {
-  expect_one_sentence(run("infer --model fmnist_cnn --device cuda"), "trident: error: no CUDA device backend in this build");
-  expect_one_sentence(run("infer --model fmnist_cnn --precision fp16"), "fp32");
+  expect_one_sentence(run("infer --model fmnist_cnn --precision fp16"), "--precision fp16 needs --device cuda");
   expect_one_sentence(run("infer --model fmnist_cnn --precision bf16"), "--precision bf16");
-  Result r = run("infer --model fmnist_cnn --device auto --iterations 1 --warmup 0");
-  EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("notice: no CUDA device backend"), std::string::npos) << r.output;
+  Result tpu = run("infer --model fmnist_cnn --device tpu");
+  EXPECT_EQ(tpu.code, 1) << tpu.output;
+  EXPECT_NE(tpu.output.find("--device: tpu not in {cpu,cuda,auto}"), std::string::npos) << tpu.output;
+  if (!trident::runtime::gpu_unavailable_reason().empty()) {
+    // Without a GPU: cuda is one sentence naming the reason, auto falls back with a notice.
+    for (const char* cmd : {"infer --model fmnist_cnn --device cuda", "train --device cuda --synthetic",
+                            "bench --model cbr-layer --device cuda"})
+      expect_one_sentence(run(cmd), "trident: error: --device cuda: ");
+    Result r = run("infer --model fmnist_cnn --device auto --iterations 1 --warmup 0");
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("notice: no GPU ("), std::string::npos) << r.output;
+  }
 }
 
 TEST(InferCli, MissingOrCorruptInputIsOneSentence) {

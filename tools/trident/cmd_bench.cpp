@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -27,7 +28,7 @@ struct Options {
   std::string model = "resnet50", mode = "train";
   int64_t batch = 32;
   std::vector<int64_t> layer{56, 56, 64, 64};  // cbr-layer: H, W, C, K
-  int iterations = 50, warmup = 10;
+  int iterations = 50, warmup = 10, profile = 0;
   bool json = false, verbose = false;
   std::string backend = default_backend();
   DeviceFlags device;
@@ -35,12 +36,13 @@ struct Options {
 };
 
 // One 3x3 Conv+BN+ReLU layer with a pooling+linear head. Its input is a parameter, so the
-// training step computes the input gradient (dgrad) too, as a layer inside a network does.
-ir::Graph cbr_layer(const Options& o) {
+// training step computes the input gradient (dgrad) too, as a layer inside a network does;
+// it is held in the run's precision, as the previous layer's output would be.
+ir::Graph cbr_layer(const Options& o, DType precision) {
   ir::Graph g;
   frontend::Builder b(g);
   const int64_t h = o.layer[0], w = o.layer[1], c = o.layer[2], k = o.layer[3];
-  int x = o.mode == "train" ? g.add_parameter("x", {o.batch, h, w, c}, {ir::Init::KaimingNormal, 1})
+  int x = o.mode == "train" ? g.add_parameter("x", {o.batch, h, w, c}, {ir::Init::KaimingNormal, 1}, precision)
                             : b.input("images", {o.batch, h, w, c});
   x = b.cbr(x, k, 3, 1, 1, "cbr");
   b.push("head");
@@ -79,9 +81,9 @@ int run_bench(Options o) {
   if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
   if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
   o.backend = resolve_device(o.device, o.backend);
-  const DType precision = parse_dtype(o.device.precision == "fp32" ? "f32" : o.device.precision == "fp16" ? "f16" : "bf16");
+  const DType precision = precision_dtype(o.device);
   const bool layer = o.model == "cbr-layer";
-  ir::Graph model = layer ? cbr_layer(o) : frontend::build_model(o.model, {o.batch});
+  ir::Graph model = layer ? cbr_layer(o, precision) : frontend::build_model(o.model, {o.batch});
 
   passes::CompileOptions opt;
   opt.mode = o.mode == "train" ? passes::Mode::Train : passes::Mode::Infer;
@@ -113,6 +115,22 @@ int run_bench(Options o) {
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double median = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
   const double ips = static_cast<double>(o.batch) / (median / 1e3);
+  // Optional: where the time goes, per op kind (each node timed to its completion).
+  nlohmann::json prof = nlohmann::json::object();
+  if (o.profile > 0) {
+    std::vector<double> seconds;
+    for (int i = 0; i < o.profile; ++i) exe->run_profiled(seconds);
+    std::map<std::string, std::pair<double, int>> per_op;
+    size_t step = 0;
+    for (int nid : exe->graph().order()) {
+      if (exe->memory_plan().hoisted[nid]) continue;
+      auto& [ms, count] = per_op[exe->graph().node(nid).op];
+      ms += step < seconds.size() ? seconds[step] * 1e3 / o.profile : 0;
+      ++count;
+      ++step;
+    }
+    for (const auto& [op, v] : per_op) prof[op] = {{"ms", v.first}, {"nodes", v.second}};
+  }
   const size_t peak = exe->context().peak_device_bytes();
   const std::string cache = exe->context().cache_report();
 
@@ -125,6 +143,7 @@ int run_bench(Options o) {
                         {"plan_bytes", exe->total_bytes()}, {"disabled_passes", o.flags.disabled_passes}};
     if (layer) j["layer"] = o.layer;
     if (o.verbose) j["cache"] = cache;
+    if (o.profile > 0) j["profile_ms_per_op"] = prof;
     std::cout << j.dump() << std::endl;
     return 0;
   }
@@ -135,6 +154,15 @@ int run_bench(Options o) {
   if (peak) std::cout << "peak device memory " << std::setprecision(1) << peak / 1048576.0 << " MiB\n";
   std::cout << "planned buffers " << std::setprecision(1) << exe->total_bytes() / 1048576.0 << " MiB\n";
   if (o.verbose && !cache.empty()) std::cout << cache << "\n";
+  if (o.profile > 0) {
+    std::vector<std::pair<double, std::string>> rows;
+    for (const auto& [op, v] : prof.items()) rows.push_back({v["ms"].get<double>(), op});
+    std::sort(rows.rbegin(), rows.rend());
+    std::cout << "profile (mean of " << o.profile << " runs, each node synchronised):\n";
+    for (const auto& [ms, op] : rows)
+      std::cout << "  " << std::left << std::setw(32) << op << std::right << std::setw(10) << std::setprecision(3) << ms
+                << " ms  (" << prof[op]["nodes"].get<int>() << " nodes)\n";
+  }
   return 0;
 }
 
@@ -151,6 +179,8 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_option("--iterations", o->iterations, "Timed iterations")->check(CLI::Range(1, 1000000))->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000))->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->add_option("--profile", o->profile, "Afterwards, time N runs node by node and report the time per op kind")
+      ->check(CLI::Range(0, 10000));
   sub->add_flag("--verbose", o->verbose, "Also print the backend's plan-cache statistics");
   add_backend_option(sub, o->backend, "CPU backend (with --device cpu)");
   add_device_options(sub, o->device);

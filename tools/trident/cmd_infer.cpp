@@ -110,7 +110,7 @@ int run_infer(Options o) {
     model = frontend::build_model(o.model_file, {o.batch});
   }
   runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir,
-                                 parse_dtype(o.device.precision == "fp32" ? "f32" : o.device.precision == "fp16" ? "f16" : "bf16")});
+                                 precision_dtype(o.device)});
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);

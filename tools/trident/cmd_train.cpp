@@ -122,7 +122,7 @@ int run_train(Options o) {
       throw Error("--backend " + o.config.backend + " runs on the CPU; drop it or --device");
     o.config.backend = resolve_device(o.device, o.config.backend);
   }
-  o.config.precision = parse_dtype(o.device.precision == "fp32" ? "f32" : o.device.precision == "fp16" ? "f16" : "bf16");
+  o.config.precision = precision_dtype(o.device);
   o.config.disabled_passes = o.flags.disabled_passes;
   o.config.dump_dir = o.flags.dump_dir;
   ir::Graph model = frontend::build_model(o.model, {o.batch});

@@ -52,15 +52,16 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string&
 
 // The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend
 // otherwise; --device auto prints a notice when it falls back. Reduced precision needs the GPU.
+inline DType precision_dtype(const DeviceFlags& f) {
+  return f.precision == "fp16" ? DType::f16 : f.precision == "bf16" ? DType::bf16 : DType::f32;
+}
+
 inline std::string resolve_device(const DeviceFlags& f, const std::string& cpu_backend) {
   std::string notice;
   const std::string backend = runtime::backend_for_device(f.device, cpu_backend, &notice);
   if (!notice.empty()) std::cerr << "trident: notice: " << notice << "\n";
   if (f.precision != "fp32" && backend != "cuda")
     throw trident::Error("--precision " + f.precision + " needs --device cuda; the CPU backends run fp32");
-  if (f.precision != "fp32")
-    throw trident::Error("--precision " + f.precision + " is not available yet: the cuda backend runs fp32 "
-                         "(TF32 convolutions); mixed precision needs the assign_precision pass");
   return backend;
 }
 

@@ -47,6 +47,7 @@ void clip(const KernelArgs& args);
 void concat(const KernelArgs& args);
 
 // optimizer.cpp
+void cast(const KernelArgs& args);
 void sgd_update(const KernelArgs& args);
 
 // fused.cpp: cbr / cbar forward, and batchnorm_relu_backward (kernels with state)

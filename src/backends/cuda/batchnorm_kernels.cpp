@@ -1,5 +1,215 @@
-// Placeholder: the batchnorm kernels of the cuda backend are not written yet.
+// The cuda backend's batchnorm family: batchnorm2d (training and inference),
+// batchnorm2d_backward, the fused batchnorm_relu_backward and fold_batchnorm. Each kernel
+// plans its per-channel reduction when built (and reserves the workspace it needs); run()
+// enqueues the partial-sum, finalize and apply kernels of device/batchnorm.cu.
+#include <memory>
+
+#include "backends/cuda/device/batchnorm.h"
+#include "backends/cuda/device/checks.h"
 #include "backends/cuda/kernels.h"
+
 namespace trident::cuda {
-void register_batchnorm_kernels() {}
+
+namespace {
+
+using device::ChannelTensor;
+using device::ElemType;
+
+// The activation [N,H,W,C] of a batchnorm node seen as [M, C].
+struct RowsByChannels {
+  int64_t M = 0, C = 0;
+};
+
+RowsByChannels rows_by_channels(const ir::Node& node, const ir::Value& x) {
+  if (x.shape.size() != 4) fail(node, "'" + x.name + "' must be rank 4 (NHWC), got " + shape_str(x.shape));
+  return {x.shape[0] * x.shape[1] * x.shape[2], x.shape[3]};
+}
+
+// The storage type of a per-channel tensor, checked to hold C values.
+ElemType channel_type(const ir::Node& node, const ir::Value& v, int64_t C, const char* what) {
+  expect_shape(node, v, Shape{C}, what);
+  return elem_of(node, v, what);
+}
+
+class BatchNormForward final : public Kernel {
+ public:
+  BatchNormForward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    training_ = node.attrs.i("training", node.outputs.size() == 5 ? 1 : 0) != 0;
+    expect_arity(node, 5, 5, training_ ? 5 : 1, training_ ? 5 : 1);
+    const ir::Value& x = input_value(node, g, 0);
+    act_ = elem_of(node, x, "input");
+    expect_dtype(node, output_value(node, g, 0), x.dtype, "output");
+    expect_shape(node, output_value(node, g, 0), x.shape, "output");
+    const auto [M, C] = rows_by_channels(node, x);
+    const char* in_names[] = {"x", "gamma", "beta", "running_mean", "running_var"};
+    for (size_t i = 1; i < 5; ++i) in_types_[i - 1] = channel_type(node, input_value(node, g, i), C, in_names[i]);
+    eps_ = node.attrs.f("eps", 1e-5);
+    momentum_ = node.attrs.f("momentum", 0.1);
+    plan_ = device::plan_channel_reduction(M, C, ctx.sm_count());
+    if (training_) {
+      if (M < 2)
+        fail(node, "training needs more than one value per channel (N·H·W = " + std::to_string(M) +
+                       "); use a larger batch or inference mode");
+      for (size_t i = 1; i < 5; ++i) out_types_[i - 1] = channel_type(node, output_value(node, g, i), C, "statistic");
+      ctx.reserve_workspace(0, plan_.workspace_bytes);
+    }
+  }
+
+  void run(const KernelArgs& a) override {
+    auto ch = [](const TensorView& v, ElemType t) { return ChannelTensor{v.data, t}; };
+    if (!training_) {
+      device::BatchNormInferArgs args;
+      args.x = a.in[0].data;
+      args.y = a.out[0].data;
+      args.gamma = ch(a.in[1], in_types_[0]);
+      args.beta = ch(a.in[2], in_types_[1]);
+      args.running_mean = ch(a.in[3], in_types_[2]);
+      args.running_var = ch(a.in[4], in_types_[3]);
+      args.eps = eps_;
+      device::launch_batchnorm_infer(act_, plan_, args, ctx_.stream());
+      return;
+    }
+    device::BatchNormTrainArgs args;
+    args.x = a.in[0].data;
+    args.y = a.out[0].data;
+    args.gamma = ch(a.in[1], in_types_[0]);
+    args.beta = ch(a.in[2], in_types_[1]);
+    args.running_mean = ch(a.in[3], in_types_[2]);
+    args.running_var = ch(a.in[4], in_types_[3]);
+    args.saved_mean = ch(a.out[1], out_types_[0]);
+    args.saved_invstd = ch(a.out[2], out_types_[1]);
+    args.running_mean_out = ch(a.out[3], out_types_[2]);
+    args.running_var_out = ch(a.out[4], out_types_[3]);
+    args.eps = eps_;
+    args.momentum = momentum_;
+    device::launch_batchnorm_train(act_, plan_, args, ctx_.workspace(0), ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  bool training_ = true;
+  ElemType act_ = ElemType::f32;
+  ElemType in_types_[4] = {}, out_types_[4] = {};
+  double eps_ = 1e-5, momentum_ = 0.1;
+  device::ChannelReductionPlan plan_;
+};
+
+// batchnorm2d_backward (x, dy, gamma, saved_mean, saved_invstd → dx, dgamma, dbeta) and
+// batchnorm_relu_backward (y, dy, conv_out, gamma, saved_mean, saved_invstd → dconv, dgamma,
+// dbeta, [dresidual]): the same kernels, the fused op masking dy with y > 0 first.
+template <bool FusedRelu>
+class BatchNormBackward final : public Kernel {
+ public:
+  BatchNormBackward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    residual_ = FusedRelu && node.attrs.i("residual", 0) != 0;
+    constexpr size_t inputs = FusedRelu ? 6 : 5;
+    const size_t outputs = residual_ ? 4 : 3;
+    expect_arity(node, inputs, inputs, outputs, outputs);
+    const ir::Value& x = input_value(node, g, kX);
+    act_ = elem_of(node, x, "input");
+    const auto [M, C] = rows_by_channels(node, x);
+    // dy (and the relu output y of the fused op) match x; so do dx and dresidual.
+    std::vector<size_t> activations{kDy};
+    if (FusedRelu) activations.push_back(0);
+    for (size_t i : activations) {
+      expect_dtype(node, input_value(node, g, i), x.dtype, "input");
+      expect_shape(node, input_value(node, g, i), x.shape, "input");
+    }
+    std::vector<size_t> gradients{0};
+    if (residual_) gradients.push_back(3);
+    for (size_t o : gradients) {
+      expect_dtype(node, output_value(node, g, o), x.dtype, "gradient");
+      expect_shape(node, output_value(node, g, o), x.shape, "gradient");
+    }
+    gamma_t_ = channel_type(node, input_value(node, g, kGamma), C, "gamma");
+    mean_t_ = channel_type(node, input_value(node, g, kGamma + 1), C, "saved_mean");
+    invstd_t_ = channel_type(node, input_value(node, g, kGamma + 2), C, "saved_invstd");
+    dgamma_t_ = channel_type(node, output_value(node, g, 1), C, "dgamma");
+    dbeta_t_ = channel_type(node, output_value(node, g, 2), C, "dbeta");
+    plan_ = device::plan_channel_reduction(M, C, ctx.sm_count());
+    ctx.reserve_workspace(0, plan_.workspace_bytes);
+  }
+
+  void run(const KernelArgs& a) override {
+    device::BatchNormBackwardArgs args;
+    args.x = a.in[kX].data;
+    args.dy = a.in[kDy].data;
+    args.relu_output = FusedRelu ? a.in[0].data : nullptr;
+    args.dx = a.out[0].data;
+    args.dresidual = residual_ ? a.out[3].data : nullptr;
+    args.gamma = {a.in[kGamma].data, gamma_t_};
+    args.saved_mean = {a.in[kGamma + 1].data, mean_t_};
+    args.saved_invstd = {a.in[kGamma + 2].data, invstd_t_};
+    args.dgamma = {a.out[1].data, dgamma_t_};
+    args.dbeta = {a.out[2].data, dbeta_t_};
+    device::launch_batchnorm_backward(act_, plan_, args, ctx_.workspace(0), ctx_.stream());
+  }
+
+ private:
+  // Input positions: the fused op starts with y and has conv_out where the plain op has x.
+  static constexpr size_t kX = FusedRelu ? 2 : 0;
+  static constexpr size_t kDy = 1;
+  static constexpr size_t kGamma = FusedRelu ? 3 : 2;
+
+  CudaContext& ctx_;
+  bool residual_ = false;
+  ElemType act_ = ElemType::f32;
+  ElemType gamma_t_{}, mean_t_{}, invstd_t_{}, dgamma_t_{}, dbeta_t_{};
+  device::ChannelReductionPlan plan_;
+};
+
+// fold_batchnorm: w [K, ...] and the BN parameters → folded weights and bias.
+class FoldBatchNorm final : public Kernel {
+ public:
+  FoldBatchNorm(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 5, 6, 2, 2);
+    const ir::Value& w = input_value(node, g, 0);
+    w_t_ = elem_of(node, w, "weight");
+    if (w.shape.empty()) fail(node, "the weight needs an output-channel axis");
+    K_ = w.shape[0];
+    per_k_ = K_ > 0 ? numel(w.shape) / K_ : 0;
+    expect_dtype(node, output_value(node, g, 0), w.dtype, "folded weight");
+    expect_shape(node, output_value(node, g, 0), w.shape, "folded weight");
+    const char* names[] = {"weight", "gamma", "beta", "running_mean", "running_var", "bias"};
+    for (size_t i = 1; i < node.inputs.size(); ++i) types_[i - 1] = channel_type(node, input_value(node, g, i), K_, names[i]);
+    has_bias_ = node.inputs.size() == 6;
+    b_out_t_ = channel_type(node, output_value(node, g, 1), K_, "folded bias");
+    eps_ = node.attrs.f("eps", 1e-5);
+  }
+
+  void run(const KernelArgs& a) override {
+    device::FoldBatchNormArgs args;
+    args.w = a.in[0].data;
+    args.w_folded = a.out[0].data;
+    args.w_type = w_t_;
+    args.K = K_;
+    args.per_k = per_k_;
+    args.gamma = {a.in[1].data, types_[0]};
+    args.beta = {a.in[2].data, types_[1]};
+    args.mean = {a.in[3].data, types_[2]};
+    args.var = {a.in[4].data, types_[3]};
+    if (has_bias_) args.bias = {a.in[5].data, types_[4]};
+    args.b_folded = {a.out[1].data, b_out_t_};
+    args.eps = eps_;
+    device::launch_fold_batchnorm(args, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType w_t_ = ElemType::f32, b_out_t_ = ElemType::f32;
+  ElemType types_[5] = {};
+  bool has_bias_ = false;
+  int64_t K_ = 0, per_k_ = 0;
+  double eps_ = 1e-5;
+};
+
+}  // namespace
+
+void register_batchnorm_kernels() {
+  add_kernel<BatchNormForward>("batchnorm2d");
+  add_kernel<BatchNormBackward<false>>("batchnorm2d_backward");
+  add_kernel<BatchNormBackward<true>>("batchnorm_relu_backward");
+  add_kernel<FoldBatchNorm>("fold_batchnorm");
+}
+
 }  // namespace trident::cuda

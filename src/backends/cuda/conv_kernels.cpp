@@ -1,5 +1,198 @@
-// Placeholder: the conv kernels of the cuda backend are not written yet.
+// The convolution kernels of the cuda backend, on cuDNN graphs built once per signature:
+// conv2d and conv2d_epilogue (ConvForward: one fused graph, or conv + epilogue kernel),
+// conv2d_backward_data (dgrad) and conv2d_backward_weight (wgrad, with db = Σdy per channel
+// from a deterministic reduction kernel). run() binds pointers and enqueues; nothing else.
+#include <array>
+#include <optional>
+
+#include "backends/cuda/conv_forward.h"
+#include "backends/cuda/conv_problem.h"
+#include "backends/cuda/device/checks.h"
+#include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/kernels.h"
+
 namespace trident::cuda {
-void register_conv_kernels() {}
+
+namespace {
+
+void expect_views(const KernelArgs& a, size_t in, size_t out) {
+  if (a.in.size() != in || a.out.size() != out)
+    fail(a.node, "was built for " + std::to_string(in) + " inputs and " + std::to_string(out) +
+                     " outputs but runs with " + std::to_string(a.in.size()) + " and " + std::to_string(a.out.size()));
+}
+
+// Runs `body`, re-throwing a failure as a sentence naming the node.
+template <class F>
+void naming_node(const ir::Node& node, F&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.rfind("cuda kernel for node", 0) == 0) throw;
+    fail(node, what);
+  }
+}
+
+// conv2d (x, w, b?) and conv2d_epilogue (x, w, b if has_bias, residual if residual).
+class ConvForwardKernel final : public Kernel, public ReportsPath {
+ public:
+  ConvForwardKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) {
+    const bool fused_op = node.op == "conv2d_epilogue";
+    if (fused_op) {
+      epilogue_.bias = node.attrs.i("has_bias", 0) != 0;
+      epilogue_.residual = node.attrs.i("residual", 0) != 0;
+      epilogue_.relu = node.attrs.i("relu", 0) != 0;
+      epilogue_.residual_in_place = epilogue_.residual && node.attrs.i("inplace_residual", 0) != 0;
+      const size_t want = 2 + (epilogue_.bias ? 1 : 0) + (epilogue_.residual ? 1 : 0);
+      expect_arity(node, want, want, 1, 1);
+    } else {
+      expect_arity(node, 2, 3, 1, 1);
+      epilogue_.bias = node.inputs.size() == 3;
+    }
+    const ir::Value &x = input_value(node, g, 0), &w = input_value(node, g, 1), &y = output_value(node, g, 0);
+    elem_of(node, x, "the input");
+    expect_dtype(node, w, x.dtype, "the weight");
+    expect_dtype(node, y, x.dtype, "the output");
+    if (epilogue_.bias) {
+      const ir::Value& b = input_value(node, g, 2);
+      elem_of(node, b, "the bias");
+      if (b.dtype != x.dtype && b.dtype != DType::f32)
+        fail(node, "the bias '" + b.name + "' is " + std::string(dtype_name(b.dtype)) + "; it must be f32 or " +
+                       std::string(dtype_name(x.dtype)) + " like the input");
+      epilogue_.bias_dtype = b.dtype;
+      expect_shape(node, b, Shape{w.shape.at(0)}, "the bias");
+    }
+    problem_ = conv_problem(node, x.shape, w.shape, y.shape, x.dtype);
+    if (epilogue_.residual) {
+      const ir::Value& r = input_value(node, g, node.inputs.size() - 1);
+      expect_dtype(node, r, x.dtype, "the residual");
+      expect_shape(node, r, y.shape, "the residual");
+    }
+    WorkspaceLayout layout;
+    conv_.emplace(node, problem_, epilogue_, ctx, layout);
+    ctx.reserve_workspace(0, layout.total());
+    ctx_ = &ctx;
+    arity_in_ = node.inputs.size();
+  }
+
+  void run(const KernelArgs& a) override {
+    expect_views(a, arity_in_, 1);
+    naming_node(a.node, [&] {
+      ConvForward::Pointers p;
+      p.x = a.in[0].data;
+      p.w = a.in[1].data;
+      if (epilogue_.bias) p.bias = a.in[2].data;
+      if (epilogue_.residual) p.residual = a.in.back().data;
+      p.y = a.out[0].data;
+      conv_->run(p, ctx_->workspace(0), *ctx_);
+    });
+  }
+
+  bool fell_back() const override { return conv_->fell_back(); }
+  std::string path() const override { return conv_->path(); }
+
+ private:
+  CudaContext* ctx_ = nullptr;
+  ConvProblem problem_;
+  ConvEpilogue epilogue_;
+  std::optional<ConvForward> conv_;
+  size_t arity_in_ = 0;
+};
+
+// conv2d_backward_data: dy [N,P,Q,K], w → dx [N,H,W,C].
+class ConvDgradKernel final : public Kernel {
+ public:
+  ConvDgradKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(&ctx) {
+    expect_arity(node, 2, 2, 1, 1);
+    const ir::Value &dy = input_value(node, g, 0), &w = input_value(node, g, 1), &dx = output_value(node, g, 0);
+    elem_of(node, dy, "dy");
+    expect_dtype(node, w, dy.dtype, "the weight");
+    expect_dtype(node, dx, dy.dtype, "dx");
+    const ConvProblem p = conv_problem(node, dx.shape, w.shape, dy.shape, dy.dtype);
+    GraphBuild b = cached_graph(ctx, dgrad_graph(p));
+    if (!b.graph) fail(node, b.failure);
+    graph_ = b.graph;
+    ctx.reserve_workspace(0, graph_->workspace_bytes());
+  }
+
+  void run(const KernelArgs& a) override {
+    expect_views(a, 2, 1);
+    naming_node(a.node, [&] {
+      std::array<void*, kMaxGraphUid + 1> ptr{};
+      ptr[conv_uid::dy] = a.in[0].data;
+      ptr[conv_uid::w] = a.in[1].data;
+      ptr[conv_uid::dx] = a.out[0].data;
+      graph_->execute(ctx_->cudnn(), ptr, ctx_->workspace(0));
+    });
+  }
+
+ private:
+  CudaContext* ctx_;
+  std::shared_ptr<const CudnnGraph> graph_;
+};
+
+// conv2d_backward_weight: x, dy → dw [K,R,S,C/g], and db [K] = Σ dy when has_bias.
+class ConvWgradKernel final : public Kernel {
+ public:
+  ConvWgradKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(&ctx) {
+    expect_arity(node, 2, 2, 1, 2);
+    has_bias_ = node.outputs.size() == 2;
+    if (has_bias_ != (node.attrs.i("has_bias", has_bias_ ? 1 : 0) != 0))
+      fail(node, "attribute has_bias disagrees with the number of outputs");
+    const ir::Value &x = input_value(node, g, 0), &dy = input_value(node, g, 1), &dw = output_value(node, g, 0);
+    elem_of(node, x, "the input");
+    expect_dtype(node, dy, x.dtype, "dy");
+    expect_dtype(node, dw, x.dtype, "dw");
+    problem_ = conv_problem(node, x.shape, dw.shape, dy.shape, x.dtype);
+    GraphBuild b = cached_graph(ctx, wgrad_graph(problem_));
+    if (!b.graph) fail(node, b.failure);
+    graph_ = b.graph;
+    WorkspaceLayout layout;
+    cudnn_offset_ = layout.add(graph_->workspace_bytes());
+    if (has_bias_) {
+      const ir::Value& db = output_value(node, g, 1);
+      db_type_ = elem_of(node, db, "db");
+      expect_shape(node, db, Shape{problem_.K}, "db");
+      partials_offset_ = layout.add(device::channel_sums_scratch_bytes(problem_.output_rows(), problem_.K));
+      sum_offset_ = layout.add(static_cast<size_t>(problem_.K) * sizeof(float));
+    }
+    io_ = elem_of(node, x, "the input");
+    ctx.reserve_workspace(0, layout.total());
+  }
+
+  void run(const KernelArgs& a) override {
+    expect_views(a, 2, has_bias_ ? 2 : 1);
+    naming_node(a.node, [&] {
+      void* ws = ctx_->workspace(0);
+      std::array<void*, kMaxGraphUid + 1> ptr{};
+      ptr[conv_uid::x] = a.in[0].data;
+      ptr[conv_uid::dy] = a.in[1].data;
+      ptr[conv_uid::dw] = a.out[0].data;
+      graph_->execute(ctx_->cudnn(), ptr, at_offset(ws, cudnn_offset_));
+      if (!has_bias_) return;
+      float* sum = at_offset<float>(ws, sum_offset_);
+      device::launch_channel_sums(io_, a.in[1].data, problem_.output_rows(), problem_.K,
+                                  at_offset<float>(ws, partials_offset_), sum, nullptr, ctx_->stream());
+      device::launch_store_channels(sum, a.out[1].data, db_type_, problem_.K, ctx_->stream());
+    });
+  }
+
+ private:
+  CudaContext* ctx_;
+  ConvProblem problem_;
+  std::shared_ptr<const CudnnGraph> graph_;
+  bool has_bias_ = false;
+  device::ElemType io_ = device::ElemType::f32, db_type_ = device::ElemType::f32;
+  size_t cudnn_offset_ = 0, partials_offset_ = 0, sum_offset_ = 0;
+};
+
+}  // namespace
+
+void register_conv_kernels() {
+  add_kernel<ConvForwardKernel>("conv2d");
+  add_kernel<ConvForwardKernel>("conv2d_epilogue");
+  add_kernel<ConvDgradKernel>("conv2d_backward_data");
+  add_kernel<ConvWgradKernel>("conv2d_backward_weight");
+}
+
 }  // namespace trident::cuda

@@ -42,5 +42,6 @@ void register_optimizer_kernels();    // sgd_update over the flat buffers
 void register_batchnorm_kernels();    // batchnorm2d, its backward, batchnorm_relu_backward, fold
 void register_conv_kernels();         // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
 void register_cbr_kernels();          // cbr, cbar (conv+genstats, finalize, apply)
+void register_precision_kernels();    // cast (mixed precision)
 
 }  // namespace trident::cuda

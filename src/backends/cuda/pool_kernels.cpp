@@ -1,5 +1,153 @@
-// Placeholder: the pool kernels of the cuda backend are not written yet.
+// The cuda backend's pooling family: maxpool2d, avgpool2d, global_avgpool and their backward
+// ops. The window geometry is read from the node and the graph's shapes once, when the kernel
+// is built; run() launches one kernel on the context's stream.
+#include <memory>
+
+#include "backends/cuda/device/checks.h"
+#include "backends/cuda/device/pool.h"
 #include "backends/cuda/kernels.h"
+
 namespace trident::cuda {
-void register_pool_kernels() {}
+
+namespace {
+
+using device::ElemType;
+using device::PoolGeometry;
+
+// An [h, w] attribute pair, `fallback` when absent.
+std::pair<int64_t, int64_t> pair_attr(const ir::Node& node, const char* key, std::pair<int64_t, int64_t> fallback) {
+  if (!node.attrs.has(key)) return fallback;
+  const std::vector<int64_t>& v = node.attrs.ints(key);
+  if (v.size() != 2) fail(node, std::string("attribute '") + key + "' must be an [h, w] pair");
+  return {v[0], v[1]};
+}
+
+// Geometry of pooling x [N,H,W,C] into y [N,P,Q,C], checked against the node's attributes.
+PoolGeometry pool_geometry(const ir::Node& node, const Shape& x, const Shape& y) {
+  if (x.size() != 4 || y.size() != 4) fail(node, "pooling tensors must be rank 4 (NHWC)");
+  PoolGeometry g;
+  g.N = x[0], g.H = x[1], g.W = x[2], g.C = x[3], g.P = y[1], g.Q = y[2];
+  const auto [r, s] = pair_attr(node, "kernel", {0, 0});
+  const auto [sh, sw] = pair_attr(node, "stride", {r, s});
+  const auto [ph, pw] = pair_attr(node, "padding", {0, 0});
+  if (r < 1 || s < 1) fail(node, "attribute 'kernel' must be a positive [h, w] pair");
+  if (sh < 1 || sw < 1) fail(node, "attribute 'stride' must be positive");
+  if (ph < 0 || pw < 0) fail(node, "attribute 'padding' must not be negative");
+  g.R = r, g.S = s, g.stride_h = sh, g.stride_w = sw, g.pad_h = ph, g.pad_w = pw;
+  g.count_include_pad = node.attrs.i("count_include_pad", 1) != 0;
+  if (y[0] != g.N || y[3] != g.C || g.P != (g.H + 2 * ph - r) / sh + 1 || g.Q != (g.W + 2 * pw - s) / sw + 1)
+    fail(node, "shapes x" + shape_str(x) + " and y" + shape_str(y) + " do not agree with the window attributes");
+  return g;
+}
+
+enum class Pool { max, avg };
+
+// maxpool2d / avgpool2d: x → y.
+template <Pool Kind>
+class PoolForward final : public Kernel {
+ public:
+  PoolForward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 1, 1, 1, 1);
+    const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
+    type_ = elem_of(node, x, "input");
+    expect_dtype(node, y, x.dtype, "output");
+    geom_ = pool_geometry(node, x.shape, y.shape);
+  }
+
+  void run(const KernelArgs& a) override {
+    if constexpr (Kind == Pool::max) device::launch_maxpool_forward(type_, geom_, a.in[0].data, a.out[0].data, ctx_.stream());
+    else device::launch_avgpool_forward(type_, geom_, a.in[0].data, a.out[0].data, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  PoolGeometry geom_;
+};
+
+// maxpool2d_backward: x, dy → dx (the window's argmax is recomputed from x).
+class MaxPoolBackward final : public Kernel {
+ public:
+  MaxPoolBackward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 2, 2, 1, 1);
+    const ir::Value &x = input_value(node, g, 0), &dy = input_value(node, g, 1), &dx = output_value(node, g, 0);
+    type_ = elem_of(node, x, "input");
+    expect_dtype(node, dy, x.dtype, "gradient");
+    expect_dtype(node, dx, x.dtype, "gradient");
+    expect_shape(node, dx, x.shape, "gradient");
+    geom_ = pool_geometry(node, x.shape, dy.shape);
+  }
+
+  void run(const KernelArgs& a) override {
+    device::launch_maxpool_backward(type_, geom_, a.in[0].data, a.in[1].data, a.out[0].data, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  PoolGeometry geom_;
+};
+
+// avgpool2d_backward: dy → dx of the forward input's shape.
+class AvgPoolBackward final : public Kernel {
+ public:
+  AvgPoolBackward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 1, 1, 1, 1);
+    const ir::Value &dy = input_value(node, g, 0), &dx = output_value(node, g, 0);
+    type_ = elem_of(node, dy, "gradient");
+    expect_dtype(node, dx, dy.dtype, "gradient");
+    geom_ = pool_geometry(node, dx.shape, dy.shape);
+  }
+
+  void run(const KernelArgs& a) override {
+    device::launch_avgpool_backward(type_, geom_, a.in[0].data, a.out[0].data, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  PoolGeometry geom_;
+};
+
+// global_avgpool [N,H,W,C] → [N,1,1,C], and its backward (the same pair of shapes, swapped).
+template <bool Backward>
+class GlobalAvgPool final : public Kernel {
+ public:
+  GlobalAvgPool(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 1, 1, 1, 1);
+    const ir::Value &in = input_value(node, g, 0), &out = output_value(node, g, 0);
+    const ir::Value& big = Backward ? out : in;
+    const ir::Value& pooled = Backward ? in : out;
+    type_ = elem_of(node, in, "input");
+    expect_dtype(node, out, in.dtype, "output");
+    if (big.shape.size() != 4) fail(node, "the spatial tensor must be rank 4 (NHWC)");
+    expect_shape(node, pooled, Shape{big.shape[0], 1, 1, big.shape[3]}, "pooled tensor");
+    N_ = big.shape[0], HW_ = big.shape[1] * big.shape[2], C_ = big.shape[3];
+    if (HW_ == 0 && N_ * C_ > 0) fail(node, "the input has no spatial positions to average");
+  }
+
+  void run(const KernelArgs& a) override {
+    if constexpr (Backward)
+      device::launch_global_avgpool_backward(type_, N_, HW_, C_, a.in[0].data, a.out[0].data, ctx_.stream());
+    else
+      device::launch_global_avgpool_forward(type_, N_, HW_, C_, a.in[0].data, a.out[0].data, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  int64_t N_ = 0, HW_ = 0, C_ = 0;
+};
+
+}  // namespace
+
+void register_pool_kernels() {
+  add_kernel<PoolForward<Pool::max>>("maxpool2d");
+  add_kernel<MaxPoolBackward>("maxpool2d_backward");
+  add_kernel<PoolForward<Pool::avg>>("avgpool2d");
+  add_kernel<AvgPoolBackward>("avgpool2d_backward");
+  add_kernel<GlobalAvgPool<false>>("global_avgpool");
+  add_kernel<GlobalAvgPool<true>>("global_avgpool_backward");
+}
+
 }  // namespace trident::cuda

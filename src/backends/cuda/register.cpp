@@ -13,6 +13,7 @@ void register_cuda_kernels() {
   cuda::register_batchnorm_kernels();
   cuda::register_conv_kernels();
   cuda::register_cbr_kernels();
+  cuda::register_precision_kernels();
 }
 
 }  // namespace trident

@@ -1,0 +1,148 @@
+// Convolution sizes from the IR, their cuDNN tensor views, and the graph descriptions of the
+// forward (with epilogue or statistics), dgrad and wgrad convolutions.
+#include "backends/cuda/conv_problem.h"
+
+#include "backends/cuda/kernels.h"
+#include "ops/op_helpers.h"
+
+namespace trident::cuda {
+
+namespace {
+
+std::string shape_text(const Shape& s) { return shape_str(s); }
+
+}  // namespace
+
+GraphTensor ConvProblem::input(int uid) const {
+  return {uid, {N, C, H, W}, {H * W * C, 1, W * C, C}, dtype};
+}
+
+GraphTensor ConvProblem::filter(int uid) const {
+  return {uid, {K, Cg, R, S}, {R * S * Cg, 1, S * Cg, Cg}, dtype};
+}
+
+GraphTensor ConvProblem::output(int uid, DType t) const {
+  return {uid, {N, K, P, Q}, {P * Q * K, 1, Q * K, K}, t};
+}
+
+GraphTensor ConvProblem::per_channel(int uid, DType t) const { return {uid, {1, K, 1, 1}, {K, 1, K, K}, t}; }
+
+std::string ConvProblem::describe() const {
+  return std::string(dtype_name(dtype)) + " x" + shape_text({N, H, W, C}) + " w" + shape_text({K, R, S, Cg}) +
+         " y" + shape_text({N, P, Q, K}) + " stride " + std::to_string(window.stride[0]) + "," +
+         std::to_string(window.stride[1]) + " pad " + std::to_string(window.padding[0]) + "," +
+         std::to_string(window.padding[1]) + " dil " + std::to_string(window.dilation[0]) + "," +
+         std::to_string(window.dilation[1]) + " groups " + std::to_string(groups);
+}
+
+ConvProblem conv_problem(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y, DType dtype) {
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4)
+    fail(node, "the convolution needs rank-4 input " + shape_text(x) + ", weight " + shape_text(w) + " and output " +
+                   shape_text(y));
+  ConvProblem p;
+  try {
+    const auto stride = ops::pair_attr(node.attrs, "stride", 1, 1);
+    const auto pad = ops::pair_attr(node.attrs, "padding", 0, 0);
+    const auto dil = ops::pair_attr(node.attrs, "dilation", 1, 1);
+    p.window.stride = {stride[0], stride[1]};
+    p.window.padding = {pad[0], pad[1]};
+    p.window.dilation = {dil[0], dil[1]};
+  } catch (const Error& e) {
+    fail(node, e.what());
+  }
+  p.groups = node.attrs.i("groups", 1);
+  p.N = x[0], p.H = x[1], p.W = x[2], p.C = x[3];
+  p.K = w[0], p.R = w[1], p.S = w[2], p.Cg = w[3];
+  p.P = y[1], p.Q = y[2];
+  p.dtype = dtype;
+  if (p.groups < 1 || p.C % p.groups != 0 || p.K % p.groups != 0 || p.Cg * p.groups != p.C)
+    fail(node, "groups=" + std::to_string(p.groups) + " does not fit input " + shape_text(x) + " and weight " +
+                   shape_text(w));
+  auto extent = [](int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
+    return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
+  };
+  const int64_t want_p = extent(p.H, p.R, p.window.stride[0], p.window.padding[0], p.window.dilation[0]);
+  const int64_t want_q = extent(p.W, p.S, p.window.stride[1], p.window.padding[1], p.window.dilation[1]);
+  if (y[0] != p.N || y[3] != p.K || p.P != want_p || p.Q != want_q)
+    fail(node, "output " + shape_text(y) + " does not match input " + shape_text(x) + " and weight " + shape_text(w) +
+                   " with the node's stride, padding and dilation");
+  if (p.N * p.H * p.W * p.C == 0 || p.N * p.P * p.Q * p.K == 0 || p.R * p.S * p.Cg == 0)
+    fail(node, "the convolution has an empty tensor (" + p.describe() + ")");
+  return p;
+}
+
+std::string FpropFusion::describe() const {
+  std::string s = "conv_fprop";
+  if (bias) s += "+bias";
+  if (residual) s += "+residual";
+  if (relu) s += "+relu";
+  if (genstats) s += "+genstats";
+  return s;
+}
+
+GraphDesc fprop_graph(const ConvProblem& p, const FpropFusion& f) {
+  GraphDesc d;
+  d.purpose = f.describe() + " (" + p.describe() + ")";
+  d.io = p.dtype;
+  d.window = p.window;
+  const int x = d.add_tensor(p.input(conv_uid::x));
+  const int w = d.add_tensor(p.filter(conv_uid::w));
+  // Each step writes a virtual f32 tensor, except the last, which is y.
+  const int steps = 1 + (f.bias ? 1 : 0) + (f.residual ? 1 : 0) + (f.relu ? 1 : 0);
+  int done = 0;
+  auto next_out = [&]() {
+    ++done;
+    return d.add_tensor(done == steps ? p.output(conv_uid::y, p.dtype) : p.output(0, DType::f32));
+  };
+  int cur = next_out();
+  d.add_op(GraphOpKind::conv_fprop, {x, w}, {cur});
+  if (f.bias) {
+    const int b = d.add_tensor(p.per_channel(conv_uid::bias, f.bias_dtype));
+    const int out = next_out();
+    d.add_op(GraphOpKind::add, {cur, b}, {out});
+    cur = out;
+  }
+  if (f.residual) {
+    const int r = d.add_tensor(p.output(conv_uid::residual, p.dtype));
+    const int out = next_out();
+    d.add_op(GraphOpKind::add, {cur, r}, {out});
+    cur = out;
+  }
+  if (f.relu) {
+    const int out = next_out();
+    d.add_op(GraphOpKind::relu, {cur}, {out});
+    cur = out;
+  }
+  if (f.genstats) {
+    const int sum = d.add_tensor(p.per_channel(conv_uid::sum, DType::f32));
+    const int sq_sum = d.add_tensor(p.per_channel(conv_uid::sq_sum, DType::f32));
+    d.add_op(GraphOpKind::genstats, {cur}, {sum, sq_sum});
+  }
+  return d;
+}
+
+GraphDesc dgrad_graph(const ConvProblem& p) {
+  GraphDesc d;
+  d.purpose = "conv_dgrad (" + p.describe() + ")";
+  d.io = p.dtype;
+  d.window = p.window;
+  const int dy = d.add_tensor(p.output(conv_uid::dy, p.dtype));
+  const int w = d.add_tensor(p.filter(conv_uid::w));
+  const int dx = d.add_tensor(p.input(conv_uid::dx));
+  d.add_op(GraphOpKind::conv_dgrad, {dy, w}, {dx});
+  return d;
+}
+
+GraphDesc wgrad_graph(const ConvProblem& p) {
+  GraphDesc d;
+  d.purpose = "conv_wgrad (" + p.describe() + ")";
+  d.io = p.dtype;
+  d.window = p.window;
+  const int x = d.add_tensor(p.input(conv_uid::x));
+  const int dy = d.add_tensor(p.output(conv_uid::dy, p.dtype));
+  const int dw = d.add_tensor(p.filter(conv_uid::dw));
+  d.add_op(GraphOpKind::conv_wgrad, {x, dy}, {dw});
+  return d;
+}
+
+}  // namespace trident::cuda

@@ -1,0 +1,306 @@
+// Builds, caches and executes the cuDNN graphs that kernels describe in cudnn_graphs.h. The
+// only translation unit of the project that includes cudnn-frontend.
+#include "backends/cuda/cudnn_graphs.h"
+
+#include <cudnn_frontend.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace trident::cuda {
+
+namespace fe = cudnn_frontend;
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+struct CudnnGraph::Impl {
+  fe::graph::Graph graph;
+};
+
+CudnnGraph::CudnnGraph() : impl_(std::make_unique<Impl>()) {}
+CudnnGraph::~CudnnGraph() = default;
+
+namespace {
+
+fe::DataType_t frontend_type(DType t) {
+  switch (t) {
+    case DType::f32: return fe::DataType_t::FLOAT;
+    case DType::f16: return fe::DataType_t::HALF;
+    case DType::bf16: return fe::DataType_t::BFLOAT16;
+    default:
+      throw Error("cuDNN graphs take f32, f16 or bf16 tensors, not " + std::string(dtype_name(t)));
+  }
+}
+
+const char* op_name(GraphOpKind k) {
+  switch (k) {
+    case GraphOpKind::conv_fprop: return "conv_fprop";
+    case GraphOpKind::conv_dgrad: return "conv_dgrad";
+    case GraphOpKind::conv_wgrad: return "conv_wgrad";
+    case GraphOpKind::genstats: return "genstats";
+    case GraphOpKind::add: return "add";
+    case GraphOpKind::mul: return "mul";
+    case GraphOpKind::relu: return "relu";
+  }
+  return "?";
+}
+
+std::vector<int64_t> pair(const std::array<int64_t, 2>& p) { return {p[0], p[1]}; }
+
+// Throws unless the description is well formed (indices in range, uids unique and small).
+void check_desc(const GraphDesc& d) {
+  const int n = static_cast<int>(d.tensors.size());
+  std::vector<bool> produced(n, false), seen_uid(kMaxGraphUid + 1, false);
+  for (const GraphTensor& t : d.tensors) {
+    if (t.uid < 0 || t.uid > kMaxGraphUid)
+      throw Error("graph '" + d.purpose + "': tensor uid " + std::to_string(t.uid) + " is out of range");
+    if (t.uid > 0 && seen_uid[t.uid])
+      throw Error("graph '" + d.purpose + "': tensor uid " + std::to_string(t.uid) + " is used twice");
+    if (t.uid > 0) seen_uid[t.uid] = true;
+    if (t.dims.size() != t.strides.size() || t.dims.empty())
+      throw Error("graph '" + d.purpose + "': a tensor needs as many strides as dims");
+  }
+  for (const GraphOp& op : d.ops)
+    for (int i : op.inputs)
+      if (i < 0 || i >= n) throw Error("graph '" + d.purpose + "': an op reads a tensor that does not exist");
+  for (const GraphOp& op : d.ops)
+    for (int o : op.outputs) {
+      if (o < 0 || o >= n || produced[o])
+        throw Error("graph '" + d.purpose + "': an op writes a missing or already written tensor");
+      produced[o] = true;
+    }
+  for (int i = 0; i < n; ++i)
+    if (!produced[i] && d.tensors[i].uid == 0)
+      throw Error("graph '" + d.purpose + "': an input tensor has no uid to bind it to memory");
+}
+
+// Gives an op's output the description's dims, strides, dtype and uid (or keeps it virtual).
+void describe_output(const TensorPtr& t, const GraphTensor& want, int index) {
+  t->set_name("t" + std::to_string(index)).set_dim(want.dims).set_stride(want.strides);
+  if (want.uid > 0) {
+    t->set_output(true).set_uid(want.uid).set_data_type(frontend_type(want.dtype));
+  } else {
+    t->set_is_virtual(true).set_data_type(fe::DataType_t::FLOAT);
+  }
+}
+
+std::string message(fe::error_t e) { return e.get_message(); }
+
+// Lowers `d` into `g`. Returns "" or what the frontend refused.
+std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
+  g.set_name(d.purpose)
+      .set_io_data_type(frontend_type(d.io))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const int n = static_cast<int>(d.tensors.size());
+  std::vector<bool> produced(n, false);
+  for (const GraphOp& op : d.ops)
+    for (int o : op.outputs) produced[o] = true;
+  std::vector<TensorPtr> t(n);
+  for (int i = 0; i < n; ++i) {
+    if (produced[i]) continue;
+    const GraphTensor& in = d.tensors[i];
+    t[i] = g.tensor(fe::graph::Tensor_attributes()
+                        .set_name("t" + std::to_string(i))
+                        .set_dim(in.dims)
+                        .set_stride(in.strides)
+                        .set_data_type(frontend_type(in.dtype))
+                        .set_uid(in.uid));
+  }
+  const auto f32 = fe::DataType_t::FLOAT;
+  for (size_t k = 0; k < d.ops.size(); ++k) {
+    const GraphOp& op = d.ops[k];
+    const std::string name = std::string(op_name(op.kind)) + std::to_string(k);
+    auto in = [&](size_t j) -> TensorPtr {
+      if (j >= op.inputs.size() || !t[op.inputs[j]])
+        throw Error("graph '" + d.purpose + "': op " + name + " reads a tensor before it is computed");
+      return t[op.inputs[j]];
+    };
+    std::vector<TensorPtr> out;
+    switch (op.kind) {
+      case GraphOpKind::conv_fprop:
+        out.push_back(g.conv_fprop(in(0), in(1),
+                                   fe::graph::Conv_fprop_attributes()
+                                       .set_padding(pair(d.window.padding))
+                                       .set_stride(pair(d.window.stride))
+                                       .set_dilation(pair(d.window.dilation))
+                                       .set_compute_data_type(f32)
+                                       .set_name(name)));
+        break;
+      case GraphOpKind::conv_dgrad:
+        out.push_back(g.conv_dgrad(in(0), in(1),
+                                   fe::graph::Conv_dgrad_attributes()
+                                       .set_padding(pair(d.window.padding))
+                                       .set_stride(pair(d.window.stride))
+                                       .set_dilation(pair(d.window.dilation))
+                                       .set_compute_data_type(f32)
+                                       .set_name(name)));
+        break;
+      case GraphOpKind::conv_wgrad:
+        // The frontend's wgrad takes (dy, x); descriptions list (x, dy) like the IR op.
+        out.push_back(g.conv_wgrad(in(1), in(0),
+                                   fe::graph::Conv_wgrad_attributes()
+                                       .set_padding(pair(d.window.padding))
+                                       .set_stride(pair(d.window.stride))
+                                       .set_dilation(pair(d.window.dilation))
+                                       .set_compute_data_type(f32)
+                                       .set_name(name)));
+        break;
+      case GraphOpKind::genstats: {
+        auto [sum, sq_sum] = g.genstats(in(0), fe::graph::Genstats_attributes().set_compute_data_type(f32).set_name(name));
+        out.push_back(sum);
+        out.push_back(sq_sum);
+        break;
+      }
+      case GraphOpKind::add:
+      case GraphOpKind::mul:
+        out.push_back(g.pointwise(in(0), in(1),
+                                  fe::graph::Pointwise_attributes()
+                                      .set_mode(op.kind == GraphOpKind::add ? fe::PointwiseMode_t::ADD
+                                                                            : fe::PointwiseMode_t::MUL)
+                                      .set_compute_data_type(f32)
+                                      .set_name(name)));
+        break;
+      case GraphOpKind::relu:
+        out.push_back(g.pointwise(
+            in(0), fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD).set_compute_data_type(f32).set_name(name)));
+        break;
+    }
+    if (out.size() != op.outputs.size())
+      throw Error("graph '" + d.purpose + "': op " + name + " has " + std::to_string(out.size()) +
+                  " outputs, the description names " + std::to_string(op.outputs.size()));
+    for (size_t j = 0; j < out.size(); ++j) {
+      describe_output(out[j], d.tensors[op.outputs[j]], op.outputs[j]);
+      t[op.outputs[j]] = out[j];
+    }
+  }
+  return "";
+}
+
+// One attempt at validate → operation graph → plans. Returns "" or the failing step's message.
+std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool deterministic_only, fe::graph::Graph& g) {
+  if (std::string why = lower(d, g); !why.empty()) return why;
+  if (auto e = g.validate(); e.is_bad()) return "validate: " + message(e);
+  if (auto e = g.build_operation_graph(handle); e.is_bad()) return "build_operation_graph: " + message(e);
+  if (auto e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}); e.is_bad())
+    return "create_execution_plans: " + message(e);
+  if (deterministic_only) g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
+  if (auto e = g.check_support(); e.is_bad()) return "check_support: " + message(e);
+  if (auto e = g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
+    return "build_plans: " + message(e);
+  return "";
+}
+
+}  // namespace
+
+std::string GraphDesc::key() const {
+  std::ostringstream k;
+  k << "io=" << dtype_name(io) << " pad=" << window.padding[0] << "," << window.padding[1]
+    << " stride=" << window.stride[0] << "," << window.stride[1] << " dil=" << window.dilation[0] << ","
+    << window.dilation[1] << " |";
+  for (const GraphTensor& t : tensors) {
+    k << " t" << t.uid << ":" << dtype_name(t.dtype) << "[";
+    for (int64_t v : t.dims) k << v << ",";
+    k << "/";
+    for (int64_t v : t.strides) k << v << ",";
+    k << "]";
+  }
+  k << " |";
+  for (const GraphOp& op : ops) {
+    k << " " << op_name(op.kind) << "(";
+    for (int i : op.inputs) k << i << ",";
+    k << "->";
+    for (int o : op.outputs) k << o << ",";
+    k << ")";
+  }
+  return k.str();
+}
+
+std::shared_ptr<CudnnGraph> CudnnGraph::build(const GraphDesc& desc, cudnnHandle_t handle,
+                                              bool prefer_deterministic) {
+  check_desc(desc);
+  std::shared_ptr<CudnnGraph> built(new CudnnGraph());
+  built->purpose_ = desc.purpose;
+  built->deterministic_ = prefer_deterministic;
+  std::string why = try_build(desc, handle, prefer_deterministic, built->impl_->graph);
+  if (!why.empty() && prefer_deterministic) {
+    // No deterministic engine: take any (re-running may then differ in the last bits).
+    built->impl_ = std::make_unique<Impl>();
+    built->deterministic_ = false;
+    const std::string second = try_build(desc, handle, false, built->impl_->graph);
+    if (!second.empty()) throw Error("cuDNN cannot run " + desc.purpose + ": " + second);
+  } else if (!why.empty()) {
+    throw Error("cuDNN cannot run " + desc.purpose + ": " + why);
+  }
+  fe::graph::Graph& g = built->impl_->graph;
+  int64_t ws = 0;
+  if (auto e = g.get_workspace_size(ws); e.is_bad())
+    throw Error("cuDNN workspace query for " + desc.purpose + ": " + message(e));
+  built->workspace_bytes_ = static_cast<size_t>(std::max<int64_t>(ws, 0));
+  std::string plan;
+  if (g.get_plan_name(plan).is_good()) built->plan_name_ = plan;
+  for (int64_t uid : g.get_variant_pack_uids_sorted()) {
+    if (uid <= 0 || uid > kMaxGraphUid)
+      throw Error("cuDNN plan for " + desc.purpose + " reads tensor uid " + std::to_string(uid) +
+                  ", which the description never bound");
+    built->user_uids_.push_back(static_cast<int>(uid));
+  }
+  return built;
+}
+
+void CudnnGraph::execute(cudnnHandle_t handle, const std::array<void*, kMaxGraphUid + 1>& pointers_by_uid,
+                         void* workspace) const {
+  std::array<void*, kMaxGraphUid + 1> sorted{};
+  const int n = static_cast<int>(user_uids_.size());
+  for (int i = 0; i < n; ++i) {
+    sorted[i] = pointers_by_uid[user_uids_[i]];
+    if (!sorted[i])
+      throw Error("cuDNN graph " + purpose_ + " ran without a pointer for tensor uid " + std::to_string(user_uids_[i]));
+  }
+  if (workspace_bytes_ > 0 && !workspace)
+    throw Error("cuDNN graph " + purpose_ + " needs a workspace and got none");
+  auto e = impl_->graph.execute(handle, sorted.data(), n, workspace);
+  if (e.is_bad()) throw Error("cuDNN failed to execute " + purpose_ + ": " + message(e));
+}
+
+GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc) {
+  const std::string key = ctx.signature_prefix() + "graph/" + desc.key();
+  auto entry = ctx.cached<GraphBuild>(key, [&] {
+    auto made = std::make_shared<GraphBuild>();
+    try {
+      made->graph = CudnnGraph::build(desc, ctx.cudnn());
+      if (verbose())
+        verbose_note("built " + desc.purpose + " with plan " + made->graph->plan_name() +
+                     (made->graph->deterministic() ? "" : " (no deterministic engine)") + ", workspace " +
+                     std::to_string(made->graph->workspace_bytes()) + " bytes");
+    } catch (const Error& e) {
+      made->failure = e.what();
+      if (verbose()) verbose_note(made->failure);
+    } catch (const std::exception& e) {  // the frontend's json or allocation failures
+      made->failure = "cuDNN cannot build " + desc.purpose + ": " + e.what();
+      if (verbose()) verbose_note(made->failure);
+    }
+    return made;
+  });
+  return *entry;
+}
+
+bool verbose() {
+  static const bool on = [] {
+    const char* v = std::getenv("TRIDENT_VERBOSE");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+void verbose_note(const std::string& line) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  std::cerr << "trident cuda: " << line << "\n";
+}
+
+}  // namespace trident::cuda

@@ -1,0 +1,117 @@
+// cuDNN graphs without the cudnn-frontend headers: a kernel describes the graph it wants as
+// plain data (tensors and ops), and this wrapper builds it once per context through
+// cudnn-frontend, caches it under the description's full signature, and executes it with the
+// device pointers of the run. The frontend is included only by cudnn_graphs.cpp, because its
+// headers are slow to compile.
+#pragma once
+#include <cudnn.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_context.h"
+#include "core/dtype.h"
+
+namespace trident::cuda {
+
+// One tensor of a graph, in cuDNN's logical order ([N,C,H,W] for activations, [K,C/g,R,S] for
+// filters) with the strides of its real layout. uid > 0: bound to a pointer at execute time;
+// uid == 0: a virtual intermediate that never reaches memory (computed in f32).
+struct GraphTensor {
+  int uid = 0;
+  std::vector<int64_t> dims, strides;
+  DType dtype = DType::f32;
+};
+
+enum class GraphOpKind {
+  conv_fprop,  // inputs x, w → y
+  conv_dgrad,  // inputs dy, w → dx
+  conv_wgrad,  // inputs x, dy → dw
+  genstats,    // input x → per-channel Σx and Σx² (f32, dims [1,C,1,1])
+  add,         // a + b (b may broadcast, e.g. a [1,C,1,1] bias)
+  mul,         // a · b
+  relu,        // max(a, 0)
+};
+
+struct GraphOp {
+  GraphOpKind kind = GraphOpKind::add;
+  std::vector<int> inputs;   // indices into GraphDesc::tensors
+  std::vector<int> outputs;  // indices into GraphDesc::tensors
+};
+
+// The window of the graph's convolution (every graph here has at most one).
+struct ConvWindow {
+  std::array<int64_t, 2> padding{0, 0}, stride{1, 1}, dilation{1, 1};
+};
+
+// Uids bound at execute time are small: pointers are passed in an array indexed by uid.
+inline constexpr int kMaxGraphUid = 15;
+
+struct GraphDesc {
+  std::string purpose;  // "conv_fprop+bias+relu of node 'conv1'": for messages, not in key()
+  DType io = DType::f32;
+  std::vector<GraphTensor> tensors;
+  std::vector<GraphOp> ops;
+  ConvWindow window;
+
+  // Index of a new tensor.
+  int add_tensor(GraphTensor t) {
+    tensors.push_back(std::move(t));
+    return static_cast<int>(tensors.size()) - 1;
+  }
+  void add_op(GraphOpKind kind, std::vector<int> in, std::vector<int> out) {
+    ops.push_back({kind, std::move(in), std::move(out)});
+  }
+  // Everything the built plan depends on, as text (the cache key without the GPU prefix).
+  std::string key() const;
+};
+
+// A built graph with its chosen plan. Immutable after build: one graph may serve many
+// kernels (identical nodes share it through the context's cache) and executes concurrently.
+class CudnnGraph {
+ public:
+  ~CudnnGraph();
+  // Builds the graph on `handle` (heuristics A, then the fallback list). With
+  // `prefer_deterministic`, engines cuDNN marks non-deterministic are skipped unless no other
+  // engine runs the graph. Throws an Error saying what cuDNN rejected.
+  static std::shared_ptr<CudnnGraph> build(const GraphDesc& desc, cudnnHandle_t handle,
+                                           bool prefer_deterministic = true);
+
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  const std::string& plan_name() const { return plan_name_; }
+  // Whether the plan was chosen among the engines cuDNN does not mark non-deterministic.
+  bool deterministic() const { return deterministic_; }
+
+  // Runs on the stream bound to `handle`. pointers_by_uid[u] is the device pointer of the
+  // tensor with uid u; `workspace` holds at least workspace_bytes(). No synchronisation.
+  void execute(cudnnHandle_t handle, const std::array<void*, kMaxGraphUid + 1>& pointers_by_uid,
+               void* workspace) const;
+
+ private:
+  struct Impl;
+  CudnnGraph();
+  std::unique_ptr<Impl> impl_;
+  std::vector<int> user_uids_;  // the uids the plan reads, in the order execute passes them
+  size_t workspace_bytes_ = 0;
+  std::string plan_name_, purpose_;
+  bool deterministic_ = true;
+};
+
+// The outcome of building a description: the graph, or why cuDNN refused it.
+struct GraphBuild {
+  std::shared_ptr<const CudnnGraph> graph;
+  std::string failure;  // empty when graph is set
+};
+
+// The graph for `desc` from ctx's cache, built on ctx.cudnn() on a miss. Failures are cached
+// too, so identical nodes do not pay for a refused build twice.
+GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc);
+
+// Whether TRIDENT_VERBOSE is set: kernels then say which path (fused graph or fallback) they took.
+bool verbose();
+void verbose_note(const std::string& line);
+
+}  // namespace trident::cuda

@@ -1,0 +1,79 @@
+// Host launchers of the batchnorm kernels (device/batchnorm.cu) over NHWC activations seen as
+// [M = N·H·W, C]. Per-channel sums use a deterministic two-phase reduction: blocks over
+// (channel tile × row chunk) write f64 partial sums to the workspace, a finalize kernel adds
+// them per channel in chunk order, and an apply kernel walks the activations once more.
+// Results are therefore bitwise identical from run to run. Per-channel tensors (parameters,
+// statistics, their gradients) may be f32 or the activation's dtype: each carries its type.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cuda/device/launch.h"
+
+namespace trident::cuda::device {
+
+// A per-channel tensor [C] and its storage type.
+struct ChannelTensor {
+  void* data = nullptr;
+  ElemType type = ElemType::f32;
+};
+
+// How the [M, C] reduction is split; made once per node by plan_channel_reduction.
+struct ChannelReductionPlan {
+  int64_t M = 0, C = 0;
+  unsigned tile_channels = 32, tile_rows = 8;  // block shape: channels × rows (a 256-thread block)
+  unsigned channel_tiles = 1, row_chunks = 1;  // grid of the partial-sum kernel
+  int64_t rows_per_chunk = 0;
+  size_t workspace_bytes = 0;  // partial sums, then four f32 coefficients per channel
+};
+ChannelReductionPlan plan_channel_reduction(int64_t M, int64_t C, int sm_count);
+
+// Training forward: batch mean and biased variance, saved_mean / saved_invstd, running
+// statistics updated in place with `momentum` (unbiased variance), then y = x̂·γ + β.
+struct BatchNormTrainArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+  ChannelTensor gamma, beta, running_mean, running_var;  // inputs
+  ChannelTensor saved_mean, saved_invstd, running_mean_out, running_var_out;
+  double eps = 1e-5, momentum = 0.1;
+};
+void launch_batchnorm_train(ElemType act, const ChannelReductionPlan& plan, const BatchNormTrainArgs& args,
+                            void* workspace, cudaStream_t stream);
+
+// Inference forward from the running statistics: one kernel, no workspace.
+struct BatchNormInferArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+  ChannelTensor gamma, beta, running_mean, running_var;
+  double eps = 1e-5;
+};
+void launch_batchnorm_infer(ElemType act, const ChannelReductionPlan& plan, const BatchNormInferArgs& args,
+                            cudaStream_t stream);
+
+// Training backward. With relu_output set (batchnorm_relu_backward) the incoming gradient is
+// first masked, dz = dy·(y > 0), and written to dresidual when that is set as well.
+struct BatchNormBackwardArgs {
+  const void* x = nullptr;            // the batchnorm's input (conv_out for the fused op)
+  const void* dy = nullptr;
+  const void* relu_output = nullptr;  // y of the fused op, or null
+  void* dx = nullptr;
+  void* dresidual = nullptr;          // or null
+  ChannelTensor gamma, saved_mean, saved_invstd, dgamma, dbeta;
+};
+void launch_batchnorm_backward(ElemType act, const ChannelReductionPlan& plan, const BatchNormBackwardArgs& args,
+                               void* workspace, cudaStream_t stream);
+
+// fold_batchnorm: w [K, per_k] → w·γ/√(σ²+ε) per row k, b' = (b − μ)·γ/√(σ²+ε) + β.
+struct FoldBatchNormArgs {
+  const void* w = nullptr;
+  void* w_folded = nullptr;
+  ElemType w_type = ElemType::f32;
+  int64_t K = 0, per_k = 0;
+  ChannelTensor gamma, beta, mean, var, bias /* data null when absent */, b_folded;
+  double eps = 1e-5;
+};
+void launch_fold_batchnorm(const FoldBatchNormArgs& args, cudaStream_t stream);
+
+}  // namespace trident::cuda::device

@@ -1,0 +1,69 @@
+// Mixed precision (AMP): with CompileOptions::precision f16 or bf16, activations and the
+// operands of convolutions and linear layers become reduced precision, while parameters stay
+// f32 master copies, BN parameters and statistics stay f32 (BN reads f16 x with f32 gamma),
+// and the loss is reduced in f32. The pass inserts one `cast` per source value that needs it
+// (a weight's f16 copy, the images) right before its first reader, then re-infers every
+// node's output dtypes in order, so the change flows through the graph by the ops' own rules.
+// Training runs it before autodiff: a cast's backward casts gradients back to f32. The logits
+// leave the graph as f32 (a cast), so callers read the same dtype at every precision.
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "ir/op_registry.h"
+#include "passes/pass.h"
+
+namespace trident::passes {
+
+namespace {
+
+// Inputs that stay f32 under mixed precision: per-channel BN parameters and statistics.
+bool keeps_f32(const ir::Node& n, size_t input) {
+  if (n.op == "batchnorm2d") return input >= 1;
+  if (n.op == "cbr" || n.op == "cbar") return input >= 2 && input <= 5;
+  if (n.op == "fold_batchnorm") return true;  // folds in f32; its results are cast by readers
+  return false;
+}
+
+}  // namespace
+
+void assign_precision(ir::Graph& g, PassContext& ctx) {
+  const DType low = ctx.options.precision;
+  if (low == DType::f32) return;
+  if (low != DType::f16 && low != DType::bf16)
+    throw Error("precision " + std::string(dtype_name(low)) + " is not a mixed precision (use f16 or bf16)");
+  const std::string low_name(dtype_name(low));
+  std::map<int, int> cast_of;  // source value → its reduced-precision copy
+  std::vector<int> order;
+  const std::vector<int> forward = g.order();  // a copy: add_node appends to the order
+  for (int nid : forward) {
+    for (size_t i = 0; i < g.node(nid).inputs.size(); ++i) {
+      const int v = g.node(nid).inputs[i];
+      if (g.value(v).dtype != DType::f32 || keeps_f32(g.node(nid), i)) continue;
+      auto it = cast_of.find(v);
+      if (it == cast_of.end()) {
+        const int c = g.add_node1("cast", {v}, {{"dtype", low_name}}, g.value(v).name + "." + low_name);
+        order.push_back(g.num_nodes() - 1);
+        it = cast_of.emplace(v, c).first;
+      }
+      g.node(nid).inputs[i] = it->second;
+    }
+    ir::Node& n = g.node(nid);
+    const std::vector<ir::TypeInfo> types = ir::OpRegistry::get(n.op).infer(n, g);
+    for (size_t k = 0; k < n.outputs.size() && k < types.size(); ++k) g.value(n.outputs[k]).dtype = types[k].dtype;
+    order.push_back(nid);
+  }
+  g.set_order(std::move(order));
+
+  // The logits leave the graph in f32 (the trainer's accuracy and `infer --output` read f32).
+  if (ctx.logits >= 0 && g.value(ctx.logits).dtype != DType::f32) {
+    const int f32 = g.add_node1("cast", {ctx.logits}, {{"dtype", std::string("f32")}}, "logits.f32");
+    std::vector<int> outs = g.outputs();
+    for (int& o : outs)
+      if (o == ctx.logits) o = f32;
+    g.set_outputs(outs);
+    ctx.logits = f32;
+  }
+}
+
+}  // namespace trident::passes

@@ -1,0 +1,168 @@
+// The cuda cbr and cbar kernels (conv + genstats graph or conv + channel sums, finalize,
+// apply) against their registered decomposition (conv2d → batchnorm2d → [add] → relu) on
+// cpu_ref: y, conv_out, the saved statistics and the running statistics updated in place,
+// in f32 (TF32 allowed, so the f16 row) and f16, with and without conv bias, for 3×3, strided
+// 1×1 and three-input-channel convolutions; re-runs are bitwise identical. Every test skips,
+// saying why, where there is no GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ir/graph.h"
+#include "ir/op_registry.h"
+#include "support/gpu_compare.h"
+#include "support/graph_runner.h"
+
+#ifdef TRIDENT_HAVE_CUDA
+#include "backends/cuda/conv_forward.h"
+#endif
+
+namespace trident {
+namespace {
+
+using ir::Attrs;
+using test_support::compare_with_cpu_ref;
+using test_support::GraphRunner;
+
+struct CbrCase {
+  std::string name;
+  Shape x, w;
+  int64_t stride = 1, pad = 0;
+};
+
+std::vector<CbrCase> cbr_cases() {
+  return {
+      {"k3_pad1", {4, 8, 8, 16}, {32, 3, 3, 16}, 1, 1},
+      {"k1_stride2", {4, 8, 8, 16}, {24, 1, 1, 16}, 2, 0},
+      {"three_input_channels", {4, 8, 8, 3}, {16, 3, 3, 3}, 1, 1},
+      // The layers of resnet_cifar at batch 8: per-channel reductions over 8192 and 512 rows.
+      {"resnet_cifar_stage1", {8, 32, 32, 16}, {16, 3, 3, 16}, 1, 1},
+      {"resnet_cifar_stage3", {8, 8, 8, 64}, {64, 3, 3, 64}, 1, 1},
+  };
+}
+
+Shape output_shape(const CbrCase& c) {
+  auto extent = [&](int64_t in, int64_t k) { return (in + 2 * c.pad - (k - 1) - 1) / c.stride + 1; };
+  return {c.x[0], extent(c.x[1], c.w[1]), extent(c.x[2], c.w[2]), c.w[0]};
+}
+
+// A graph holding one cbr/cbar node named "fused"; inputs x, w, gamma, beta, running_mean,
+// running_var, [residual], [b].
+ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType dt) {
+  ir::Graph g;
+  const Shape k{c.w[0]};
+  std::vector<int> in{g.add_input("x", c.x, dt),
+                      g.add_parameter("w", c.w, {}, dt),
+                      g.add_parameter("gamma", k, {}, dt),
+                      g.add_parameter("beta", k, {}, dt),
+                      g.add_state("running_mean", k, {}, dt),
+                      g.add_state("running_var", k, {}, dt)};
+  if (op == "cbar") in.push_back(g.add_input("residual", output_shape(c), dt));
+  if (bias) in.push_back(g.add_parameter("b", k, {}, dt));
+  Attrs a{{"stride", std::vector<int64_t>{c.stride, c.stride}},
+          {"padding", std::vector<int64_t>{c.pad, c.pad}},
+          {"eps", 1e-5},
+          {"momentum", 0.1}};
+  g.add_node(op, in, a, "fused");
+  return g;
+}
+
+// The same graph with the fused node replaced by its registered decomposition, whose values
+// take the fused outputs' names (so the comparison finds them).
+ir::Graph decomposed_graph(const std::string& op, const CbrCase& c, bool bias) {
+  ir::Graph g = fused_graph(op, c, bias, DType::f32);
+  const ir::Node fused = g.node(g.order().back());
+  const std::vector<int> outs = ir::OpRegistry::get(op).decompose(g, fused);
+  g.remove_from_order({fused.id});
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const std::string name = g.value(fused.outputs[i]).name;
+    g.value(fused.outputs[i]).name = name + ".unused";
+    if (outs[i] != fused.outputs[i]) g.value(outs[i]).name = name;
+  }
+  return g;
+}
+
+// The outputs compared: the fused node's y, conv_out and saved statistics, and the running
+// statistics (state, updated in place by both graphs).
+std::vector<std::string> compared_values() {
+  return {"fused.y", "fused.conv_out", "fused.saved_mean", "fused.saved_invstd", "running_mean", "running_var"};
+}
+
+#ifdef TRIDENT_HAVE_CUDA
+std::string kernel_path(const ir::Graph& g) {
+  auto ctx = KernelRegistry::make_context("cuda");
+  auto kernel = KernelRegistry::make("cuda", g.node(g.order().back()), g, *ctx);
+  auto* report = dynamic_cast<cuda::ReportsPath*>(kernel.get());
+  return report ? report->path() : "(kernel does not report its path)";
+}
+#endif
+
+class GpuCbr : public ::testing::TestWithParam<std::tuple<std::string, CbrCase, DType>> {};
+
+TEST_P(GpuCbr, MatchesDecompositionOnCpuRef) {
+  TRIDENT_REQUIRE_GPU();
+  const auto& [op, c, dt] = GetParam();
+  for (bool bias : {false, true}) {
+    SCOPED_TRACE(bias ? "with conv bias" : "without conv bias");
+    const ir::Graph gpu = fused_graph(op, c, bias, dt);
+#ifdef TRIDENT_HAVE_CUDA
+    const std::string path = kernel_path(gpu);
+    std::cout << op << " " << c.name << " " << dtype_name(dt) << (bias ? " +bias" : "") << ": " << path << "\n";
+    RecordProperty(bias ? "path_with_bias" : "path", path);
+#endif
+    compare_with_cpu_ref(gpu, decomposed_graph(op, c, bias), compared_values(), DType::f16, 51);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuCbr,
+                         ::testing::Combine(::testing::Values(std::string("cbr"), std::string("cbar")),
+                                            ::testing::ValuesIn(cbr_cases()),
+                                            ::testing::Values(DType::f32, DType::f16)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param).name + "_" +
+                                  std::string(dtype_name(std::get<2>(info.param)));
+                         });
+
+TEST(GpuCbrDeterminism, RerunsAreBitwiseIdentical) {
+  TRIDENT_REQUIRE_GPU();
+  for (DType dt : {DType::f32, DType::f16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    const ir::Graph g = fused_graph("cbar", cbr_cases()[0], true, dt);
+    GraphRunner runner(g, "cuda");
+    runner.randomize(61);
+    // y, conv_out and the saved statistics do not depend on the running statistics, which
+    // every run updates.
+    const std::vector<int>& outs = g.node(g.order().back()).outputs;
+    runner.run();
+    std::vector<std::vector<std::byte>> first;
+    for (int i = 0; i < 4; ++i) {
+      TensorView t = runner.view(outs[i]);
+      first.emplace_back(static_cast<std::byte*>(t.data), static_cast<std::byte*>(t.data) + t.bytes());
+    }
+    runner.run(2);
+    for (int i = 0; i < 4; ++i) {
+      TensorView t = runner.view(outs[i]);
+      EXPECT_EQ(0, std::memcmp(first[i].data(), t.data, t.bytes())) << g.value(outs[i]).name << " changed on re-run";
+    }
+  }
+}
+
+TEST(GpuCbrChecks, RejectsASingleValuePerChannel) {
+  TRIDENT_REQUIRE_GPU();
+  const CbrCase one{"one_pixel", {1, 1, 1, 8}, {8, 1, 1, 8}, 1, 0};
+  const ir::Graph g = fused_graph("cbr", one, false, DType::f32);
+  auto ctx = KernelRegistry::make_context("cuda");
+  try {
+    KernelRegistry::make("cuda", g.node(g.order().back()), g, *ctx);
+    FAIL() << "a cbr over one value per channel must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fused"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace trident
