@@ -30,6 +30,10 @@ class Kernel {
   // blocked weight layouts) instead of in every run().
   void set_constant_weights(bool on) { constant_weights_ = on; }
   virtual void prepare(const KernelArgs&) {}
+  // How this kernel runs, where its backend chose between ways (e.g. one cuDNN graph, or a
+  // convolution plus an element-wise kernel because cuDNN refused the fused graph); empty
+  // when there is nothing to choose. `trident explain --device` lists these.
+  virtual std::string implementation() const { return {}; }
 
  protected:
   bool constant_weights_ = false;

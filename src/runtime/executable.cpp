@@ -36,10 +36,17 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
   exe->plan_ = std::move(c.plan);
 
   exe->ctx_ = KernelRegistry::make_context(options.backend);
+  // TRIDENT_POISON_ARENA=1 fills intermediate tensors with NaN before the first step, so a
+  // kernel that reads an element nothing wrote shows up as NaN instead of as stale zeros.
+  const char* poison = std::getenv("TRIDENT_POISON_ARENA");
   for (int b = 1; b < plan::kNumBuffers; ++b) {
     size_t bytes = std::max<size_t>(exe->plan_.buffer_bytes[b], plan::kAlignment);
     exe->buffers_[b] = std::unique_ptr<std::byte[], ContextFree>(
         static_cast<std::byte*>(exe->ctx_->allocate(bytes)), ContextFree{exe->ctx_.get()});
+    if (poison && std::string(poison) == "1" && b == static_cast<int>(plan::Buffer::Arena)) {
+      const std::vector<std::byte> nan(bytes, std::byte{0xff});
+      exe->ctx_->copy_to_device(exe->buffers_[b].get(), nan.data(), bytes);
+    }
   }
   const ir::Graph& g = exe->graph_;
   for (int nid : g.order()) {
@@ -74,6 +81,19 @@ void Executable::run() {
       rethrow_with_node(e, s.args.node, options_.mode);
     }
   }
+}
+
+void Executable::run_until(const std::string& node) {
+  if (!prepared_) prepare();
+  for (Bound& s : steps_) {
+    try {
+      s.kernel->run(s.args);
+    } catch (const Error& e) {
+      rethrow_with_node(e, s.args.node, options_.mode);
+    }
+    if (s.args.node.name == node) return;
+  }
+  throw Error("the compiled step has no node named '" + node + "'");
 }
 
 void Executable::prepare() {
@@ -242,6 +262,16 @@ size_t Executable::import_weights(const WeightMap& weights, bool strict) {
   }
   prepared_ = false;
   return loaded;
+}
+
+std::vector<std::pair<std::string, std::string>> Executable::kernel_implementations() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto* steps : {&hoisted_steps_, &steps_})
+    for (const Bound& s : *steps) {
+      std::string how = s.kernel->implementation();
+      if (!how.empty()) out.emplace_back(s.args.node.name, std::move(how));
+    }
+  return out;
 }
 
 int64_t Executable::parameter_count() const {

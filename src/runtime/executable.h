@@ -40,6 +40,9 @@ class Executable {
   // Recomputes hoisted results (folded weights) from the current parameters and state.
   // init_parameters and copy_weights_from call it; call it after writing weights directly.
   void prepare();
+  // Runs the step's nodes up to and including the node named `node` (tracing a wrong result
+  // to a layer: intermediate tensors are still intact there). An Error if there is no such step.
+  void run_until(const std::string& node);
   // Like run(), adding each node's wall time (seconds) to `seconds_per_node` (by step index).
   void run_profiled(std::vector<double>& seconds_per_node);
 
@@ -78,6 +81,8 @@ class Executable {
   int loss() const { return loss_; }      // -1 for inference
   int logits() const { return logits_; }
   const std::vector<std::pair<int, int>>& param_grads() const { return param_grads_; }
+  // (node name, implementation) for every kernel that reports how it runs (Kernel::implementation).
+  std::vector<std::pair<std::string, std::string>> kernel_implementations() const;
   int64_t parameter_count() const;
   size_t total_bytes() const;  // all buffers together
 

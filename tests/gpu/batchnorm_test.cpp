@@ -19,8 +19,10 @@ using ir::Attrs;
 using test_support::compare_with_cpu_ref;
 using test_support::check_against_reference;
 using test_support::GraphBuild;
-// N·H·W from 6 (smaller than a block of rows) to 25 088 (many row chunks), C from 3 to 64.
-const std::vector<Shape> kShapes = {{2, 1, 3, 3}, {3, 5, 7, 10}, {8, 14, 14, 64}, {32, 28, 28, 3}, {2, 9, 9, 130}};
+// N·H·W from 6 (smaller than a block of rows) to 25 088 (many row chunks), C from 3 to 130,
+// and resnet_cifar's stage shapes at batch 8.
+const std::vector<Shape> kShapes = {{2, 1, 3, 3},     {3, 5, 7, 10},    {8, 14, 14, 64}, {32, 28, 28, 3},
+                                    {2, 9, 9, 130},   {8, 32, 32, 16},  {8, 16, 16, 32}, {8, 8, 8, 64}};
 
 // Per-channel tensors share the activation dtype, as the IR's shape inference gives them.
 ir::Graph bn_forward(DType d, const Shape& s, bool training) {

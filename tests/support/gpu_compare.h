@@ -58,7 +58,7 @@ inline void expect_close_scaled(const std::vector<double>& got, const std::vecto
 // ‖got − ref‖₂ / ‖ref‖₂ ≤ the row's rtol: for whole training steps, where reduced precision
 // moves individual gradient elements by more than the element-wise row while the tensor as a
 // whole stays within it (the measure of METHOD-style checks: norm of the error over the norm).
-inline void expect_close_norm(const std::vector<double>& got, const std::vector<double>& ref, DType row,
+inline void expect_close_norm(const std::vector<double>& got, const std::vector<double>& ref, double tol,
                               const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   double err = 0, norm = 0;
@@ -68,7 +68,11 @@ inline void expect_close_norm(const std::vector<double>& got, const std::vector<
     norm += ref[i] * ref[i];
   }
   const double rel = std::sqrt(err) / std::max(std::sqrt(norm), 1e-30);
-  EXPECT_LE(rel, tolerance(row).rtol) << what << ": relative L2 error " << rel;
+  EXPECT_LE(rel, tol) << what << ": relative L2 error " << rel;
+}
+inline void expect_close_norm(const std::vector<double>& got, const std::vector<double>& ref, DType row,
+                              const std::string& what) {
+  expect_close_norm(got, ref, tolerance(row).rtol, what);
 }
 
 // Runs `gpu` on cuda and `ref` (same value names, f32 where `gpu` has f16/bf16) on cpu_ref.

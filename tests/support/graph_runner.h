@@ -75,9 +75,15 @@ class GraphRunner {
   // Runs every node once; `repeats` > 1 runs the whole graph again (cache and re-run checks).
   void run(int repeats = 1) {
     const bool dev = ctx_->on_device();
+    // Device outputs start as NaN (all bits set), so an element a kernel forgets to write
+    // fails the comparison instead of passing as the zero of fresh memory.
     if (dev)
-      for (int v = 0; v < g_.num_values(); ++v)
-        if (root_[v] == v) ctx_->copy_to_device(device_[v], storage_[v].data(), storage_[v].size());
+      for (int v = 0; v < g_.num_values(); ++v) {
+        if (root_[v] != v) continue;
+        const bool produced = g_.value(v).role == ir::ValueRole::Activation && g_.value(v).dtype != DType::i32;
+        const std::vector<std::byte> poison(produced ? storage_[v].size() : 0, std::byte{0xff});
+        ctx_->copy_to_device(device_[v], produced ? poison.data() : storage_[v].data(), storage_[v].size());
+      }
     std::vector<std::pair<std::unique_ptr<Kernel>, KernelArgs>> steps;
     for (int nid : g_.order()) {
       const ir::Node& n = g_.node(nid);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "compile_flags.h"
@@ -10,6 +11,7 @@
 #include "core/error.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
+#include "runtime/executable.h"
 #include "runtime/fusion_report.h"
 
 namespace trident::cli {
@@ -25,6 +27,8 @@ struct Options {
   bool json = false;
   std::string dot;
   CompileFlags flags;
+  DeviceFlags device;
+  std::string backend = default_backend();
 };
 
 int run_explain(Options o) {
@@ -37,12 +41,34 @@ int run_explain(Options o) {
   opt.dump_dir = o.flags.dump_dir;
   ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
   runtime::FusionReport r = runtime::explain(o.model, model, opt);
+  // With a device, the kernels are built too, and those that chose a way to run say which
+  // (on the GPU: one cuDNN graph, or a convolution plus a fused element-wise kernel).
+  std::vector<std::pair<std::string, std::string>> kernels;
+  if (o.device.device != "cpu") {
+    opt.backend = resolve_device(o.device, o.backend);
+    opt.precision = precision_dtype(o.device);
+    opt.dump_dir.clear();
+    kernels = runtime::Executable::compile(model, opt)->kernel_implementations();
+  }
   if (!o.dot.empty()) {
     const std::string dot = runtime::report_dot(r);
     write_file_atomically(o.dot, dot.data(), dot.size());
   }
-  if (o.json) std::cout << runtime::report_json(r).dump() << "\n";
-  else std::cout << runtime::report_text(r);
+  if (o.json) {
+    nlohmann::json j = runtime::report_json(r);
+    if (o.device.device != "cpu") {
+      j["backend"] = opt.backend;
+      j["kernels"] = nlohmann::json::array();
+      for (const auto& [node, how] : kernels) j["kernels"].push_back({{"node", node}, {"implementation", how}});
+    }
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << runtime::report_text(r);
+  if (o.device.device != "cpu") {
+    std::cout << "\nkernels on backend " << opt.backend << " that chose how to run (" << kernels.size() << "):\n";
+    for (const auto& [node, how] : kernels) std::cout << "  " << node << ": " << how << "\n";
+  }
   return 0;
 }
 
@@ -58,6 +84,7 @@ Runner add_explain_command(CLI::App& app) {
   sub->add_option("--batch", o->batch, "Batch size for the byte counts")->check(CLI::Range(1, 65536))->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");
+  add_device_options(sub, o->device);
   add_compile_flags(sub, o->flags);
   return [o] { return run_explain(*o); };
 }

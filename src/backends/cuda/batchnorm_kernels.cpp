@@ -45,7 +45,7 @@ class BatchNormForward final : public Kernel {
     for (size_t i = 1; i < 5; ++i) in_types_[i - 1] = channel_type(node, input_value(node, g, i), C, in_names[i]);
     eps_ = node.attrs.f("eps", 1e-5);
     momentum_ = node.attrs.f("momentum", 0.1);
-    plan_ = device::plan_channel_reduction(M, C, ctx.sm_count());
+    plan_ = device::plan_channel_reduction(M, C, act_, ctx.sm_count());
     if (training_) {
       if (M < 2)
         fail(node, "training needs more than one value per channel (N·H·W = " + std::to_string(M) +
@@ -126,7 +126,7 @@ class BatchNormBackward final : public Kernel {
     invstd_t_ = channel_type(node, input_value(node, g, kGamma + 2), C, "saved_invstd");
     dgamma_t_ = channel_type(node, output_value(node, g, 1), C, "dgamma");
     dbeta_t_ = channel_type(node, output_value(node, g, 2), C, "dbeta");
-    plan_ = device::plan_channel_reduction(M, C, ctx.sm_count());
+    plan_ = device::plan_channel_reduction(M, C, act_, ctx.sm_count());
     ctx.reserve_workspace(0, plan_.workspace_bytes);
   }
 

@@ -113,6 +113,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
   // True when cuDNN refused conv+genstats and the statistics come from the channel-sums kernel.
   bool fell_back() const override { return !stats_graph_; }
   std::string path() const override { return path_; }
+  std::string implementation() const override { return path_; }
 
  private:
   void enqueue(const KernelArgs& a) {

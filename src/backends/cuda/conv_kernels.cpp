@@ -90,6 +90,7 @@ class ConvForwardKernel final : public Kernel, public ReportsPath {
 
   bool fell_back() const override { return conv_->fell_back(); }
   std::string path() const override { return conv_->path(); }
+  std::string implementation() const override { return conv_->path(); }
 
  private:
   CudaContext* ctx_ = nullptr;

@@ -1,6 +1,8 @@
 // Device, streams, handles, workspaces and the plan cache of the "cuda" backend.
 #include "backends/cuda/cuda_context.h"
 
+#include <cstdlib>
+
 #include "backends/cuda/cuda_check.h"
 
 namespace trident::cuda {
@@ -128,6 +130,10 @@ void* CudaContext::workspace(int slot) {
   }
   void* p = nullptr;
   check(cudaMalloc(&p, std::max<size_t>(want, 256)), "allocating a " + std::to_string(want >> 20) + " MiB workspace");
+  // TRIDENT_POISON_ARENA=1 (see Executable::compile): scratch starts as NaN too, so a kernel
+  // that reads workspace it did not write fails visibly.
+  if (const char* poison = std::getenv("TRIDENT_POISON_ARENA"); poison && std::string(poison) == "1")
+    check(cudaMemsetAsync(p, 0xff, std::max<size_t>(want, 256), stream_), "poisoning a workspace");
   std::lock_guard<std::mutex> lock(mu_);
   workspace_[slot] = p;
   allocated_[slot] = std::max<size_t>(want, 256);

@@ -3,6 +3,8 @@
 // is built; run() launches one kernel on the context's stream.
 #include <memory>
 
+#include <cstdint>
+
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/pool.h"
 #include "backends/cuda/kernels.h"
@@ -65,7 +67,8 @@ class PoolForward final : public Kernel {
   PoolGeometry geom_;
 };
 
-// maxpool2d_backward: x, dy → dx (the window's argmax is recomputed from x).
+// maxpool2d_backward: x, dy → dx. Each window's argmax is found once, from x, into workspace
+// scratch, then every dx element gathers from the windows whose argmax it is.
 class MaxPoolBackward final : public Kernel {
  public:
   MaxPoolBackward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
@@ -76,10 +79,13 @@ class MaxPoolBackward final : public Kernel {
     expect_dtype(node, dx, x.dtype, "gradient");
     expect_shape(node, dx, x.shape, "gradient");
     geom_ = pool_geometry(node, x.shape, dy.shape);
+    if (geom_.H * geom_.W > INT32_MAX) fail(node, "the input's H·W exceeds the 32-bit cell index");
+    ctx_.reserve_workspace(0, static_cast<size_t>(device::maxpool_backward_scratch_bytes(geom_)));
   }
 
   void run(const KernelArgs& a) override {
-    device::launch_maxpool_backward(type_, geom_, a.in[0].data, a.in[1].data, a.out[0].data, ctx_.stream());
+    device::launch_maxpool_backward(type_, geom_, a.in[0].data, a.in[1].data, a.out[0].data,
+                                    static_cast<int32_t*>(ctx_.workspace(0)), ctx_.stream());
   }
 
  private:

@@ -1,11 +1,22 @@
 // Batchnorm kernels of the cuda backend over [M, C] activations (NHWC, M = N·H·W).
-// Phase 1 (partial sums): a (channels × rows) block per (channel tile, row chunk); each
-// thread keeps f64 sums for its channel over a strided subset of the chunk's rows, and the
-// block adds its rows' sums in a fixed tree order into the workspace. Phase 2 (finalize): one
-// thread per channel adds the chunks in order and writes statistics, gradients and the f32
-// coefficients of phase 3 (apply), which rewrites every element with per-channel constants.
+// Phase 1 (partial sums): a (channel columns × rows) block per (channel tile, row chunk);
+// each thread keeps f64 sums for its channels over its rows, and the block adds its rows'
+// sums in a fixed tree order into the workspace. Phase 2 (finalize): a block of 32 channels ×
+// 32 lanes, each lane adding every 32nd chunk in order and the lanes then added in a fixed
+// tree, writes statistics, gradients and the f32 coefficients of phase 3 (apply), which
+// rewrites every element with per-channel constants held in registers.
+//
+// Two layouts of the same math. Vector path (C a multiple of the 16-byte width, every
+// activation pointer 16-byte aligned): a thread owns 16 consecutive bytes of one row, i.e.
+// 4 f32 or 8 f16/bf16 channels, loads and stores them as one uint4 and converts them to f32
+// in registers; its rows are m = blockIdx.y·tile_y + threadIdx.y + k·gridDim.y·tile_y, and
+// the grid holds as many blocks as the GPU keeps resident, so one wave streams the tensor.
+// Scalar path (anything else): one channel per thread, a contiguous chunk of rows per block.
 // No floating-point atomics anywhere: every result is the same bits on every run.
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <type_traits>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/batchnorm.h"
@@ -17,16 +28,19 @@ namespace {
 
 constexpr int64_t kMaxGridY = 65535;
 constexpr int kCoefficients = 4;  // f32 values per channel after the partial sums
+constexpr int kVectorBytes = 16;
+constexpr unsigned kFinalizeChannels = 32, kFinalizeLanes = 32;  // finalize block shape
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-// Where the workspace keeps the partial sums ([2][chunks][C] f64) and the coefficients.
-double* partial_sums(void* workspace) { return static_cast<double*>(workspace); }
-float* coefficients(void* workspace, const ChannelReductionPlan& plan) {
-  const size_t partial_bytes = align_up(sizeof(double) * 2 * plan.row_chunks * static_cast<size_t>(plan.C));
-  return reinterpret_cast<float*>(static_cast<char*>(workspace) + partial_bytes);
+// The workspace holds the coefficients (kCoefficients × C f32), then the partial sums
+// ([2][chunks][C] f64) of whichever path the launch takes.
+size_t coefficient_bytes(int64_t C) { return align_up(sizeof(float) * kCoefficients * static_cast<size_t>(C)); }
+float* coefficients(void* workspace) { return static_cast<float*>(workspace); }
+double* partial_sums(void* workspace, const ChannelReductionPlan& plan) {
+  return reinterpret_cast<double*>(static_cast<char*>(workspace) + coefficient_bytes(plan.C));
 }
 
 __device__ __forceinline__ float load(const ChannelTensor& t, int64_t c) { return load_as_float(t.data, t.type, c); }
@@ -34,7 +48,101 @@ __device__ __forceinline__ void store(const ChannelTensor& t, int64_t c, double 
   store_from_float(t.data, t.type, c, static_cast<float>(v));
 }
 
-// This thread's channel and the row range of its block's chunk.
+// ---- 16-byte vectors of consecutive channels -------------------------------------------
+
+template <class T>
+constexpr int kWidth = kVectorBytes / static_cast<int>(sizeof(T));
+
+__device__ __forceinline__ uint4 load_vector(const void* p) { return *static_cast<const uint4*>(p); }
+__device__ __forceinline__ void store_vector(void* p, uint4 v) { *static_cast<uint4*>(p) = v; }
+
+// Element j of a vector is the j-th channel; 16-bit elements sit low half first in each word
+// (little-endian), as in memory. The conversions are the ones to_float / from_float make.
+__device__ __forceinline__ unsigned word(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w; }
+
+__device__ __forceinline__ void unpack(const uint4& v, float (&f)[4]) {
+  f[0] = __uint_as_float(v.x);
+  f[1] = __uint_as_float(v.y);
+  f[2] = __uint_as_float(v.z);
+  f[3] = __uint_as_float(v.w);
+}
+template <class T>
+__device__ __forceinline__ void unpack(const uint4& v, float (&f)[8]) {
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const unsigned short lo = static_cast<unsigned short>(word(v, w) & 0xffffu);
+    const unsigned short hi = static_cast<unsigned short>(word(v, w) >> 16);
+    if constexpr (std::is_same_v<T, __half>) {
+      f[2 * w] = __half2float(__ushort_as_half(lo));
+      f[2 * w + 1] = __half2float(__ushort_as_half(hi));
+    } else {
+      f[2 * w] = __bfloat162float(__ushort_as_bfloat16(lo));
+      f[2 * w + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
+    }
+  }
+}
+template <class T>
+__device__ __forceinline__ void to_floats(const uint4& v, float (&f)[kWidth<T>]) {
+  if constexpr (std::is_same_v<T, float>) unpack(v, f);
+  else unpack<T>(v, f);
+}
+
+__device__ __forceinline__ unsigned short bits16(__half h) { return __half_as_ushort(h); }
+__device__ __forceinline__ unsigned short bits16(__nv_bfloat16 h) { return __bfloat16_as_ushort(h); }
+
+template <class T>
+__device__ __forceinline__ uint4 from_floats(const float (&f)[kWidth<T>]) {
+  uint4 v;
+  if constexpr (std::is_same_v<T, float>) {
+    v.x = __float_as_uint(f[0]);
+    v.y = __float_as_uint(f[1]);
+    v.z = __float_as_uint(f[2]);
+    v.w = __float_as_uint(f[3]);
+  } else {
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w[i] = static_cast<unsigned>(bits16(from_float<T>(f[2 * i]))) |
+             (static_cast<unsigned>(bits16(from_float<T>(f[2 * i + 1]))) << 16);
+    v = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+  return v;
+}
+
+// ---- phase 1: partial sums ---------------------------------------------------------------
+
+// Adds the block's per-thread sums (N channels from c0 on) over threadIdx.y in a fixed tree
+// order (blockDim.y a power of two, blockDim.x·blockDim.y == kThreads) and writes the
+// chunk's two partial sums of those channels; the chunk is blockIdx.y of gridDim.y.
+template <int N>
+__device__ void write_block_partials(const double (&s1)[N], const double (&s2)[N], int64_t c0, int64_t C,
+                                     double* partial) {
+  __shared__ double shared[2 * N][kThreads];
+  const unsigned t = threadIdx.y * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    shared[j][t] = s1[j];
+    shared[N + j][t] = s2[j];
+  }
+  __syncthreads();
+  for (unsigned half = blockDim.y / 2; half > 0; half /= 2) {
+    if (threadIdx.y < half) {
+#pragma unroll
+      for (int j = 0; j < 2 * N; ++j) shared[j][t] += shared[j][t + half * blockDim.x];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.y == 0 && c0 < C) {
+    const int64_t chunks = gridDim.y;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      partial[static_cast<int64_t>(blockIdx.y) * C + c0 + j] = shared[j][t];
+      partial[(chunks + blockIdx.y) * C + c0 + j] = shared[N + j][t];
+    }
+  }
+}
+
+// Scalar path: this thread's channel and the row range of its block's chunk.
 struct ChunkRows {
   int64_t c, begin, end;
 };
@@ -46,52 +154,31 @@ __device__ __forceinline__ ChunkRows chunk_rows(int64_t M, int64_t rows_per_chun
   return r;
 }
 
-// Adds the block's per-thread sums over threadIdx.y in a fixed tree order (blockDim.y is a
-// power of two) and writes the chunk's two partial sums of channel c.
-__device__ void write_block_partials(double s1, double s2, int64_t c, int64_t C, double* partial) {
-  __shared__ double shared[2][kThreads];
-  const unsigned t = threadIdx.y * blockDim.x + threadIdx.x;
-  shared[0][t] = s1;
-  shared[1][t] = s2;
-  __syncthreads();
-  for (unsigned half = blockDim.y / 2; half > 0; half /= 2) {
-    if (threadIdx.y < half) {
-      shared[0][t] += shared[0][t + half * blockDim.x];
-      shared[1][t] += shared[1][t + half * blockDim.x];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.y == 0 && c < C) {
-    const int64_t chunks = gridDim.y;
-    partial[static_cast<int64_t>(blockIdx.y) * C + c] = shared[0][t];
-    partial[(chunks + blockIdx.y) * C + c] = shared[1][t];
-  }
-}
-
-// Σx and Σx² per channel and chunk.
+// Σx and Σx² per channel and chunk (scalar path).
 template <class T>
 __global__ void moments_partial_kernel(int64_t M, int64_t C, int64_t rows_per_chunk, const T* __restrict__ x,
                                        double* __restrict__ partial) {
   const ChunkRows r = chunk_rows(M, rows_per_chunk);
-  double s1 = 0.0, s2 = 0.0;
+  double s1[1] = {0.0}, s2[1] = {0.0};
   if (r.c < C) {
 #pragma unroll 4
     for (int64_t m = r.begin + threadIdx.y; m < r.end; m += blockDim.y) {
       const double v = to_float(x[m * C + r.c]);
-      s1 += v;
-      s2 += v * v;
+      s1[0] += v;
+      s2[0] += v * v;
     }
   }
-  write_block_partials(s1, s2, r.c, C, partial);
+  write_block_partials<1>(s1, s2, r.c, C, partial);
 }
 
-// Σdz and Σdz·(x − mean) per channel and chunk, dz = dy (masked by y > 0 when y is given).
+// Σdz and Σdz·(x − mean) per channel and chunk, dz = dy (masked by y > 0 when y is given)
+// (scalar path).
 template <class T>
 __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_chunk, const T* __restrict__ x,
                                         const T* __restrict__ dy, const T* __restrict__ relu_output,
                                         ChannelTensor saved_mean, double* __restrict__ partial) {
   const ChunkRows r = chunk_rows(M, rows_per_chunk);
-  double s1 = 0.0, s2 = 0.0;
+  double s1[1] = {0.0}, s2[1] = {0.0};
   if (r.c < C) {
     const float mean = load(saved_mean, r.c);
 #pragma unroll 4
@@ -99,53 +186,162 @@ __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_c
       const int64_t i = m * C + r.c;
       float dz = to_float(dy[i]);
       if (relu_output && !(to_float(relu_output[i]) > 0.f)) dz = 0.f;
-      s1 += dz;
-      s2 += static_cast<double>(dz) * static_cast<double>(__fsub_rn(to_float(x[i]), mean));
+      s1[0] += dz;
+      s2[0] += static_cast<double>(dz) * static_cast<double>(__fsub_rn(to_float(x[i]), mean));
     }
   }
-  write_block_partials(s1, s2, r.c, C, partial);
+  write_block_partials<1>(s1, s2, r.c, C, partial);
 }
 
-// Sums of channel c over every chunk, in chunk order.
-__device__ __forceinline__ void channel_totals(const double* partial, int64_t chunks, int64_t C, int64_t c,
-                                               double& s1, double& s2) {
-  s1 = 0.0;
-  s2 = 0.0;
-  for (int64_t k = 0; k < chunks; ++k) {
-    s1 += partial[k * C + c];
-    s2 += partial[(chunks + k) * C + c];
+// What a vector partial-sum kernel adds up.
+enum class Sums { moments, gradient, masked_gradient };
+
+// Vector path of both partial-sum kernels above: the same per-element math on 16-byte
+// vectors. Each thread walks its rows in increasing order, loading `kRows` rows ahead of
+// the additions, so its sums are added in the same order on every run.
+template <class T, Sums S>
+__global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int64_t C, const T* __restrict__ x,
+                                                                  const T* __restrict__ dy,
+                                                                  const T* __restrict__ relu_output,
+                                                                  ChannelTensor saved_mean,
+                                                                  double* __restrict__ partial) {
+  constexpr int N = kWidth<T>;
+  constexpr int kRows = S == Sums::moments ? 4 : 2;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
+  double s1[N], s2[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) s1[j] = s2[j] = 0.0;
+  if (c0 < C) {
+    float mean[N];
+    if constexpr (S != Sums::moments) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) mean[j] = load(saved_mean, c0 + j);
+    }
+    const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
+    for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += kRows * step) {
+      uint4 xv[kRows], dv[kRows], yv[kRows];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t row = m + r * step;
+        if (row < M) {
+          const int64_t i = row * C + c0;
+          xv[r] = load_vector(x + i);
+          if constexpr (S != Sums::moments) dv[r] = load_vector(dy + i);
+          if constexpr (S == Sums::masked_gradient) yv[r] = load_vector(relu_output + i);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (m + r * step >= M) break;
+        float xf[N];
+        to_floats<T>(xv[r], xf);
+        if constexpr (S == Sums::moments) {
+#pragma unroll
+          for (int j = 0; j < N; ++j) {
+            const double v = xf[j];
+            s1[j] += v;
+            s2[j] += v * v;
+          }
+        } else {
+          float dz[N];
+          to_floats<T>(dv[r], dz);
+          if constexpr (S == Sums::masked_gradient) {
+            float yf[N];
+            to_floats<T>(yv[r], yf);
+#pragma unroll
+            for (int j = 0; j < N; ++j)
+              if (!(yf[j] > 0.f)) dz[j] = 0.f;
+          }
+#pragma unroll
+          for (int j = 0; j < N; ++j) {
+            s1[j] += dz[j];
+            s2[j] += static_cast<double>(dz[j]) * static_cast<double>(__fsub_rn(xf[j], mean[j]));
+          }
+        }
+      }
+    }
   }
+  write_block_partials<N>(s1, s2, c0, C, partial);
 }
 
-__global__ void train_finalize_kernel(int64_t M, int64_t C, int64_t chunks, const double* __restrict__ partial,
-                                      BatchNormTrainArgs a, float* __restrict__ coef) {
-  for (int64_t c = grid_start(); c < C; c += grid_stride()) {
-    double s1, s2;
-    channel_totals(partial, chunks, C, c, s1, s2);
-    const double mean = s1 / static_cast<double>(M);
-    double var = s2 / static_cast<double>(M) - mean * mean;
-    if (var < 0.0) var = 0.0;  // rounding can leave a tiny negative for a constant channel
-    const double invstd = 1.0 / sqrt(var + a.eps);
-    const double gamma = load(a.gamma, c), beta = load(a.beta, c);
-    const double rm = load(a.running_mean, c), rv = load(a.running_var, c);
-    const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
-    store(a.saved_mean, c, mean);
-    store(a.saved_invstd, c, invstd);
-    store(a.running_mean_out, c, (1.0 - a.momentum) * rm + a.momentum * mean);
-    store(a.running_var_out, c, (1.0 - a.momentum) * rv + a.momentum * var * unbias);
-    coef[c] = static_cast<float>(invstd * gamma);                   // scale
-    coef[C + c] = static_cast<float>(beta - mean * invstd * gamma);  // shift
+// ---- phase 2: finalize ------------------------------------------------------------------
+
+// Sums of channel c over every chunk: lane threadIdx.y adds chunks y, y + 32, … in order,
+// then the lanes are added in a fixed tree. Every thread of the block must call it.
+__device__ void channel_totals(const double* partial, int64_t chunks, int64_t C, int64_t c, double& s1,
+                               double& s2) {
+  __shared__ double shared[2][kFinalizeLanes][kFinalizeChannels];
+  double a = 0.0, b = 0.0;
+  if (c < C) {
+#pragma unroll 4
+    for (int64_t k = threadIdx.y; k < chunks; k += kFinalizeLanes) {
+      a += partial[k * C + c];
+      b += partial[(chunks + k) * C + c];
+    }
   }
+  shared[0][threadIdx.y][threadIdx.x] = a;
+  shared[1][threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  for (unsigned half = kFinalizeLanes / 2; half > 0; half /= 2) {
+    if (threadIdx.y < half) {
+      shared[0][threadIdx.y][threadIdx.x] += shared[0][threadIdx.y + half][threadIdx.x];
+      shared[1][threadIdx.y][threadIdx.x] += shared[1][threadIdx.y + half][threadIdx.x];
+    }
+    __syncthreads();
+  }
+  s1 = shared[0][0][threadIdx.x];
+  s2 = shared[1][0][threadIdx.x];
 }
 
-// y = x·scale[c] + shift[c]; scale and shift come from the finalize kernel (training) or from
-// the running statistics (coef == nullptr, inference). x and y may be the same memory.
-template <class T>
-__global__ void affine_apply_kernel(int64_t M, int64_t C, const T* x, T* y, const float* __restrict__ coef,
-                                    BatchNormInferArgs infer) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float scale, shift;
+__device__ __forceinline__ int64_t finalize_channel() {
+  return static_cast<int64_t>(blockIdx.x) * kFinalizeChannels + threadIdx.x;
+}
+
+__global__ void __launch_bounds__(kFinalizeChannels * kFinalizeLanes)
+    train_finalize_kernel(int64_t M, int64_t C, int64_t chunks, const double* __restrict__ partial,
+                          BatchNormTrainArgs a, float* __restrict__ coef) {
+  const int64_t c = finalize_channel();
+  double s1, s2;
+  channel_totals(partial, chunks, C, c, s1, s2);
+  if (threadIdx.y != 0 || c >= C) return;
+  const double mean = s1 / static_cast<double>(M);
+  double var = s2 / static_cast<double>(M) - mean * mean;
+  if (var < 0.0) var = 0.0;  // rounding can leave a tiny negative for a constant channel
+  const double invstd = 1.0 / sqrt(var + a.eps);
+  const double gamma = load(a.gamma, c), beta = load(a.beta, c);
+  const double rm = load(a.running_mean, c), rv = load(a.running_var, c);
+  const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
+  store(a.saved_mean, c, mean);
+  store(a.saved_invstd, c, invstd);
+  store(a.running_mean_out, c, (1.0 - a.momentum) * rm + a.momentum * mean);
+  store(a.running_var_out, c, (1.0 - a.momentum) * rv + a.momentum * var * unbias);
+  coef[c] = static_cast<float>(invstd * gamma);                   // scale
+  coef[C + c] = static_cast<float>(beta - mean * invstd * gamma);  // shift
+}
+
+__global__ void __launch_bounds__(kFinalizeChannels * kFinalizeLanes)
+    backward_finalize_kernel(int64_t M, int64_t C, int64_t chunks, const double* __restrict__ partial,
+                             BatchNormBackwardArgs a, float* __restrict__ coef) {
+  const int64_t c = finalize_channel();
+  double dbeta, centred;
+  channel_totals(partial, chunks, C, c, dbeta, centred);
+  if (threadIdx.y != 0 || c >= C) return;
+  const double invstd = load(a.saved_invstd, c);
+  const double dgamma = centred * invstd;
+  store(a.dgamma, c, dgamma);
+  store(a.dbeta, c, dbeta);
+  coef[c] = static_cast<float>(static_cast<double>(load(a.gamma, c)) * invstd);  // γ·invstd
+  coef[C + c] = static_cast<float>(dbeta / static_cast<double>(M));                // dβ / M
+  coef[2 * C + c] = static_cast<float>(invstd * dgamma / static_cast<double>(M));  // invstd·dγ / M
+  coef[3 * C + c] = load(a.saved_mean, c);
+}
+
+// ---- phase 3: apply ---------------------------------------------------------------------
+
+// Scale and shift of channel c: from the finalize kernel (training) or from the running
+// statistics (coef == nullptr, inference).
+__device__ __forceinline__ void affine_coefficients(const float* coef, const BatchNormInferArgs& infer, int64_t C,
+                                                    int64_t c, float& scale, float& shift) {
   if (coef) {
     scale = coef[c];
     shift = coef[C + c];
@@ -155,6 +351,16 @@ __global__ void affine_apply_kernel(int64_t M, int64_t C, const T* x, T* y, cons
     scale = static_cast<float>(invstd * gamma);
     shift = static_cast<float>(load(infer.beta, c) - load(infer.running_mean, c) * invstd * gamma);
   }
+}
+
+// y = x·scale[c] + shift[c] (scalar path). x and y may be the same memory.
+template <class T>
+__global__ void affine_apply_kernel(int64_t M, int64_t C, const T* x, T* y, const float* __restrict__ coef,
+                                    BatchNormInferArgs infer) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float scale, shift;
+  affine_coefficients(coef, infer, C, c, scale, shift);
   const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
   for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += step) {
     const int64_t i = m * C + c;
@@ -162,24 +368,40 @@ __global__ void affine_apply_kernel(int64_t M, int64_t C, const T* x, T* y, cons
   }
 }
 
-__global__ void backward_finalize_kernel(int64_t M, int64_t C, int64_t chunks, const double* __restrict__ partial,
-                                         BatchNormBackwardArgs a, float* __restrict__ coef) {
-  for (int64_t c = grid_start(); c < C; c += grid_stride()) {
-    double dbeta, centred;
-    channel_totals(partial, chunks, C, c, dbeta, centred);
-    const double invstd = load(a.saved_invstd, c);
-    const double dgamma = centred * invstd;
-    store(a.dgamma, c, dgamma);
-    store(a.dbeta, c, dbeta);
-    coef[c] = static_cast<float>(static_cast<double>(load(a.gamma, c)) * invstd);    // γ·invstd
-    coef[C + c] = static_cast<float>(dbeta / static_cast<double>(M));                  // dβ / M
-    coef[2 * C + c] = static_cast<float>(invstd * dgamma / static_cast<double>(M));    // invstd·dγ / M
-    coef[3 * C + c] = load(a.saved_mean, c);
+// Vector path of affine_apply_kernel. A thread loads kRows vectors before storing any; x and
+// y are either the same memory or disjoint, and each element is read before it is written
+// by the thread that owns it, so in-place application stays correct.
+template <class T>
+__global__ void __launch_bounds__(kThreads) vector_affine_apply_kernel(int64_t M, int64_t C, const T* x, T* y,
+                                                                       const float* __restrict__ coef,
+                                                                       BatchNormInferArgs infer) {
+  constexpr int N = kWidth<T>, kRows = 4;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
+  if (c0 >= C) return;
+  float scale[N], shift[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) affine_coefficients(coef, infer, C, c0 + j, scale[j], shift[j]);
+  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
+  for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += kRows * step) {
+    uint4 in[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+      if (m + r * step < M) in[r] = load_vector(x + (m + r * step) * C + c0);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (m + r * step >= M) break;
+      float v[N];
+      to_floats<T>(in[r], v);
+#pragma unroll
+      for (int j = 0; j < N; ++j) v[j] = __fadd_rn(__fmul_rn(v[j], scale[j]), shift[j]);
+      store_vector(y + (m + r * step) * C + c0, from_floats<T>(v));
+    }
   }
 }
 
-// dx = γ·invstd·(dz − dβ/M − (x − mean)·invstd·dγ/M), and dresidual = dz when asked.
-// Every element is read before it is written by the same thread, so outputs may alias inputs.
+// dx = γ·invstd·(dz − dβ/M − (x − mean)·invstd·dγ/M), and dresidual = dz when asked
+// (scalar path). Every element is read before it is written by the same thread, so outputs
+// may alias inputs.
 template <class T>
 __global__ void backward_apply_kernel(int64_t M, int64_t C, const T* x, const T* dy, const T* relu_output, T* dx,
                                       T* dresidual, const float* __restrict__ coef) {
@@ -194,6 +416,61 @@ __global__ void backward_apply_kernel(int64_t M, int64_t C, const T* x, const T*
     const float centred = __fsub_rn(to_float(x[i]), mean);
     dx[i] = from_float<T>(__fmul_rn(g, __fsub_rn(__fsub_rn(dz, db), __fmul_rn(centred, k))));
     if (dresidual) dresidual[i] = from_float<T>(dz);
+  }
+}
+
+// Vector path of backward_apply_kernel, the relu mask a template parameter; the same
+// load-before-store rule as vector_affine_apply_kernel keeps aliasing outputs correct.
+template <class T, bool Masked>
+__global__ void __launch_bounds__(kThreads) vector_backward_apply_kernel(int64_t M, int64_t C, const T* x,
+                                                                         const T* dy, const T* relu_output, T* dx,
+                                                                         T* dresidual,
+                                                                         const float* __restrict__ coef) {
+  constexpr int N = kWidth<T>, kRows = 2;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
+  if (c0 >= C) return;
+  float g[N], db[N], k[N], mean[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    g[j] = coef[c0 + j];
+    db[j] = coef[C + c0 + j];
+    k[j] = coef[2 * C + c0 + j];
+    mean[j] = coef[3 * C + c0 + j];
+  }
+  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
+  for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += kRows * step) {
+    uint4 xv[kRows], dv[kRows], yv[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (m + r * step < M) {
+        const int64_t i = (m + r * step) * C + c0;
+        xv[r] = load_vector(x + i);
+        dv[r] = load_vector(dy + i);
+        if constexpr (Masked) yv[r] = load_vector(relu_output + i);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (m + r * step >= M) break;
+      const int64_t i = (m + r * step) * C + c0;
+      float xf[N], dz[N], out[N];
+      to_floats<T>(xv[r], xf);
+      to_floats<T>(dv[r], dz);
+      if constexpr (Masked) {
+        float yf[N];
+        to_floats<T>(yv[r], yf);
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+          if (!(yf[j] > 0.f)) dz[j] = 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float centred = __fsub_rn(xf[j], mean[j]);
+        out[j] = __fmul_rn(g[j], __fsub_rn(__fsub_rn(dz[j], db[j]), __fmul_rn(centred, k[j])));
+      }
+      store_vector(dx + i, from_floats<T>(out));
+      if (dresidual) store_vector(dresidual + i, from_floats<T>(dz));
+    }
   }
 }
 
@@ -215,37 +492,105 @@ __global__ void fold_kernel(FoldBatchNormArgs a) {
   }
 }
 
-// Grid of the apply kernels: channel tiles × enough row blocks to fill the GPU.
+// ---- host side --------------------------------------------------------------------------
+
+// Blocks of kThreads threads of `Kernel` that one multiprocessor keeps resident (asked once).
+template <auto Kernel>
+int64_t blocks_per_sm() {
+  static const int64_t cached = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, kThreads, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    return static_cast<int64_t>(n > 0 ? n : 1);
+  }();
+  return cached;
+}
+
+// Blocks per channel tile for a grid-stride kernel of `resident` resident blocks: never more
+// than one wave, never more row blocks than there are rows.
+unsigned one_wave_rows(const ChannelTiling& t, int64_t M, int64_t resident) {
+  const int64_t row_blocks = ceil_div(M > 0 ? M : 1, t.tile_y);
+  int64_t y = std::min<int64_t>({resident / t.channel_tiles, row_blocks, kMaxGridY});
+  return static_cast<unsigned>(std::max<int64_t>(y, 1));
+}
+
+// Tile shape for `columns` thread columns (channels, or channel vectors): up to 32 columns ×
+// enough rows for kThreads threads.
+ChannelTiling tile_columns(int64_t columns, unsigned vector) {
+  ChannelTiling t;
+  t.vector = vector;
+  unsigned tx = 1;
+  while (tx < 32 && static_cast<int64_t>(tx) < columns) tx *= 2;
+  t.tile_x = tx;
+  t.tile_y = kThreads / tx;
+  const int64_t tiles = ceil_div(columns > 0 ? columns : 1, tx);
+  if (tiles > 0x7fffffff) throw Error("batchnorm over " + std::to_string(columns) + " channel columns is more than one launch covers");
+  t.channel_tiles = static_cast<unsigned>(tiles);
+  return t;
+}
+
+// Scalar-path apply grid: channel tiles × enough row blocks to fill the GPU.
 dim3 apply_grid(const ChannelReductionPlan& plan) {
-  const int64_t row_blocks = ceil_div(plan.M > 0 ? plan.M : 1, plan.tile_rows);
-  const int64_t per_tile = ceil_div(kMaxBlocks * 2, plan.channel_tiles);
+  const ChannelTiling& t = plan.scalar;
+  const int64_t row_blocks = ceil_div(plan.M > 0 ? plan.M : 1, t.tile_y);
+  const int64_t per_tile = ceil_div(kMaxBlocks * 2, t.channel_tiles);
   int64_t y = row_blocks < per_tile ? row_blocks : per_tile;
   if (y > kMaxGridY) y = kMaxGridY;
-  return dim3(plan.channel_tiles, static_cast<unsigned>(y < 1 ? 1 : y));
+  return dim3(t.channel_tiles, static_cast<unsigned>(y < 1 ? 1 : y));
 }
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0; }
+
+// Whether this launch takes the vector path: C splits into vectors (the plan says) and every
+// activation pointer given is 16-byte aligned (null pointers are absent operands).
+bool use_vectors(const ChannelReductionPlan& plan, std::initializer_list<const void*> activations) {
+  if (plan.vector.vector <= 1) return false;
+  for (const void* p : activations)
+    if (p && !aligned16(p)) return false;
+  return true;
+}
+
+dim3 finalize_grid(int64_t C) { return dim3(static_cast<unsigned>(ceil_div(C, kFinalizeChannels))); }
+const dim3 kFinalizeBlock(kFinalizeChannels, kFinalizeLanes);
 
 }  // namespace
 
-ChannelReductionPlan plan_channel_reduction(int64_t M, int64_t C, int sm_count) {
+ChannelReductionPlan plan_channel_reduction(int64_t M, int64_t C, ElemType act, int sm_count) {
   ChannelReductionPlan plan;
   plan.M = M;
   plan.C = C;
-  unsigned tx = 1;
-  while (tx < 32 && static_cast<int64_t>(tx) < C) tx *= 2;
-  plan.tile_channels = tx;
-  plan.tile_rows = kThreads / tx;
-  const int64_t tiles = ceil_div(C > 0 ? C : 1, tx);
-  if (tiles > 0x7fffffff) throw Error("batchnorm over " + std::to_string(C) + " channels is more than one launch covers");
-  plan.channel_tiles = static_cast<unsigned>(tiles);
-  // About eight blocks per multiprocessor, never a chunk thinner than one block of rows.
-  const int64_t target_blocks = 8 * static_cast<int64_t>(sm_count > 0 ? sm_count : 132);
-  const int64_t most_chunks = std::min<int64_t>(kMaxGridY, std::max<int64_t>(1, ceil_div(M, plan.tile_rows)));
-  int64_t chunks = std::clamp<int64_t>(ceil_div(target_blocks, tiles), 1, most_chunks);
-  plan.rows_per_chunk = M > 0 ? ceil_div(M, chunks) : 0;
-  chunks = M > 0 ? ceil_div(M, plan.rows_per_chunk) : 1;
-  plan.row_chunks = static_cast<unsigned>(chunks);
-  plan.workspace_bytes = align_up(sizeof(double) * 2 * static_cast<size_t>(chunks) * static_cast<size_t>(C)) +
-                         sizeof(float) * kCoefficients * static_cast<size_t>(C);
+  plan.sm_count = sm_count > 0 ? sm_count : 132;
+  // Scalar path: about eight blocks per multiprocessor, never a chunk thinner than one block
+  // of rows.
+  ChannelTiling& s = plan.scalar;
+  s = tile_columns(C, 1);
+  const int64_t target_blocks = 8 * static_cast<int64_t>(plan.sm_count);
+  const int64_t most_chunks = std::min<int64_t>(kMaxGridY, std::max<int64_t>(1, ceil_div(M, s.tile_y)));
+  int64_t chunks = std::clamp<int64_t>(ceil_div(target_blocks, s.channel_tiles), 1, most_chunks);
+  s.rows_per_chunk = M > 0 ? ceil_div(M, chunks) : 0;
+  chunks = M > 0 ? ceil_div(M, s.rows_per_chunk) : 1;
+  s.row_chunks = static_cast<unsigned>(chunks);
+  int64_t max_chunks = chunks;
+  // Vector path: one wave of the partial-sum kernel (the fewest resident blocks of its
+  // variants for this dtype), a chunk being the rows that one row of blocks walks.
+  const int64_t width = kVectorBytes / static_cast<int64_t>(act == ElemType::f32 ? 4 : 2);
+  if (C > 0 && C % width == 0) {
+    ChannelTiling& v = plan.vector;
+    v = tile_columns(C / width, static_cast<unsigned>(width));
+    int64_t per_sm = 1;
+    dispatch_elem(act, [&](auto tag) {
+      using T = decltype(tag);
+      per_sm = std::min({blocks_per_sm<vector_partial_kernel<T, Sums::moments>>(),
+                         blocks_per_sm<vector_partial_kernel<T, Sums::gradient>>(),
+                         blocks_per_sm<vector_partial_kernel<T, Sums::masked_gradient>>()});
+    });
+    v.row_chunks = one_wave_rows(v, M, per_sm * plan.sm_count);
+    max_chunks = std::max<int64_t>(max_chunks, v.row_chunks);
+  }
+  plan.workspace_bytes =
+      coefficient_bytes(C) + sizeof(double) * 2 * static_cast<size_t>(max_chunks) * static_cast<size_t>(C);
   return plan;
 }
 
@@ -253,19 +598,37 @@ void launch_batchnorm_train(ElemType act, const ChannelReductionPlan& plan, cons
                             void* workspace, cudaStream_t stream) {
   if (plan.C <= 0) return;
   if (plan.M < 2) throw Error("batchnorm training needs more than one value per channel");
-  double* partial = partial_sums(workspace);
-  float* coef = coefficients(workspace, plan);
-  const dim3 block(plan.tile_channels, plan.tile_rows);
+  double* partial = partial_sums(workspace, plan);
+  float* coef = coefficients(workspace);
+  const bool vec = use_vectors(plan, {args.x, args.y});
   dispatch_elem(act, [&](auto tag) {
     using T = decltype(tag);
-    moments_partial_kernel<T><<<dim3(plan.channel_tiles, plan.row_chunks), block, 0, stream>>>(
-        plan.M, plan.C, plan.rows_per_chunk, static_cast<const T*>(args.x), partial);
+    const T* x = static_cast<const T*>(args.x);
+    T* y = static_cast<T*>(args.y);
+    if (vec) {
+      const ChannelTiling& t = plan.vector;
+      const dim3 block(t.tile_x, t.tile_y);
+      vector_partial_kernel<T, Sums::moments><<<dim3(t.channel_tiles, t.row_chunks), block, 0, stream>>>(
+          plan.M, plan.C, x, nullptr, nullptr, ChannelTensor{}, partial);
+      check_launch("batchnorm vector_partial_kernel (moments)");
+      train_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks,
+                                                                                  partial, args, coef);
+      check_launch("batchnorm train_finalize_kernel");
+      constexpr auto apply = vector_affine_apply_kernel<T>;
+      const unsigned rows = one_wave_rows(t, plan.M, blocks_per_sm<apply>() * plan.sm_count);
+      apply<<<dim3(t.channel_tiles, rows), block, 0, stream>>>(plan.M, plan.C, x, y, coef, BatchNormInferArgs{});
+      check_launch("batchnorm vector_affine_apply_kernel");
+      return;
+    }
+    const ChannelTiling& t = plan.scalar;
+    const dim3 block(t.tile_x, t.tile_y);
+    moments_partial_kernel<T><<<dim3(t.channel_tiles, t.row_chunks), block, 0, stream>>>(plan.M, plan.C,
+                                                                                         t.rows_per_chunk, x, partial);
     check_launch("batchnorm moments_partial_kernel");
-    train_finalize_kernel<<<grid_for(plan.C), kThreads, 0, stream>>>(plan.M, plan.C, plan.row_chunks, partial, args,
-                                                                     coef);
+    train_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks,
+                                                                                partial, args, coef);
     check_launch("batchnorm train_finalize_kernel");
-    affine_apply_kernel<T><<<apply_grid(plan), block, 0, stream>>>(plan.M, plan.C, static_cast<const T*>(args.x),
-                                                                   static_cast<T*>(args.y), coef, BatchNormInferArgs{});
+    affine_apply_kernel<T><<<apply_grid(plan), block, 0, stream>>>(plan.M, plan.C, x, y, coef, BatchNormInferArgs{});
     check_launch("batchnorm affine_apply_kernel");
   });
 }
@@ -273,35 +636,77 @@ void launch_batchnorm_train(ElemType act, const ChannelReductionPlan& plan, cons
 void launch_batchnorm_infer(ElemType act, const ChannelReductionPlan& plan, const BatchNormInferArgs& args,
                             cudaStream_t stream) {
   if (plan.C <= 0 || plan.M <= 0) return;
-  const dim3 block(plan.tile_channels, plan.tile_rows);
+  const bool vec = use_vectors(plan, {args.x, args.y});
   dispatch_elem(act, [&](auto tag) {
     using T = decltype(tag);
-    affine_apply_kernel<T><<<apply_grid(plan), block, 0, stream>>>(plan.M, plan.C, static_cast<const T*>(args.x),
-                                                                   static_cast<T*>(args.y), nullptr, args);
+    const T* x = static_cast<const T*>(args.x);
+    T* y = static_cast<T*>(args.y);
+    if (vec) {
+      const ChannelTiling& t = plan.vector;
+      constexpr auto apply = vector_affine_apply_kernel<T>;
+      const unsigned rows = one_wave_rows(t, plan.M, blocks_per_sm<apply>() * plan.sm_count);
+      apply<<<dim3(t.channel_tiles, rows), dim3(t.tile_x, t.tile_y), 0, stream>>>(plan.M, plan.C, x, y, nullptr,
+                                                                                 args);
+      check_launch("batchnorm vector_affine_apply_kernel (inference)");
+      return;
+    }
+    const ChannelTiling& t = plan.scalar;
+    affine_apply_kernel<T><<<apply_grid(plan), dim3(t.tile_x, t.tile_y), 0, stream>>>(plan.M, plan.C, x, y, nullptr,
+                                                                                      args);
+    check_launch("batchnorm affine_apply_kernel (inference)");
   });
-  check_launch("batchnorm affine_apply_kernel (inference)");
 }
 
 void launch_batchnorm_backward(ElemType act, const ChannelReductionPlan& plan, const BatchNormBackwardArgs& args,
                                void* workspace, cudaStream_t stream) {
   if (plan.C <= 0) return;
-  double* partial = partial_sums(workspace);
-  float* coef = coefficients(workspace, plan);
-  const dim3 block(plan.tile_channels, plan.tile_rows);
+  double* partial = partial_sums(workspace, plan);
+  float* coef = coefficients(workspace);
+  const bool vec = use_vectors(plan, {args.x, args.dy, args.relu_output, args.dx, args.dresidual});
   dispatch_elem(act, [&](auto tag) {
     using T = decltype(tag);
     const T* x = static_cast<const T*>(args.x);
     const T* dy = static_cast<const T*>(args.dy);
     const T* mask = static_cast<const T*>(args.relu_output);
-    gradient_partial_kernel<T><<<dim3(plan.channel_tiles, plan.row_chunks), block, 0, stream>>>(
-        plan.M, plan.C, plan.rows_per_chunk, x, dy, mask, args.saved_mean, partial);
+    T* dx = static_cast<T*>(args.dx);
+    T* dres = static_cast<T*>(args.dresidual);
+    if (vec) {
+      const ChannelTiling& t = plan.vector;
+      const dim3 block(t.tile_x, t.tile_y), partial_grid(t.channel_tiles, t.row_chunks);
+      if (mask)
+        vector_partial_kernel<T, Sums::masked_gradient><<<partial_grid, block, 0, stream>>>(
+            plan.M, plan.C, x, dy, mask, args.saved_mean, partial);
+      else
+        vector_partial_kernel<T, Sums::gradient><<<partial_grid, block, 0, stream>>>(plan.M, plan.C, x, dy, nullptr,
+                                                                                    args.saved_mean, partial);
+      check_launch("batchnorm vector_partial_kernel (gradient)");
+      backward_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks,
+                                                                                     partial, args, coef);
+      check_launch("batchnorm backward_finalize_kernel");
+      if (plan.M > 0) {
+        if (mask) {
+          constexpr auto apply = vector_backward_apply_kernel<T, true>;
+          const unsigned rows = one_wave_rows(t, plan.M, blocks_per_sm<apply>() * plan.sm_count);
+          apply<<<dim3(t.channel_tiles, rows), block, 0, stream>>>(plan.M, plan.C, x, dy, mask, dx, dres, coef);
+        } else {
+          constexpr auto apply = vector_backward_apply_kernel<T, false>;
+          const unsigned rows = one_wave_rows(t, plan.M, blocks_per_sm<apply>() * plan.sm_count);
+          apply<<<dim3(t.channel_tiles, rows), block, 0, stream>>>(plan.M, plan.C, x, dy, nullptr, dx, dres, coef);
+        }
+        check_launch("batchnorm vector_backward_apply_kernel");
+      }
+      return;
+    }
+    const ChannelTiling& t = plan.scalar;
+    const dim3 block(t.tile_x, t.tile_y);
+    gradient_partial_kernel<T><<<dim3(t.channel_tiles, t.row_chunks), block, 0, stream>>>(
+        plan.M, plan.C, t.rows_per_chunk, x, dy, mask, args.saved_mean, partial);
     check_launch("batchnorm gradient_partial_kernel");
-    backward_finalize_kernel<<<grid_for(plan.C), kThreads, 0, stream>>>(plan.M, plan.C, plan.row_chunks, partial,
-                                                                        args, coef);
+    backward_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks,
+                                                                                   partial, args, coef);
     check_launch("batchnorm backward_finalize_kernel");
     if (plan.M > 0) {
-      backward_apply_kernel<T><<<apply_grid(plan), block, 0, stream>>>(
-          plan.M, plan.C, x, dy, mask, static_cast<T*>(args.dx), static_cast<T*>(args.dresidual), coef);
+      backward_apply_kernel<T><<<apply_grid(plan), block, 0, stream>>>(plan.M, plan.C, x, dy, mask, dx, dres, coef);
       check_launch("batchnorm backward_apply_kernel");
     }
   });

@@ -1,7 +1,8 @@
 // Host launchers of the batchnorm kernels (device/batchnorm.cu) over NHWC activations seen as
 // [M = N·H·W, C]. Per-channel sums use a deterministic two-phase reduction: blocks over
 // (channel tile × row chunk) write f64 partial sums to the workspace, a finalize kernel adds
-// them per channel in chunk order, and an apply kernel walks the activations once more.
+// them per channel in a fixed order, and an apply kernel walks the activations once more
+// (16-byte vectors of channels when C and the pointers allow, one channel per thread else).
 // Results are therefore bitwise identical from run to run. Per-channel tensors (parameters,
 // statistics, their gradients) may be f32 or the activation's dtype: each carries its type.
 #pragma once
@@ -20,15 +21,25 @@ struct ChannelTensor {
   ElemType type = ElemType::f32;
 };
 
-// How the [M, C] reduction is split; made once per node by plan_channel_reduction.
+// One way of splitting [M, C] over blocks of tile_x × tile_y (= 256) threads, each thread
+// owning `vector` consecutive channels (1 on the scalar path, a 16-byte vector otherwise).
+struct ChannelTiling {
+  unsigned vector = 1;                         // channels per thread; 1 also means "no vector path"
+  unsigned tile_x = 32, tile_y = 8;            // block shape: thread columns × rows
+  unsigned channel_tiles = 1, row_chunks = 1;  // grid of the partial-sum kernel
+  int64_t rows_per_chunk = 0;                  // scalar path: contiguous rows per chunk
+};
+
+// How the [M, C] reduction is split; made once per node by plan_channel_reduction. A launch
+// takes the vector tiling when the plan has one and its activation pointers are 16-byte
+// aligned, the scalar tiling otherwise; the workspace fits either.
 struct ChannelReductionPlan {
   int64_t M = 0, C = 0;
-  unsigned tile_channels = 32, tile_rows = 8;  // block shape: channels × rows (a 256-thread block)
-  unsigned channel_tiles = 1, row_chunks = 1;  // grid of the partial-sum kernel
-  int64_t rows_per_chunk = 0;
-  size_t workspace_bytes = 0;  // partial sums, then four f32 coefficients per channel
+  int sm_count = 132;
+  ChannelTiling scalar, vector;
+  size_t workspace_bytes = 0;  // four f32 coefficients per channel, then the partial sums
 };
-ChannelReductionPlan plan_channel_reduction(int64_t M, int64_t C, int sm_count);
+ChannelReductionPlan plan_channel_reduction(int64_t M, int64_t C, ElemType act, int sm_count);
 
 // Training forward: batch mean and biased variance, saved_mean / saved_invstd, running
 // statistics updated in place with `momentum` (unbiased variance), then y = x̂·γ + β.

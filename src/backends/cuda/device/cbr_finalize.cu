@@ -24,7 +24,8 @@ __global__ void bn_finalize_kernel(BnFinalizeArgs a) {
     const double invstd = 1.0 / sqrt(var + a.eps);
     const double scale = load(a.gamma, c) * invstd;
     a.scale[c] = static_cast<float>(scale);
-    a.shift[c] = static_cast<float>(load(a.beta, c) - mean * scale);
+    // In the reference backend's order, so the shift rounds to the same f32 value.
+    a.shift[c] = static_cast<float>(load(a.beta, c) - mean * invstd * load(a.gamma, c));
     const double running_mean = load(a.running_mean_in, c), running_var = load(a.running_var_in, c);
     store(a.saved_mean, c, mean);
     store(a.saved_invstd, c, invstd);

@@ -28,10 +28,12 @@ __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __re
     P out;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
+      // Each step rounded on its own (no fused multiply-add), in the reference backend's order:
+      // a fused result then sits on the same side of the ReLU's kink as the unfused one.
       float v = to_float(in.v[j]);
-      if (scale) v *= scale[c0 + j];
-      if (shift) v += to_float(shift[c0 + j]);
-      if (residual) v += to_float(res.v[j]);
+      if (scale) v = __fmul_rn(v, scale[c0 + j]);
+      if (shift) v = __fadd_rn(v, to_float(shift[c0 + j]));
+      if (residual) v = __fadd_rn(v, to_float(res.v[j]));
       if (relu) v = v > 0.f ? v : 0.f;
       out.v[j] = from_float<T>(v);
     }

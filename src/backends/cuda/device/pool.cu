@@ -17,6 +17,20 @@ struct Position {
 
 __device__ __forceinline__ Position unflatten(int64_t i, int64_t rows, int64_t cols, int64_t C) {
   Position pos;
+  // 64-bit division is emulated on the GPU and dominated these kernels: below 2^32 elements
+  // (every real layer) the same arithmetic runs in 32 bits.
+  if (i < (int64_t{1} << 32)) {
+    uint32_t k = static_cast<uint32_t>(i);
+    const uint32_t c32 = static_cast<uint32_t>(C), cols32 = static_cast<uint32_t>(cols),
+                   rows32 = static_cast<uint32_t>(rows);
+    pos.c = k % c32;
+    k /= c32;
+    pos.col = k % cols32;
+    k /= cols32;
+    pos.row = k % rows32;
+    pos.n = k / rows32;
+    return pos;
+  }
   pos.c = i % C;
   i /= C;
   pos.col = i % cols;
@@ -76,12 +90,22 @@ __global__ void maxpool_forward_kernel(PoolGeometry g, const T* __restrict__ x, 
 }
 
 template <class T>
-__global__ void maxpool_backward_kernel(PoolGeometry g, const T* __restrict__ x, const T* __restrict__ dy,
+__global__ void maxpool_argmax_kernel(PoolGeometry g, const T* __restrict__ x, int32_t* __restrict__ argmax) {
+  const int64_t total = g.N * g.P * g.Q * g.C;
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    const Position at = unflatten(i, g.P, g.Q, g.C);
+    float best;
+    argmax[i] = static_cast<int32_t>(
+        window_argmax(x + at.n * g.H * g.W * g.C, g, window_at(g, at.row, at.col), at.c, best));
+  }
+}
+
+template <class T>
+__global__ void maxpool_backward_kernel(PoolGeometry g, const int32_t* __restrict__ argmax, const T* __restrict__ dy,
                                         T* __restrict__ dx) {
   const int64_t total = g.N * g.H * g.W * g.C;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const Position at = unflatten(i, g.H, g.W, g.C);
-    const T* xn = x + at.n * g.H * g.W * g.C;
     const int64_t cell = at.row * g.W + at.col;
     int64_t p_lo, p_hi, q_lo, q_hi;
     covering(at.row, g.pad_h, g.R, g.stride_h, g.P, p_lo, p_hi);
@@ -89,9 +113,8 @@ __global__ void maxpool_backward_kernel(PoolGeometry g, const T* __restrict__ x,
     float acc = 0.f;
     for (int64_t p = p_lo; p <= p_hi; ++p)
       for (int64_t q = q_lo; q <= q_hi; ++q) {
-        float best;
-        if (window_argmax(xn, g, window_at(g, p, q), at.c, best) == cell)
-          acc = __fadd_rn(acc, to_float(dy[((at.n * g.P + p) * g.Q + q) * g.C + at.c]));
+        const int64_t o = ((at.n * g.P + p) * g.Q + q) * g.C + at.c;
+        if (argmax[o] == cell) acc = __fadd_rn(acc, to_float(dy[o]));
       }
     dx[i] = from_float<T>(acc);
   }
@@ -181,13 +204,16 @@ void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, vo
 }
 
 void launch_maxpool_backward(ElemType t, const PoolGeometry& g, const void* x, const void* dy, void* dx,
-                             cudaStream_t stream) {
+                             int32_t* argmax, cudaStream_t stream) {
   const int64_t total = g.N * g.H * g.W * g.C;
   if (total <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    maxpool_backward_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(g, static_cast<const T*>(x),
-                                                                         static_cast<const T*>(dy), static_cast<T*>(dx));
+    const int64_t windows = g.N * g.P * g.Q * g.C;
+    if (windows > 0)
+      maxpool_argmax_kernel<T><<<grid_for(windows), kThreads, 0, stream>>>(g, static_cast<const T*>(x), argmax);
+    maxpool_backward_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(g, argmax, static_cast<const T*>(dy),
+                                                                         static_cast<T*>(dx));
   });
   check_launch("maxpool_backward_kernel");
 }
