@@ -54,9 +54,11 @@ __device__ __forceinline__ Window window_at(const PoolGeometry& g, int64_t p, in
 // Output rows p whose window covers input row h: [lo, hi], empty when lo > hi.
 __device__ __forceinline__ void covering(int64_t h, int64_t pad, int64_t extent, int64_t stride, int64_t outputs,
                                          int64_t& lo, int64_t& hi) {
-  const int64_t first = h + pad - extent + 1;  // the lowest window start that still reaches h
-  lo = first <= 0 ? 0 : (first + stride - 1) / stride;
-  hi = (h + pad) / stride;
+  // Extents, pads and strides are small: 32-bit division (64-bit division is emulated).
+  const int32_t first = static_cast<int32_t>(h + pad - extent + 1);  // lowest window start reaching h
+  const int32_t s = static_cast<int32_t>(stride);
+  lo = first <= 0 ? 0 : (first + s - 1) / s;
+  hi = static_cast<int32_t>(h + pad) / s;
   if (hi > outputs - 1) hi = outputs - 1;
 }
 
@@ -185,8 +187,17 @@ template <class T>
 __global__ void global_avgpool_backward_kernel(int64_t HW, int64_t C, int64_t total, const T* __restrict__ dy,
                                                T* __restrict__ dx) {
   const float scale = __fdiv_rn(1.f, static_cast<float>(HW));
+  const bool small = total < (int64_t{1} << 32);  // 32-bit index arithmetic (see unflatten)
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
-    const int64_t c = i % C, n = i / (HW * C);
+    int64_t c, n;
+    if (small) {
+      const uint32_t k = static_cast<uint32_t>(i);
+      c = k % static_cast<uint32_t>(C);
+      n = k / static_cast<uint32_t>(HW * C);
+    } else {
+      c = i % C;
+      n = i / (HW * C);
+    }
     dx[i] = from_float<T>(__fmul_rn(to_float(dy[n * C + c]), scale));
   }
 }
