@@ -9,6 +9,7 @@
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/conv_device.h"
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels.h"
 
 namespace trident::cuda {
@@ -100,6 +101,27 @@ class ConvForwardKernel final : public Kernel, public ReportsPath {
   size_t arity_in_ = 0;
 };
 
+// Where a convolution's backward is dgrad immediately followed by its wgrad (both reading the
+// same dy, the order autodiff emits), the dgrad runs on the side stream beside the wgrad on
+// the main stream, and the main stream waits for it right after the wgrad. That is safe with
+// the static memory plan: dx is live from the dgrad on, and x and dy until the wgrad, so
+// neither kernel's output can share memory with what the other reads.
+int position_in_order(const ir::Graph& g, int node_id) {
+  const std::vector<int>& order = g.order();
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] == node_id) return static_cast<int>(i);
+  return -1;
+}
+
+bool dgrad_then_wgrad(const ir::Graph& g, int dgrad_pos) {
+  const std::vector<int>& order = g.order();
+  if (dgrad_pos < 0 || dgrad_pos + 1 >= static_cast<int>(order.size())) return false;
+  const ir::Node& d = g.node(order[dgrad_pos]);
+  const ir::Node& w = g.node(order[dgrad_pos + 1]);
+  return d.op == "conv2d_backward_data" && w.op == "conv2d_backward_weight" && w.inputs.size() > 1 &&
+         d.inputs[0] == w.inputs[1];
+}
+
 // conv2d_backward_data: dy [N,P,Q,K], w → dx [N,H,W,C].
 class ConvDgradKernel final : public Kernel {
  public:
@@ -113,7 +135,9 @@ class ConvDgradKernel final : public Kernel {
     GraphBuild b = cached_graph(ctx, dgrad_graph(p));
     if (!b.graph) fail(node, b.failure);
     graph_ = b.graph;
-    ctx.reserve_workspace(0, graph_->workspace_bytes());
+    side_ = dgrad_then_wgrad(g, position_in_order(g, node.id));
+    if (side_) fork_ = ctx.stream_fork(node.inputs[0]);
+    ctx.reserve_workspace(side_ ? 1 : 0, graph_->workspace_bytes());
   }
 
   void run(const KernelArgs& a) override {
@@ -123,13 +147,33 @@ class ConvDgradKernel final : public Kernel {
       ptr[conv_uid::dy] = a.in[0].data;
       ptr[conv_uid::w] = a.in[1].data;
       ptr[conv_uid::dx] = a.out[0].data;
-      graph_->execute(ctx_->cudnn(), ptr, ctx_->workspace(0));
+      if (!side_) {
+        graph_->execute(ctx_->cudnn(), ptr, ctx_->workspace(0));
+        return;
+      }
+      check(cudaEventRecord(fork_.fork, ctx_->stream()), "forking the dgrad onto the side stream");
+      check(cudaStreamWaitEvent(ctx_->side_stream(), fork_.fork, 0), "forking the dgrad onto the side stream");
+      // The plan was built with the main handle: run it there, with the handle pointed at the
+      // side stream for this one call.
+      struct OnSideStream {  // back on the main stream however execute() ends
+        CudaContext* ctx;
+        ~OnSideStream() { cudnnSetStream(ctx->cudnn(), ctx->stream()); }
+      } restore{ctx_};
+      check(cudnnSetStream(ctx_->cudnn(), ctx_->side_stream()), "pointing cuDNN at the side stream");
+      graph_->execute(ctx_->cudnn(), ptr, ctx_->workspace(1));
+      check(cudaEventRecord(fork_.join, ctx_->side_stream()), "marking the end of the side-stream dgrad");
     });
+  }
+
+  std::string implementation() const override {
+    return side_ ? "cuDNN dgrad on the side stream, beside its wgrad" : std::string();
   }
 
  private:
   CudaContext* ctx_;
   std::shared_ptr<const CudnnGraph> graph_;
+  bool side_ = false;
+  CudaContext::StreamFork fork_;
 };
 
 // conv2d_backward_weight: x, dy → dw [K,R,S,C/g], and db [K] = Σ dy when has_bias.
@@ -159,6 +203,8 @@ class ConvWgradKernel final : public Kernel {
     }
     io_ = elem_of(node, x, "the input");
     ctx.reserve_workspace(0, layout.total());
+    joins_ = dgrad_then_wgrad(g, position_in_order(g, node.id) - 1);
+    if (joins_) fork_ = ctx.stream_fork(node.inputs[1]);
   }
 
   void run(const KernelArgs& a) override {
@@ -170,11 +216,14 @@ class ConvWgradKernel final : public Kernel {
       ptr[conv_uid::dy] = a.in[1].data;
       ptr[conv_uid::dw] = a.out[0].data;
       graph_->execute(ctx_->cudnn(), ptr, at_offset(ws, cudnn_offset_));
-      if (!has_bias_) return;
-      float* sum = at_offset<float>(ws, sum_offset_);
-      device::launch_channel_sums(io_, a.in[1].data, problem_.output_rows(), problem_.K,
-                                  at_offset<float>(ws, partials_offset_), sum, nullptr, ctx_->stream());
-      device::launch_store_channels(sum, a.out[1].data, db_type_, problem_.K, ctx_->stream());
+      if (has_bias_) {
+        float* sum = at_offset<float>(ws, sum_offset_);
+        device::launch_channel_sums(io_, a.in[1].data, problem_.output_rows(), problem_.K,
+                                    at_offset<float>(ws, partials_offset_), sum, nullptr, ctx_->stream());
+        device::launch_store_channels(sum, a.out[1].data, db_type_, problem_.K, ctx_->stream());
+      }
+      // The dgrad beside this kernel must be done before anything after it runs.
+      if (joins_) check(cudaStreamWaitEvent(ctx_->stream(), fork_.join, 0), "joining the side-stream dgrad");
     });
   }
 
@@ -185,6 +234,8 @@ class ConvWgradKernel final : public Kernel {
   bool has_bias_ = false;
   device::ElemType io_ = device::ElemType::f32, db_type_ = device::ElemType::f32;
   size_t cudnn_offset_ = 0, partials_offset_ = 0, sum_offset_ = 0;
+  bool joins_ = false;
+  CudaContext::StreamFork fork_;
 };
 
 }  // namespace

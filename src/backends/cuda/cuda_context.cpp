@@ -46,6 +46,10 @@ CudaContext::~CudaContext() {
   for (void* w : workspace_)
     if (w) cudaFree(w);
   cache_.clear();  // plans reference the handles: release them first
+  for (auto& [key, f] : forks_) {
+    cudaEventDestroy(f.fork);
+    cudaEventDestroy(f.join);
+  }
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (cudnn_side_) cudnnDestroy(cudnn_side_);
   if (cudnn_) cudnnDestroy(cudnn_);
@@ -108,6 +112,17 @@ std::string CudaContext::cache_report() const {
   return "cuda plan cache: " + std::to_string(cache_.size()) + " plans, " + std::to_string(hits_.load()) +
          " hits, " + std::to_string(misses_.load()) + " misses; workspace " +
          std::to_string((reserved_[0] + reserved_[1]) >> 20) + " MiB; " + name_;
+}
+
+CudaContext::StreamFork CudaContext::stream_fork(int key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = forks_.find(key);
+  if (it != forks_.end()) return it->second;
+  StreamFork f;
+  check(cudaEventCreateWithFlags(&f.fork, cudaEventDisableTiming), "creating a CUDA event");
+  check(cudaEventCreateWithFlags(&f.join, cudaEventDisableTiming), "creating a CUDA event");
+  forks_.emplace(key, f);
+  return f;
 }
 
 void CudaContext::reserve_workspace(int slot, size_t bytes) {

@@ -51,6 +51,14 @@ class CudaContext final : public BackendContext {
   // "sm90/cudnn91900": the part of every cache key that names the GPU and library.
   const std::string& signature_prefix() const { return prefix_; }
 
+  // The pair of events that lets one kernel run on side_stream() beside the next one on
+  // stream(): `fork` is recorded on stream() before the side work starts, `join` on
+  // side_stream() after it ends. One pair per key (a value id of the graph); made on first use.
+  struct StreamFork {
+    cudaEvent_t fork = nullptr, join = nullptr;
+  };
+  StreamFork stream_fork(int key);
+
   // Scratch memory, one per stream (slot 0: stream(), slot 1: side_stream()). Kernels reserve
   // their largest need when built; workspace() returns a buffer of at least the reserved size.
   void reserve_workspace(int slot, size_t bytes);
@@ -88,6 +96,7 @@ class CudaContext final : public BackendContext {
   size_t reserved_[2] = {0, 0}, allocated_[2] = {0, 0};
   void* workspace_[2] = {nullptr, nullptr};
   std::map<void*, size_t> sizes_;
+  std::map<int, StreamFork> forks_;
   size_t live_bytes_ = 0, peak_bytes_ = 0;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<void>> cache_;
