@@ -28,7 +28,8 @@ const std::vector<WindowCase> kWindows = {
     {{2, 9, 11, 3}, {3, 3}, {2, 2}, {1, 1}, 1},   // ResNet stem pooling, odd sizes
     {{1, 8, 8, 10}, {2, 2}, {2, 2}, {0, 0}, 1},   // non-overlapping
     {{3, 7, 5, 33}, {3, 2}, {1, 1}, {1, 0}, 0},   // overlapping, padding excluded from the mean
-    {{2, 6, 6, 64}, {3, 3}, {1, 2}, {1, 1}, 0},
+    {{2, 6, 6, 64}, {3, 3}, {1, 2}, {1, 1}, 0},   // C % 8 = 0: the 16-byte vector kernels
+    {{2, 8, 10, 16}, {2, 2}, {2, 2}, {0, 0}, 1},  // VGG's pooling, vector kernels
 };
 
 Attrs window_attrs(const WindowCase& w) {

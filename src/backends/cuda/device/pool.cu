@@ -202,6 +202,117 @@ __global__ void global_avgpool_backward_kernel(int64_t HW, int64_t C, int64_t to
   }
 }
 
+
+// ---- max pooling over 16-byte channel vectors (C a multiple of 8 in f16/bf16, 4 in f32) ----
+// One thread handles one spatial position and 16 bytes of consecutive channels, so the index
+// arithmetic is paid once per vector, not per element, and loads are 16 bytes wide. The
+// comparisons and sums are the scalar kernels', element by element, in the same order.
+template <class T>
+struct alignas(16) Vec16 {
+  static constexpr int kN = 16 / static_cast<int>(sizeof(T));
+  T v[kN];
+};
+template <int N>
+struct alignas(16) IndexVec {
+  int32_t v[N];
+};
+
+struct SpatialGroup {
+  int64_t n, row, col, group;
+};
+__device__ __forceinline__ SpatialGroup unflatten_group(int64_t i, int64_t rows, int64_t cols, int64_t groups) {
+  const Position p = unflatten(i, rows, cols, groups);  // the group plays the channel's part
+  return {p.n, p.row, p.col, p.c};
+}
+
+template <class T>
+__global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, T* __restrict__ y,
+                                   int32_t* __restrict__ argmax) {
+  constexpr int N = Vec16<T>::kN;
+  const int64_t groups = g.C / N, total = g.N * g.P * g.Q * groups;
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    const SpatialGroup o = unflatten_group(i, g.P, g.Q, groups);
+    const Window win = window_at(g, o.row, o.col);
+    const T* xn = x + o.n * g.H * g.W * g.C + o.group * N;
+    float best[N];
+    int32_t at[N];
+    if (win.cells() == 0) {
+      for (int j = 0; j < N; ++j) {
+        best[j] = 0.f;  // an empty window gives 0, as in the reference
+        at[j] = -1;
+      }
+    } else {
+      const int32_t first = static_cast<int32_t>(win.h0 * g.W + win.w0);
+      const Vec16<T> v0 = *reinterpret_cast<const Vec16<T>*>(xn + first * g.C);
+      for (int j = 0; j < N; ++j) {
+        best[j] = to_float(v0.v[j]);
+        at[j] = first;
+      }
+      for (int64_t h = win.h0; h < win.h1; ++h)
+        for (int64_t w = win.w0; w < win.w1; ++w) {
+          const int32_t cell = static_cast<int32_t>(h * g.W + w);
+          const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xn + cell * g.C);
+          for (int j = 0; j < N; ++j) {
+            const float f = to_float(v.v[j]);
+            if (f > best[j]) {
+              best[j] = f;
+              at[j] = cell;
+            }
+          }
+        }
+    }
+    const int64_t out = i * N;  // ((n·P + p)·Q + q)·C + group·N
+    if (y) {
+      Vec16<T> r;
+      for (int j = 0; j < N; ++j) r.v[j] = from_float<T>(best[j]);
+      *reinterpret_cast<Vec16<T>*>(y + out) = r;
+    }
+    if (argmax) {
+      IndexVec<N> r;
+      for (int j = 0; j < N; ++j) r.v[j] = at[j];
+      *reinterpret_cast<IndexVec<N>*>(argmax + out) = r;
+    }
+  }
+}
+
+template <class T>
+__global__ void maxpool_backward_vec_kernel(PoolGeometry g, const int32_t* __restrict__ argmax,
+                                            const T* __restrict__ dy, T* __restrict__ dx) {
+  constexpr int N = Vec16<T>::kN;
+  const int64_t groups = g.C / N, total = g.N * g.H * g.W * groups;
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    const SpatialGroup at = unflatten_group(i, g.H, g.W, groups);
+    const int32_t cell = static_cast<int32_t>(at.row * g.W + at.col);
+    int64_t p_lo, p_hi, q_lo, q_hi;
+    covering(at.row, g.pad_h, g.R, g.stride_h, g.P, p_lo, p_hi);
+    covering(at.col, g.pad_w, g.S, g.stride_w, g.Q, q_lo, q_hi);
+    float acc[N];
+    for (int j = 0; j < N; ++j) acc[j] = 0.f;
+    for (int64_t p = p_lo; p <= p_hi; ++p)
+      for (int64_t q = q_lo; q <= q_hi; ++q) {
+        const int64_t o = ((at.n * g.P + p) * g.Q + q) * g.C + at.group * N;
+        const IndexVec<N> a = *reinterpret_cast<const IndexVec<N>*>(argmax + o);
+        const Vec16<T> d = *reinterpret_cast<const Vec16<T>*>(dy + o);
+        for (int j = 0; j < N; ++j)
+          if (a.v[j] == cell) acc[j] = __fadd_rn(acc[j], to_float(d.v[j]));
+      }
+    Vec16<T> r;
+    for (int j = 0; j < N; ++j) r.v[j] = from_float<T>(acc[j]);
+    *reinterpret_cast<Vec16<T>*>(dx + i * N) = r;
+  }
+}
+
+bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Whether the vector kernels apply: whole 16-byte channel vectors and aligned pointers.
+template <class T>
+bool vector_pooling(const PoolGeometry& g, std::initializer_list<const void*> pointers) {
+  if (g.C % Vec16<T>::kN != 0) return false;
+  for (const void* p : pointers)
+    if (p && !aligned_16(p)) return false;
+  return true;
+}
+
 }  // namespace
 
 void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
@@ -209,6 +320,11 @@ void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, vo
   if (total <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
+    if (vector_pooling<T>(g, {x, y})) {
+      maxpool_vec_kernel<T><<<grid_for(total / Vec16<T>::kN), kThreads, 0, stream>>>(
+          g, static_cast<const T*>(x), static_cast<T*>(y), nullptr);
+      return;
+    }
     maxpool_forward_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(g, static_cast<const T*>(x), static_cast<T*>(y));
   });
   check_launch("maxpool_forward_kernel");
@@ -221,6 +337,15 @@ void launch_maxpool_backward(ElemType t, const PoolGeometry& g, const void* x, c
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
     const int64_t windows = g.N * g.P * g.Q * g.C;
+    if (vector_pooling<T>(g, {x, dy, dx, argmax})) {
+      constexpr int N = Vec16<T>::kN;
+      if (windows > 0)
+        maxpool_vec_kernel<T><<<grid_for(windows / N), kThreads, 0, stream>>>(g, static_cast<const T*>(x), nullptr,
+                                                                              argmax);
+      maxpool_backward_vec_kernel<T><<<grid_for(total / N), kThreads, 0, stream>>>(
+          g, argmax, static_cast<const T*>(dy), static_cast<T*>(dx));
+      return;
+    }
     if (windows > 0)
       maxpool_argmax_kernel<T><<<grid_for(windows), kThreads, 0, stream>>>(g, static_cast<const T*>(x), argmax);
     maxpool_backward_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(g, argmax, static_cast<const T*>(dy),
