@@ -53,14 +53,6 @@ ir::Graph cbr_layer(const Options& o, DType precision) {
   return g;
 }
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double pos = p * static_cast<double>(v.size() - 1);
-  const size_t i = static_cast<size_t>(pos);
-  const double f = pos - static_cast<double>(i);
-  return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
-}
-
 // Random images and in-range labels, sent once: the benchmark times the step, not the data.
 void fill_inputs(runtime::Executable& exe, int64_t classes) {
   Rng rng(7);
@@ -103,17 +95,18 @@ int run_bench(Options o) {
 
   for (int i = 0; i < o.warmup; ++i) exe->run();
   exe->synchronize();
-  std::vector<double> ms;
-  ms.reserve(static_cast<size_t>(o.iterations));
+  std::vector<double> seconds;
+  seconds.reserve(static_cast<size_t>(o.iterations));
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < o.iterations; ++i) {
     const auto a = std::chrono::steady_clock::now();
     exe->run();
     exe->synchronize();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
   }
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double median = percentile(ms, 0.5), p90 = percentile(ms, 0.9);
+  const runtime::LatencyStats stats = runtime::latency_stats(seconds, o.batch);
+  const double median = stats.p50_ms, p90 = stats.p90_ms;
   const double ips = static_cast<double>(o.batch) / (median / 1e3);
   // Optional: where the time goes, per op kind (each node timed to its completion).
   nlohmann::json prof = nlohmann::json::object();
@@ -138,7 +131,7 @@ int run_bench(Options o) {
     nlohmann::json j = {{"model", o.model}, {"mode", o.mode}, {"batch", o.batch}, {"device", o.backend == "cuda" ? "cuda" : "cpu"},
                         {"backend", o.backend}, {"precision", o.device.precision}, {"iterations", o.iterations},
                         {"warmup", o.warmup}, {"images_per_s", ips}, {"ms_median", median}, {"ms_p90", p90},
-                        {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"total_s", total_s},
+                        {"ms_min", stats.min_ms}, {"total_s", total_s},
                         {"compile_s", compile_s}, {"peak_device_bytes", peak},
                         {"plan_bytes", exe->total_bytes()}, {"disabled_passes", o.flags.disabled_passes}};
     if (layer) j["layer"] = o.layer;

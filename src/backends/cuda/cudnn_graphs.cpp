@@ -120,35 +120,26 @@ std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
         throw Error("graph '" + d.purpose + "': op " + name + " reads a tensor before it is computed");
       return t[op.inputs[j]];
     };
+    // The window and f32 accumulation, the same for the three convolution directions.
+    auto window = [&](auto attributes) {
+      attributes.set_padding(pair(d.window.padding))
+          .set_stride(pair(d.window.stride))
+          .set_dilation(pair(d.window.dilation))
+          .set_compute_data_type(f32)
+          .set_name(name);
+      return attributes;
+    };
     std::vector<TensorPtr> out;
     switch (op.kind) {
       case GraphOpKind::conv_fprop:
-        out.push_back(g.conv_fprop(in(0), in(1),
-                                   fe::graph::Conv_fprop_attributes()
-                                       .set_padding(pair(d.window.padding))
-                                       .set_stride(pair(d.window.stride))
-                                       .set_dilation(pair(d.window.dilation))
-                                       .set_compute_data_type(f32)
-                                       .set_name(name)));
+        out.push_back(g.conv_fprop(in(0), in(1), window(fe::graph::Conv_fprop_attributes())));
         break;
       case GraphOpKind::conv_dgrad:
-        out.push_back(g.conv_dgrad(in(0), in(1),
-                                   fe::graph::Conv_dgrad_attributes()
-                                       .set_padding(pair(d.window.padding))
-                                       .set_stride(pair(d.window.stride))
-                                       .set_dilation(pair(d.window.dilation))
-                                       .set_compute_data_type(f32)
-                                       .set_name(name)));
+        out.push_back(g.conv_dgrad(in(0), in(1), window(fe::graph::Conv_dgrad_attributes())));
         break;
       case GraphOpKind::conv_wgrad:
         // The frontend's wgrad takes (dy, x); descriptions list (x, dy) like the IR op.
-        out.push_back(g.conv_wgrad(in(1), in(0),
-                                   fe::graph::Conv_wgrad_attributes()
-                                       .set_padding(pair(d.window.padding))
-                                       .set_stride(pair(d.window.stride))
-                                       .set_dilation(pair(d.window.dilation))
-                                       .set_compute_data_type(f32)
-                                       .set_name(name)));
+        out.push_back(g.conv_wgrad(in(1), in(0), window(fe::graph::Conv_wgrad_attributes())));
         break;
       case GraphOpKind::genstats: {
         auto [sum, sq_sum] = g.genstats(in(0), fe::graph::Genstats_attributes().set_compute_data_type(f32).set_name(name));
