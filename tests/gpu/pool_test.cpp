@@ -2,6 +2,9 @@
 // without padding, count_include_pad on and off, overlapping windows) and global average
 // pooling, forward and backward, in f32 and f16, on odd channel counts; max-pool backward ties
 // go to the first maximum exactly like the reference; repeated runs give identical bits.
+// Global average pooling also over its 16-byte channel vectors and the scalar path beside
+// them (C not a multiple of the width, misaligned tensors), in f32, f16 and bf16, with one
+// spatial position and with many.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -101,6 +104,70 @@ TEST(CudaPool, GlobalAvgPoolForwardAndBackward) {
         return g;
       }, t, {"y", "dx"}, 13);
     }
+}
+
+ir::Graph global_avgpool_graph(DType d, const Shape& s) {
+  ir::Graph g;
+  g.add_node1("global_avgpool", {g.add_input("x", s, d)}, {}, "y");
+  g.add_node1("global_avgpool_backward", {g.add_input("dy", {s[0], 1, 1, s[3]}, d)}, {{"input_shape", s}}, "dx");
+  return g;
+}
+
+// C % 8 = 0 (vector path in every dtype), C = 12 and 20 (f32 vectors, the f16/bf16 scalar
+// path), C = 3; HW = 1, small, 3136 (ResNet's first stage) and 12544.
+TEST(CudaPool, GlobalAvgPoolVectorAndScalarPaths) {
+  TRIDENT_REQUIRE_GPU();
+  for (const Shape& s : std::vector<Shape>{{4, 1, 1, 64},
+                                           {3, 1, 1, 3},
+                                           {5, 3, 3, 12},
+                                           {2, 9, 9, 20},
+                                           {2, 7, 7, 24},
+                                           {8, 56, 56, 64},
+                                           {2, 112, 112, 16},
+                                           {3, 7, 7, 2048},
+                                           {2, 5, 5, 520}})
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      SCOPED_TRACE(shape_str(s) + " " + std::string(dtype_name(t)));
+      check_against_reference([&](DType d) { return global_avgpool_graph(d, s); }, t, {"y", "dx"}, 15);
+    }
+}
+
+// Tensors one element past 16-byte alignment: the scalar path, even where C splits into vectors.
+TEST(CudaPool, GlobalAvgPoolMisalignedTensors) {
+  TRIDENT_REQUIRE_GPU();
+  for (const Shape& s : std::vector<Shape>{{2, 7, 7, 64}, {3, 1, 1, 16}, {2, 5, 5, 3}})
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      SCOPED_TRACE(shape_str(s) + " " + std::string(dtype_name(t)));
+      check_against_reference([&](DType d) { return global_avgpool_graph(d, s); }, t, {"y", "dx"}, 16, nullptr, 1);
+    }
+}
+
+// The backward is one rounding of dy / HW: exactly the reference's result rounded once.
+TEST(CudaPool, GlobalAvgPoolBackwardIsExact) {
+  TRIDENT_REQUIRE_GPU();
+  for (const Shape& s : std::vector<Shape>{{2, 7, 7, 64}, {2, 9, 9, 20}, {4, 1, 1, 3}})
+    for (DType t : {DType::f32, DType::f16, DType::bf16})
+      for (int64_t misalign : {0, 1}) {
+        SCOPED_TRACE(shape_str(s) + " " + std::string(dtype_name(t)) + " misaligned by " + std::to_string(misalign));
+        test_support::check_rounded_reference(
+            [&](DType d) {
+              ir::Graph g;
+              g.add_node1("global_avgpool_backward", {g.add_input("dy", {s[0], 1, 1, s[3]}, d)},
+                          {{"input_shape", s}}, "dx");
+              return g;
+            },
+            t, {"dx"}, 17, misalign);
+      }
+}
+
+TEST(CudaPool, GlobalAvgPoolRunsAreBitwiseIdentical) {
+  TRIDENT_REQUIRE_GPU();
+  for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+    const ir::Graph g = global_avgpool_graph(t, {8, 56, 56, 64});
+    for (const char* name : {"y", "dx"})
+      EXPECT_EQ(test_support::run_once_on_gpu(g, name, 18), test_support::run_once_on_gpu(g, name, 18))
+          << name << " " << dtype_name(t);
+  }
 }
 
 TEST(CudaPool, RunsAreBitwiseIdentical) {

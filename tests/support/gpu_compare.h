@@ -2,7 +2,9 @@
 // one graph on "cuda" and on "cpu_ref" with the same inputs, comparing every output.
 // The GPU graph may hold f16/bf16 activations where the reference graph holds f32: inputs
 // are drawn once (for the GPU graph's dtypes) and converted for the reference, so both
-// compute on identical numbers.
+// compute on identical numbers. Outputs are compared within the tolerance table, or exactly
+// (the reference rounded once to the GPU's dtype) for element-wise ops; GPU tensors can be
+// placed off 16-byte alignment to reach the kernels' scalar paths.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "backends/kernel.h"
+#include "core/half.h"
 #include "support/graph_runner.h"
 #include "support/tolerance.h"
 
@@ -75,13 +78,35 @@ inline void expect_close_norm(const std::vector<double>& got, const std::vector<
   expect_close_norm(got, ref, tolerance(row).rtol, what);
 }
 
+// Each GPU value equals its reference value rounded once to the GPU value's dtype: what an
+// element-wise op computed as one f32 operation (or a chain of them) and stored gives.
+inline void expect_rounded_equal(const std::vector<double>& got, const std::vector<double>& ref, DType t,
+                                 const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float r = static_cast<float>(ref[i]);
+    const double want = t == DType::f16    ? half_to_float(float_to_half(r))
+                        : t == DType::bf16 ? bf16_to_float(float_to_bf16(r))
+                                           : r;
+    if (got[i] == want || (std::isnan(got[i]) && std::isnan(want))) continue;
+    ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " but the reference rounded to " << dtype_name(t) << " is "
+                  << want;
+    if (++reported == 5) return;
+  }
+}
+
+// What a comparison checks for one value: the GPU's numbers, the reference's, the value's name.
+using ValueCheck = std::function<void(const std::vector<double>&, const std::vector<double>&, const std::string&)>;
+
 // Runs `gpu` on cuda and `ref` (same value names, f32 where `gpu` has f16/bf16) on cpu_ref.
 // Every non-activation value is drawn from `seed` for the GPU graph and copied, converted,
-// into the reference. Then every value named in `compare` is checked with `row`.
-inline void compare_with_cpu_ref(const ir::Graph& gpu, const ir::Graph& ref, const std::vector<std::string>& compare,
-                                 DType row, uint64_t seed,
-                                 const std::function<void(GraphRunner&)>& adjust_inputs = nullptr) {
-  GraphRunner on_gpu(gpu, "cuda"), on_ref(ref, "cpu_ref");
+// into the reference. Then every value named in `compare` is checked with `check`. `misalign`
+// places the GPU tensors that many elements past aligned memory (GraphRunner).
+inline void run_against_cpu_ref(const ir::Graph& gpu, const ir::Graph& ref, const std::vector<std::string>& compare,
+                                uint64_t seed, const std::function<void(GraphRunner&)>& adjust_inputs,
+                                int64_t misalign, const ValueCheck& check) {
+  GraphRunner on_gpu(gpu, "cuda", misalign), on_ref(ref, "cpu_ref");
   on_gpu.randomize(seed);
   if (adjust_inputs) adjust_inputs(on_gpu);
   for (int v = 0; v < gpu.num_values(); ++v) {
@@ -105,8 +130,19 @@ inline void compare_with_cpu_ref(const ir::Graph& gpu, const ir::Graph& ref, con
     const int a = gpu.find_value(name), b = ref.find_value(name);
     ASSERT_GE(a, 0) << name;
     ASSERT_GE(b, 0) << name;
-    expect_close_scaled(on_gpu.values(a), on_ref.values(b), row, name);
+    check(on_gpu.values(a), on_ref.values(b), name);
   }
+}
+
+// run_against_cpu_ref, every value checked with expect_close_scaled on the row of `row`.
+inline void compare_with_cpu_ref(const ir::Graph& gpu, const ir::Graph& ref, const std::vector<std::string>& compare,
+                                 DType row, uint64_t seed,
+                                 const std::function<void(GraphRunner&)>& adjust_inputs = nullptr,
+                                 int64_t misalign = 0) {
+  run_against_cpu_ref(gpu, ref, compare, seed, adjust_inputs, misalign,
+                      [&](const std::vector<double>& got, const std::vector<double>& want, const std::string& name) {
+                        expect_close_scaled(got, want, row, name);
+                      });
 }
 
 // A graph builder for one activation dtype (the GPU graph in f32/f16/bf16, the reference in f32).
@@ -114,8 +150,19 @@ using GraphBuild = std::function<ir::Graph(DType)>;
 
 // Compares the GPU graph in `dtype` with the f32 reference, on the tolerance row of `dtype`.
 inline void check_against_reference(const GraphBuild& build, DType dtype, const std::vector<std::string>& outputs,
-                                    uint64_t seed, const std::function<void(GraphRunner&)>& adjust = nullptr) {
-  compare_with_cpu_ref(build(dtype), build(DType::f32), outputs, dtype, seed, adjust);
+                                    uint64_t seed, const std::function<void(GraphRunner&)>& adjust = nullptr,
+                                    int64_t misalign = 0) {
+  compare_with_cpu_ref(build(dtype), build(DType::f32), outputs, dtype, seed, adjust, misalign);
+}
+
+// The GPU graph in `dtype` against the f32 reference with no tolerance: every output must be
+// the reference's rounded to `dtype` (element-wise ops and casts, one rounding per output).
+inline void check_rounded_reference(const GraphBuild& build, DType dtype, const std::vector<std::string>& outputs,
+                                    uint64_t seed, int64_t misalign = 0) {
+  run_against_cpu_ref(build(dtype), build(DType::f32), outputs, seed, nullptr, misalign,
+                      [&](const std::vector<double>& got, const std::vector<double>& want, const std::string& name) {
+                        expect_rounded_equal(got, want, dtype, name);
+                      });
 }
 
 // Value `name` after one run of `g` on cuda from random inputs drawn from `seed`.

@@ -3,6 +3,8 @@
 // them). Lets a test compare a fused node with its decomposition without the pass pipeline.
 // On a device backend (cuda) every value also has device memory: run() sends the host
 // buffers there, runs the kernels and brings every value back, so tests read host memory.
+// `misalign` > 0 places every device tensor that many elements past an aligned allocation,
+// so kernels see pointers that are not 16-byte aligned (their scalar paths).
 #pragma once
 #include <map>
 #include <memory>
@@ -17,8 +19,8 @@ namespace trident::test_support {
 
 class GraphRunner {
  public:
-  GraphRunner(const ir::Graph& g, const std::string& backend)
-      : g_(g), backend_(backend), ctx_(KernelRegistry::make_context(backend)) {
+  GraphRunner(const ir::Graph& g, const std::string& backend, int64_t misalign = 0)
+      : g_(g), backend_(backend), ctx_(KernelRegistry::make_context(backend)), misalign_(misalign) {
     for (int v = 0; v < g.num_values(); ++v) storage_.emplace_back();
     root_.resize(g.num_values());
     for (int v = 0; v < g.num_values(); ++v) root_[v] = v;
@@ -32,7 +34,7 @@ class GraphRunner {
     if (ctx_->on_device()) {
       device_.resize(g.num_values(), nullptr);
       for (int v = 0; v < g.num_values(); ++v)
-        if (root_[v] == v) device_[v] = ctx_->allocate(storage_[v].size());
+        if (root_[v] == v) device_[v] = ctx_->allocate(storage_[v].size() + device_offset(v));
     }
   }
   ~GraphRunner() {
@@ -82,7 +84,7 @@ class GraphRunner {
         if (root_[v] != v) continue;
         const bool produced = g_.value(v).role == ir::ValueRole::Activation && g_.value(v).dtype != DType::i32;
         const std::vector<std::byte> poison(produced ? storage_[v].size() : 0, std::byte{0xff});
-        ctx_->copy_to_device(device_[v], produced ? poison.data() : storage_[v].data(), storage_[v].size());
+        ctx_->copy_to_device(device_data(v), produced ? poison.data() : storage_[v].data(), storage_[v].size());
       }
     std::vector<std::pair<std::unique_ptr<Kernel>, KernelArgs>> steps;
     for (int nid : g_.order()) {
@@ -97,7 +99,7 @@ class GraphRunner {
     ctx_->synchronize();
     if (dev)
       for (int v = 0; v < g_.num_values(); ++v)
-        if (root_[v] == v) ctx_->copy_to_host(storage_[v].data(), device_[v], storage_[v].size());
+        if (root_[v] == v) ctx_->copy_to_host(storage_[v].data(), device_data(v), storage_[v].size());
   }
 
   BackendContext& context() { return *ctx_; }
@@ -118,9 +120,13 @@ class GraphRunner {
   }
 
  private:
+  // Bytes between root value v's allocation and its data.
+  size_t device_offset(int v) const { return static_cast<size_t>(misalign_) * dtype_size(g_.value(v).dtype); }
+  void* device_data(int v) { return static_cast<std::byte*>(device_[root_[v]]) + device_offset(root_[v]); }
+
   TensorView device_view(int v) {
     const ir::Value& val = g_.value(v);
-    return {device_[root_[v]], val.shape, val.dtype};
+    return {device_data(v), val.shape, val.dtype};
   }
 
   const ir::Graph& g_;
@@ -129,6 +135,7 @@ class GraphRunner {
   std::vector<void*> device_;  // by root value, device backends only
   std::vector<std::vector<std::byte>> storage_;
   std::vector<int> root_;
+  int64_t misalign_ = 0;  // elements between a device allocation and its tensor
 };
 
 }  // namespace trident::test_support

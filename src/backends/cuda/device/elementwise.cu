@@ -1,73 +1,178 @@
-// Element-wise kernels of the cuda backend: grid-stride loops over 64-bit indices that load
-// the storage type, compute in f32 and store rounded once. f32 results equal the reference
-// backend's bit for bit (each output is one IEEE operation of the same operands).
+// Element-wise kernels of the cuda backend. Each loads the storage type, computes in f32 and
+// stores rounded once; f32 results equal the reference backend's bit for bit (each output is
+// one IEEE operation of the same operands), and the vector and scalar paths compute the same
+// bits. Vector path (every pointer 16-byte aligned): the map kernel of vector.cuh over packs
+// of 16 bytes (4 f32 or 8 f16/bf16), the last n % width elements one per thread. Scalar path
+// (a misaligned pointer): the same operation, one element at a time. The per-channel mul is a
+// (channel packs × rows) grid instead, so a thread loads its channels' factors once and never
+// divides an index.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/common.cuh"
 #include "backends/cuda/device/elementwise.h"
+#include "backends/cuda/device/vector.cuh"
 
 namespace trident::cuda::device {
 
 namespace {
 
+// Every operation below reads its elements [i, i + N) before it writes any of them, and
+// writes only those: an output may be the memory of an input (in-place add, mul or program
+// step), as in the one-element-at-a-time loop this replaces.
+
 template <class T>
-__global__ void relu_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
-  for (int64_t i = grid_start(); i < n; i += grid_stride()) {
-    const float v = to_float(x[i]);
-    y[i] = from_float<T>(v > 0.f ? v : 0.f);
+struct Relu {
+  const T* x;
+  T* y;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    const ElemPack<T, N> in = load_pack<N>(x + i);
+    ElemPack<T, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const float v = to_float(in.v[j]);
+      out.v[j] = from_float<T>(v > 0.f ? v : 0.f);
+    }
+    store_pack<N>(y + i, out);
   }
-}
+};
 
+// dx = dy where y > 0, else 0: dy's bits pass through unconverted.
 template <class T>
-__global__ void relu_backward_kernel(const T* __restrict__ y, const T* __restrict__ dy, T* __restrict__ dx,
-                                     int64_t n) {
-  for (int64_t i = grid_start(); i < n; i += grid_stride())
-    dx[i] = to_float(y[i]) > 0.f ? dy[i] : from_float<T>(0.f);
-}
-
-// Not __restrict__: y may be a or b (an in-place add).
-template <class T>
-__global__ void add_kernel(const T* a, const T* b, T* y, int64_t n) {
-  for (int64_t i = grid_start(); i < n; i += grid_stride())
-    y[i] = from_float<T>(__fadd_rn(to_float(a[i]), to_float(b[i])));
-}
-
-template <class T>
-__global__ void mul_kernel(const T* a, const T* b, T* y, int64_t n, int64_t channels) {
-  for (int64_t i = grid_start(); i < n; i += grid_stride()) {
-    const int64_t j = channels > 0 ? i % channels : i;
-    y[i] = from_float<T>(__fmul_rn(to_float(a[i]), to_float(b[j])));
+struct ReluBackward {
+  const T* y;
+  const T* dy;
+  T* dx;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    const ElemPack<T, N> yv = load_pack<N>(y + i), d = load_pack<N>(dy + i);
+    ElemPack<T, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) out.v[j] = to_float(yv.v[j]) > 0.f ? d.v[j] : from_float<T>(0.f);
+    store_pack<N>(dx + i, out);
   }
-}
+};
+
+// a + b or a · b of two same-shape tensors, one IEEE operation per element.
+template <class T, bool kMultiply>
+struct Binary {
+  const T* a;
+  const T* b;
+  T* y;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    const ElemPack<T, N> av = load_pack<N>(a + i), bv = load_pack<N>(b + i);
+    ElemPack<T, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const float l = to_float(av.v[j]), r = to_float(bv.v[j]);
+      out.v[j] = from_float<T>(kMultiply ? __fmul_rn(l, r) : __fadd_rn(l, r));
+    }
+    store_pack<N>(y + i, out);
+  }
+};
 
 template <class T>
-__global__ void clip_kernel(const T* x, T* y, int64_t n, float lo, float hi) {
-  for (int64_t i = grid_start(); i < n; i += grid_stride()) {
-    float v = to_float(x[i]);
-    v = v < lo ? lo : v;  // std::max(v, lo), NaN kept as the reference keeps it
-    v = hi < v ? hi : v;  // std::min(v, hi)
-    y[i] = from_float<T>(v);
+struct Clip {
+  const T* x;
+  T* y;
+  float lo, hi;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    const ElemPack<T, N> in = load_pack<N>(x + i);
+    ElemPack<T, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      float v = to_float(in.v[j]);
+      v = v < lo ? lo : v;  // std::max(v, lo), NaN kept as the reference keeps it
+      v = hi < v ? hi : v;  // std::min(v, hi)
+      out.v[j] = from_float<T>(v);
+    }
+    store_pack<N>(y + i, out);
   }
-}
+};
 
 template <class U>
-__global__ void fill_kernel(U* y, U bits, int64_t n) {
-  for (int64_t i = grid_start(); i < n; i += grid_stride()) y[i] = bits;
-}
+struct Fill {
+  U* y;
+  U bits;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    ElemPack<U, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) out.v[j] = bits;
+    store_pack<N>(y + i, out);
+  }
+};
 
+// The fused op's programs, per pack: x0 loaded once, then each output's steps in order, each
+// "add input k" loading its pack when the step runs (after the earlier outputs' stores, as the
+// element-wise loop did).
 template <class T>
-__global__ void program_kernel(ElementwiseProgram prog, int64_t n) {
-  for (int64_t i = grid_start(); i < n; i += grid_stride()) {
-    const float x0 = to_float(static_cast<const T*>(prog.inputs[0])[i]);
+struct Program {
+  ElementwiseProgram prog;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    const ElemPack<T, N> in0 = load_pack<N>(static_cast<const T*>(prog.inputs[0]) + i);
+    float x0[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) x0[j] = to_float(in0.v[j]);
     for (int o = 0; o < prog.num_outputs; ++o) {
-      float v = x0;
+      float v[N];
+#pragma unroll
+      for (int j = 0; j < N; ++j) v[j] = x0[j];
       for (int s = prog.first_step[o]; s < prog.first_step[o + 1]; ++s) {
         const int step = prog.steps[s];
-        if (step == ElementwiseProgram::kRelu) v = v < 0.f ? 0.f : v;  // std::max(v, 0)
-        else v = __fadd_rn(v, to_float(static_cast<const T*>(prog.inputs[step])[i]));
+        if (step == ElementwiseProgram::kRelu) {
+#pragma unroll
+          for (int j = 0; j < N; ++j) v[j] = v[j] < 0.f ? 0.f : v[j];  // std::max(v, 0)
+        } else {
+          const ElemPack<T, N> in = load_pack<N>(static_cast<const T*>(prog.inputs[step]) + i);
+#pragma unroll
+          for (int j = 0; j < N; ++j) v[j] = __fadd_rn(v[j], to_float(in.v[j]));
+        }
       }
-      static_cast<T*>(prog.outputs[o])[i] = from_float<T>(v);
+      ElemPack<T, N> out;
+#pragma unroll
+      for (int j = 0; j < N; ++j) out.v[j] = from_float<T>(v[j]);
+      store_pack<N>(static_cast<T*>(prog.outputs[o]) + i, out);
     }
   }
+};
+
+// y = a·b with b [channels] broadcast over the rows of a [rows, channels]. Thread
+// (threadIdx.x, threadIdx.y) of block (bx, by) owns channel pack bx·blockDim.x + threadIdx.x
+// (N channels, N dividing channels) and rows by·blockDim.y + threadIdx.y + k·gridDim.y·blockDim.y.
+// Not __restrict__: y may be a.
+template <class T, int N>
+__global__ void __launch_bounds__(kThreads) mul_channels_kernel(const T* a, const T* __restrict__ b, T* y,
+                                                                int64_t rows, int64_t channels) {
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
+  if (c0 >= channels) return;
+  const ElemPack<T, N> bv = load_pack<N>(b + c0);
+  float factor[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) factor[j] = to_float(bv.v[j]);
+  const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < rows; r += step) {
+    const int64_t i = r * channels + c0;
+    const ElemPack<T, N> av = load_pack<N>(a + i);
+    ElemPack<T, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) out.v[j] = from_float<T>(__fmul_rn(to_float(av.v[j]), factor[j]));
+    store_pack<N>(y + i, out);
+  }
+}
+
+template <class T, int N>
+void launch_mul_channels(const T* a, const T* b, T* y, int64_t n, int64_t channels, cudaStream_t stream) {
+  const int64_t rows = n / channels;
+  const PackTile t = pack_tile(channels / N, rows);
+  const int64_t row_blocks = (rows + t.ty - 1) / t.ty;
+  const int64_t want = (kMaxBlocks * 2 + t.column_blocks - 1) / t.column_blocks;  // about two waves
+  int64_t grid_y = row_blocks < want ? row_blocks : want;
+  grid_y = grid_y < 1 ? 1 : grid_y > 65535 ? 65535 : grid_y;
+  mul_channels_kernel<T, N><<<dim3(t.column_blocks, static_cast<unsigned>(grid_y)), dim3(t.tx, t.ty), 0, stream>>>(
+      a, b, y, rows, channels);
 }
 
 }  // namespace
@@ -76,7 +181,8 @@ void launch_relu(ElemType t, const void* x, void* y, int64_t n, cudaStream_t str
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    relu_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
+    launch_map<kPackWidth<T>>(Relu<T>{static_cast<const T*>(x), static_cast<T*>(y)}, n, all_aligned_16({x, y}),
+                              stream);
   });
   check_launch("relu_kernel");
 }
@@ -85,8 +191,9 @@ void launch_relu_backward(ElemType t, const void* y, const void* dy, void* dx, i
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    relu_backward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(y),
-                                                                  static_cast<const T*>(dy), static_cast<T*>(dx), n);
+    launch_map<kPackWidth<T>>(
+        ReluBackward<T>{static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx)}, n,
+        all_aligned_16({y, dy, dx}), stream);
   });
   check_launch("relu_backward_kernel");
 }
@@ -95,8 +202,8 @@ void launch_add(ElemType t, const void* a, const void* b, void* y, int64_t n, cu
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    add_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                        static_cast<T*>(y), n);
+    launch_map<kPackWidth<T>>(Binary<T, false>{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y)}, n,
+                              all_aligned_16({a, b, y}), stream);
   });
   check_launch("add_kernel");
 }
@@ -105,8 +212,13 @@ void launch_mul(ElemType t, const void* a, const void* b, void* y, int64_t n, in
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    mul_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                        static_cast<T*>(y), n, channels);
+    constexpr int W = kPackWidth<T>;
+    const T *ap = static_cast<const T*>(a), *bp = static_cast<const T*>(b);
+    T* yp = static_cast<T*>(y);
+    const bool aligned = all_aligned_16({a, b, y});
+    if (channels <= 0) launch_map<W>(Binary<T, true>{ap, bp, yp}, n, aligned, stream);
+    else if (aligned && channels % W == 0) launch_mul_channels<T, W>(ap, bp, yp, n, channels, stream);
+    else launch_mul_channels<T, 1>(ap, bp, yp, n, channels, stream);
   });
   check_launch("mul_kernel");
 }
@@ -115,28 +227,32 @@ void launch_clip(ElemType t, const void* x, void* y, int64_t n, float lo, float 
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    clip_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n, lo, hi);
+    launch_map<kPackWidth<T>>(Clip<T>{static_cast<const T*>(x), static_cast<T*>(y), lo, hi}, n,
+                              all_aligned_16({x, y}), stream);
   });
   check_launch("clip_kernel");
 }
 
 void launch_fill16(void* y, uint16_t bits, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  fill_kernel<uint16_t><<<grid_for(n), kThreads, 0, stream>>>(static_cast<uint16_t*>(y), bits, n);
+  launch_map<kPackWidth<uint16_t>>(Fill<uint16_t>{static_cast<uint16_t*>(y), bits}, n, aligned_16(y), stream);
   check_launch("fill_kernel (16-bit)");
 }
 
 void launch_fill32(void* y, uint32_t bits, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  fill_kernel<uint32_t><<<grid_for(n), kThreads, 0, stream>>>(static_cast<uint32_t*>(y), bits, n);
+  launch_map<kPackWidth<uint32_t>>(Fill<uint32_t>{static_cast<uint32_t*>(y), bits}, n, aligned_16(y), stream);
   check_launch("fill_kernel (32-bit)");
 }
 
 void launch_elementwise_program(ElemType t, const ElementwiseProgram& program, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
+  bool aligned = true;
+  for (const void* p : program.inputs) aligned = aligned && (!p || aligned_16(p));
+  for (const void* p : program.outputs) aligned = aligned && (!p || aligned_16(p));
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    program_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(program, n);
+    launch_map<kPackWidth<T>>(Program<T>{program}, n, aligned, stream);
   });
   check_launch("elementwise program_kernel");
 }
