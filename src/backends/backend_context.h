@@ -24,6 +24,8 @@ class BackendContext {
   virtual void synchronize() {}
   // One line of cache statistics for --verbose output; empty when the backend has none.
   virtual std::string cache_report() const { return {}; }
+  // Whether library plans are chosen by timing the candidates (GPU backends; see CompileOptions).
+  virtual void set_autotune(bool) {}
   // Most device memory held at once by this context's allocations (0 on host backends).
   virtual size_t peak_device_bytes() const { return 0; }
 };

@@ -77,6 +77,7 @@ Runner::Runner(const ir::Graph& model, const RunnerOptions& options) {
   opt.disabled_passes = options.disabled_passes;
   opt.dump_dir = options.dump_dir;
   opt.precision = options.precision;
+  opt.autotune = options.autotune;
   exe_ = Executable::compile(model, opt);
   const ir::Graph& g = exe_->graph();
   for (int v : g.values_with_role(ir::ValueRole::Input))

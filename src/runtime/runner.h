@@ -23,6 +23,7 @@ struct RunnerOptions {
   std::vector<std::string> disabled_passes;
   std::string dump_dir;
   DType precision = DType::f32;  // activations on the GPU: f16/bf16 for mixed precision
+  bool autotune = true;          // GPU: time cuDNN's candidate plans (CompileOptions)
 };
 
 // Latency of timed iterations (milliseconds) and throughput.

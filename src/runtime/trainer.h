@@ -25,6 +25,7 @@ struct TrainConfig {
   uint64_t seed = 1;
   std::string backend = default_backend();
   DType precision = DType::f32;              // f16/bf16: mixed precision on the GPU
+  bool autotune = true;                      // GPU: time cuDNN's candidate plans (CompileOptions)
   std::vector<std::string> disabled_passes;  // by name, for both executables
   std::string dump_dir;                      // IR after every pass: DIR/train, DIR/infer
 };

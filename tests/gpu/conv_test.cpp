@@ -17,7 +17,9 @@
 
 #ifdef TRIDENT_HAVE_CUDA
 #include "backends/cuda/conv_forward.h"
+#include "backends/cuda/conv_problem.h"
 #include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cudnn_graphs.h"
 #endif
 
 namespace trident {
@@ -226,6 +228,39 @@ TEST(GpuConvCache, IdenticalNodesShareOnePlan) {
   EXPECT_EQ(ctx.cache_misses(), 1) << ctx.cache_report();
   EXPECT_EQ(ctx.cache_hits(), 1) << ctx.cache_report();
   EXPECT_EQ(runner.values(g.find_value("first")), runner.values(g.find_value("second")));
+}
+#endif
+
+#ifdef TRIDENT_HAVE_CUDA
+// Autotuning times several of cuDNN's candidate plans on scratch tensors and keeps one that
+// runs; the tuned plan gives the heuristic plan's results within the f16 row.
+TEST(GpuConvTuning, TimesCandidatesAndKeepsARunningPlan) {
+  TRIDENT_REQUIRE_GPU();
+  cuda::CudaContext ctx;
+  ConvCase c{"big", {32, 28, 28, 64}, {64, 3, 3, 64}, 1, 1, 1, 1};
+  ir::Graph g;
+  const int x = g.add_input("x", c.x, DType::f16);
+  const int w = g.add_parameter("w", c.w, {}, DType::f16);
+  g.add_node1("conv2d", {x, w}, window_attrs(c), "y");
+  const ir::Node& n = g.node(g.order().back());
+  const cuda::ConvProblem p = cuda::conv_problem(n, c.x, c.w, g.value(n.outputs[0]).shape, DType::f16);
+  for (const cuda::GraphDesc& d : {cuda::fprop_graph(p, {}), cuda::dgrad_graph(p), cuda::wgrad_graph(p)}) {
+    auto tuned = cuda::CudnnGraph::build(d, ctx.cudnn(), {true, 8});
+    EXPECT_NE(tuned->tuning_report().find("plans timed"), std::string::npos)
+        << d.purpose << ": " << tuned->tuning_report();
+    EXPECT_FALSE(tuned->plan_name().empty());
+    auto plain = cuda::CudnnGraph::build(d, ctx.cudnn(), {true, 0});
+    EXPECT_TRUE(plain->tuning_report().empty());
+  }
+  // Whole kernels, tuned (the default) and not, agree with each other.
+  auto run = [&](bool tune) {
+    test_support::GraphRunner r(g, "cuda");
+    r.context().set_autotune(tune);  // before the first run builds the kernels
+    r.randomize(17);
+    r.run();
+    return r.values(g.find_value("y"));
+  };
+  test_support::expect_close_scaled(run(true), run(false), DType::f16, "tuned vs heuristic conv");
 }
 #endif
 

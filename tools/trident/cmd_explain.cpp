@@ -47,6 +47,7 @@ int run_explain(Options o) {
   if (o.device.device != "cpu") {
     opt.backend = resolve_device(o.device, o.backend);
     opt.precision = precision_dtype(o.device);
+    opt.autotune = o.device.autotune;
     opt.dump_dir.clear();
     kernels = runtime::Executable::compile(model, opt)->kernel_implementations();
   }

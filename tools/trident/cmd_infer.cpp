@@ -110,7 +110,7 @@ int run_infer(Options o) {
     model = frontend::build_model(o.model_file, {o.batch});
   }
   runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir,
-                                 precision_dtype(o.device)});
+                                 precision_dtype(o.device), o.device.autotune});
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);

@@ -36,6 +36,7 @@ inline void add_backend_option(CLI::App* sub, std::string& backend, const std::s
 struct DeviceFlags {
   std::string device = "cpu";
   std::string precision = "fp32";
+  bool autotune = true;
 };
 
 inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string& default_device = "cpu") {
@@ -48,6 +49,9 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string&
                   "statistics, dynamic loss scaling)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
       ->capture_default_str();
+  sub->add_flag("!--no-autotune", f.autotune,
+                "On the GPU, take cuDNN's heuristic plan for each convolution instead of timing the "
+                "candidates once at start-up (starts faster; steps may be slower)");
 }
 
 // The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend

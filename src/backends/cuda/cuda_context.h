@@ -37,6 +37,8 @@ class CudaContext final : public BackendContext {
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void synchronize() override;
   std::string cache_report() const override;
+  void set_autotune(bool on) override { autotune_ = on; }
+  bool autotune() const { return autotune_; }
 
   // Every kernel runs on stream(); side_stream() is for work that may overlap it (wgrad next
   // to dgrad), joined back with events by the kernel that forks it.
@@ -88,6 +90,7 @@ class CudaContext final : public BackendContext {
 
  private:
   int device_ = 0;
+  bool autotune_ = true;
   int sm_count_ = 0, cc_ = 0;
   std::string name_, prefix_;
   cudaStream_t stream_ = nullptr, side_stream_ = nullptr;

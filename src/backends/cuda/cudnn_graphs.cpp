@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
 #include <mutex>
 #include <sstream>
@@ -16,6 +17,9 @@ namespace trident::cuda {
 
 namespace fe = cudnn_frontend;
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+// How many of the heuristics' candidates a tuned build times (the first ones, best-ranked).
+constexpr int kTuneCandidates = 8;
 
 struct CudnnGraph::Impl {
   fe::graph::Graph graph;
@@ -172,8 +176,101 @@ std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
   return "";
 }
 
+// Device scratch for timing plans; freed on scope exit. Allocation failures leave it empty.
+struct Scratch {
+  std::vector<void*> blocks;
+  void* get(size_t bytes) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, std::max<size_t>(bytes, 256)) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    blocks.push_back(p);
+    cudaMemset(p, 0, std::max<size_t>(bytes, 256));
+    return p;
+  }
+  ~Scratch() {
+    for (void* p : blocks) cudaFree(p);
+  }
+};
+
+// Bytes a tensor of the description spans in memory.
+size_t span_bytes(const GraphTensor& t) {
+  int64_t last = 0;
+  for (size_t i = 0; i < t.dims.size(); ++i) last += (t.dims[i] - 1) * t.strides[i];
+  return static_cast<size_t>(last + 1) * dtype_size(t.dtype);
+}
+
+// Times each built candidate on zero-filled scratch tensors (the run time of a convolution
+// does not depend on the values) and returns the fastest one's index, or `candidates[0]` when
+// scratch memory is short. `report` lists what was measured.
+int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t handle,
+                     const std::vector<int64_t>& candidates, std::string& report) {
+  if (candidates.size() < 2) return candidates.front();
+  Scratch scratch;
+  const std::vector<int64_t> uids = g.get_variant_pack_uids_sorted();
+  std::vector<void*> pointers;
+  for (int64_t uid : uids) {
+    auto it = std::find_if(d.tensors.begin(), d.tensors.end(), [&](const GraphTensor& t) { return t.uid == uid; });
+    void* p = it == d.tensors.end() ? nullptr : scratch.get(span_bytes(*it));
+    if (!p) return candidates.front();
+    pointers.push_back(p);
+  }
+  int64_t ws_bytes = 0;
+  for (int64_t i : candidates) ws_bytes = std::max(ws_bytes, g.get_workspace_size_plan_at_index(i));
+  void* ws = ws_bytes > 0 ? scratch.get(static_cast<size_t>(ws_bytes)) : nullptr;
+  if (ws_bytes > 0 && !ws) return candidates.front();
+
+  cudaStream_t stream = nullptr;
+  cudnnGetStream(handle, &stream);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  int64_t best = candidates.front();
+  float best_ms = 0.f;
+  std::ostringstream r;
+  r << candidates.size() << " plans timed:";
+  for (int64_t i : candidates) {
+    auto run = [&] {
+      return g.execute_plan_at_index(handle, pointers.data(), static_cast<int>(pointers.size()), ws, i).is_good();
+    };
+    if (!run() || cudaStreamSynchronize(stream) != cudaSuccess) {  // warm-up (loads the kernel)
+      cudaGetLastError();
+      continue;
+    }
+    float ms = -1.f;
+    for (int rep = 0; rep < 3; ++rep) {
+      cudaEventRecord(start, stream);
+      const bool ok = run();
+      cudaEventRecord(stop, stream);
+      float t = 0.f;
+      if (!ok || cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&t, start, stop) != cudaSuccess) {
+        cudaGetLastError();
+        ms = -1.f;
+        break;
+      }
+      ms = ms < 0.f ? t : std::min(ms, t);
+    }
+    if (ms < 0.f) continue;
+    std::string name;
+    if (g.get_plan_name_at_index(i, name).is_bad()) name = "plan " + std::to_string(i);
+    r << " " << name << " " << std::fixed << std::setprecision(3) << ms << " ms";
+    if (best_ms == 0.f || ms < best_ms) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  report = best_ms > 0.f ? r.str() : "no candidate ran on scratch tensors; kept the heuristics' first choice";
+  return best;
+}
+
 // One attempt at validate → operation graph → plans. Returns "" or the failing step's message.
-std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool deterministic_only, fe::graph::Graph& g) {
+// With tuning, `plan_index` is the fastest candidate's index (else -1: the heuristics' choice).
+std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool deterministic_only, int tune_candidates,
+                      fe::graph::Graph& g, int64_t& plan_index, std::string& report) {
+  plan_index = -1;
   if (std::string why = lower(d, g); !why.empty()) return why;
   if (auto e = g.validate(); e.is_bad()) return "validate: " + message(e);
   if (auto e = g.build_operation_graph(handle); e.is_bad()) return "build_operation_graph: " + message(e);
@@ -181,8 +278,19 @@ std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool determinist
     return "create_execution_plans: " + message(e);
   if (deterministic_only) g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
   if (auto e = g.check_support(); e.is_bad()) return "check_support: " + message(e);
-  if (auto e = g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
-    return "build_plans: " + message(e);
+  if (tune_candidates <= 1) {
+    if (auto e = g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
+      return "build_plans: " + message(e);
+    return "";
+  }
+  std::vector<int64_t> built;
+  const int64_t count = g.get_execution_plan_count();
+  for (int64_t i = 0; i < count && static_cast<int>(built.size()) < tune_candidates; ++i)
+    if (g.build_plan_at_index(i).is_good()) built.push_back(i);
+  if (built.empty()) return "build_plans: none of the " + std::to_string(count) + " candidate engines could be built";
+  // build_plans() prepares the pointer layout of execute(); building plan by plan does not.
+  if (auto e = g.prepare_variant_pack_template(); e.is_bad()) return "variant pack: " + message(e);
+  plan_index = fastest_plan(g, d, handle, built, report);
   return "";
 }
 
@@ -211,29 +319,32 @@ std::string GraphDesc::key() const {
   return k.str();
 }
 
-std::shared_ptr<CudnnGraph> CudnnGraph::build(const GraphDesc& desc, cudnnHandle_t handle,
-                                              bool prefer_deterministic) {
+std::shared_ptr<CudnnGraph> CudnnGraph::build(const GraphDesc& desc, cudnnHandle_t handle, const PlanPolicy& policy) {
   check_desc(desc);
   std::shared_ptr<CudnnGraph> built(new CudnnGraph());
   built->purpose_ = desc.purpose;
-  built->deterministic_ = prefer_deterministic;
-  std::string why = try_build(desc, handle, prefer_deterministic, built->impl_->graph);
-  if (!why.empty() && prefer_deterministic) {
+  built->deterministic_ = policy.prefer_deterministic;
+  std::string why = try_build(desc, handle, policy.prefer_deterministic, policy.tune_candidates, built->impl_->graph,
+                              built->plan_index_, built->tuning_report_);
+  if (!why.empty() && policy.prefer_deterministic) {
     // No deterministic engine: take any (re-running may then differ in the last bits).
     built->impl_ = std::make_unique<Impl>();
     built->deterministic_ = false;
-    const std::string second = try_build(desc, handle, false, built->impl_->graph);
+    const std::string second = try_build(desc, handle, false, policy.tune_candidates, built->impl_->graph,
+                                         built->plan_index_, built->tuning_report_);
     if (!second.empty()) throw Error("cuDNN cannot run " + desc.purpose + ": " + second);
   } else if (!why.empty()) {
     throw Error("cuDNN cannot run " + desc.purpose + ": " + why);
   }
   fe::graph::Graph& g = built->impl_->graph;
+  const bool tuned = built->plan_index_ >= 0;
   int64_t ws = 0;
-  if (auto e = g.get_workspace_size(ws); e.is_bad())
+  if (auto e = tuned ? g.get_workspace_size_plan_at_index(built->plan_index_, ws) : g.get_workspace_size(ws); e.is_bad())
     throw Error("cuDNN workspace query for " + desc.purpose + ": " + message(e));
   built->workspace_bytes_ = static_cast<size_t>(std::max<int64_t>(ws, 0));
   std::string plan;
-  if (g.get_plan_name(plan).is_good()) built->plan_name_ = plan;
+  if ((tuned ? g.get_plan_name_at_index(built->plan_index_, plan) : g.get_plan_name(plan)).is_good())
+    built->plan_name_ = plan;
   for (int64_t uid : g.get_variant_pack_uids_sorted()) {
     if (uid <= 0 || uid > kMaxGraphUid)
       throw Error("cuDNN plan for " + desc.purpose + " reads tensor uid " + std::to_string(uid) +
@@ -254,20 +365,24 @@ void CudnnGraph::execute(cudnnHandle_t handle, const std::array<void*, kMaxGraph
   }
   if (workspace_bytes_ > 0 && !workspace)
     throw Error("cuDNN graph " + purpose_ + " needs a workspace and got none");
-  auto e = impl_->graph.execute(handle, sorted.data(), n, workspace);
+  auto e = plan_index_ >= 0 ? impl_->graph.execute_plan_at_index(handle, sorted.data(), n, workspace, plan_index_)
+                            : impl_->graph.execute(handle, sorted.data(), n, workspace);
   if (e.is_bad()) throw Error("cuDNN failed to execute " + purpose_ + ": " + message(e));
 }
 
 GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc) {
-  const std::string key = ctx.signature_prefix() + "graph/" + desc.key();
+  PlanPolicy policy;
+  policy.tune_candidates = ctx.autotune() ? kTuneCandidates : 0;
+  const std::string key = ctx.signature_prefix() + (ctx.autotune() ? "tuned-graph/" : "graph/") + desc.key();
   auto entry = ctx.cached<GraphBuild>(key, [&] {
     auto made = std::make_shared<GraphBuild>();
     try {
-      made->graph = CudnnGraph::build(desc, ctx.cudnn());
+      made->graph = CudnnGraph::build(desc, ctx.cudnn(), policy);
       if (verbose())
         verbose_note("built " + desc.purpose + " with plan " + made->graph->plan_name() +
                      (made->graph->deterministic() ? "" : " (no deterministic engine)") + ", workspace " +
-                     std::to_string(made->graph->workspace_bytes()) + " bytes");
+                     std::to_string(made->graph->workspace_bytes()) + " bytes" +
+                     (made->graph->tuning_report().empty() ? "" : "; " + made->graph->tuning_report()));
     } catch (const Error& e) {
       made->failure = e.what();
       if (verbose()) verbose_note(made->failure);

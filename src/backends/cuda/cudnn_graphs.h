@@ -69,21 +69,32 @@ struct GraphDesc {
   std::string key() const;
 };
 
+// How build() chooses among the engines cuDNN's heuristics propose.
+struct PlanPolicy {
+  // Skip engines cuDNN marks non-deterministic unless no other engine runs the graph.
+  bool prefer_deterministic = true;
+  // > 1: build up to this many of the heuristics' candidates, time each on scratch tensors
+  // (a warm-up, then the fastest of three runs) and keep the fastest, as cudnn.benchmark does.
+  // ≤ 1: take the heuristics' first choice without running anything.
+  int tune_candidates = 0;
+};
+
 // A built graph with its chosen plan. Immutable after build: one graph may serve many
 // kernels (identical nodes share it through the context's cache) and executes concurrently.
 class CudnnGraph {
  public:
   ~CudnnGraph();
-  // Builds the graph on `handle` (heuristics A, then the fallback list). With
-  // `prefer_deterministic`, engines cuDNN marks non-deterministic are skipped unless no other
-  // engine runs the graph. Throws an Error saying what cuDNN rejected.
-  static std::shared_ptr<CudnnGraph> build(const GraphDesc& desc, cudnnHandle_t handle,
-                                           bool prefer_deterministic = true);
+  // Builds the graph on `handle` (heuristics A, then the fallback list) and picks its plan as
+  // `policy` says; tuning runs on the handle's stream and synchronises it. Throws an Error
+  // saying what cuDNN rejected.
+  static std::shared_ptr<CudnnGraph> build(const GraphDesc& desc, cudnnHandle_t handle, const PlanPolicy& policy = {});
 
   size_t workspace_bytes() const { return workspace_bytes_; }
   const std::string& plan_name() const { return plan_name_; }
   // Whether the plan was chosen among the engines cuDNN does not mark non-deterministic.
   bool deterministic() const { return deterministic_; }
+  // What tuning measured ("3 plans timed: name 0.091 ms, ..."); empty without tuning.
+  const std::string& tuning_report() const { return tuning_report_; }
 
   // Runs on the stream bound to `handle`. pointers_by_uid[u] is the device pointer of the
   // tensor with uid u; `workspace` holds at least workspace_bytes(). No synchronisation.
@@ -96,7 +107,8 @@ class CudnnGraph {
   std::unique_ptr<Impl> impl_;
   std::vector<int> user_uids_;  // the uids the plan reads, in the order execute passes them
   size_t workspace_bytes_ = 0;
-  std::string plan_name_, purpose_;
+  int64_t plan_index_ = -1;  // the tuned plan's index; -1: the heuristics' choice
+  std::string plan_name_, purpose_, tuning_report_;
   bool deterministic_ = true;
 };
 
@@ -106,8 +118,9 @@ struct GraphBuild {
   std::string failure;  // empty when graph is set
 };
 
-// The graph for `desc` from ctx's cache, built on ctx.cudnn() on a miss. Failures are cached
-// too, so identical nodes do not pay for a refused build twice.
+// The graph for `desc` from ctx's cache, built on ctx.cudnn() on a miss (tuned when
+// ctx.autotune() is on). Failures are cached too, so identical nodes do not pay for a refused
+// build twice.
 GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc);
 
 // Whether TRIDENT_VERBOSE is set: kernels then say which path (fused graph or fallback) they took.
