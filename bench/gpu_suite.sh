@@ -3,7 +3,8 @@
 # the default network trained on the GPU, and the side-by-side benchmarks against PyTorch.
 # Usage (on the GPU machine, from the repository root, after scripts/build_gpu.sh here):
 #   bench/gpu_suite.sh build-gpu OUT [FASHION_MNIST_DIR] [STEPS]
-# STEPS (default "tests,train,bench") picks what runs. Every step runs even if one fails;
+# STEPS (default "tests,train,bench") picks what runs; "profile" adds trident alone on each
+# case with plan autotuning on and off, and where each step's time goes per op. Every step runs even if one fails;
 # the exit status says whether any failed.
 set -uo pipefail
 build=${1:?build dir}; out=${2:?output dir}; data=${3:-}; steps=${4:-tests,train,bench}
@@ -33,6 +34,10 @@ fi
 if [[ $steps == *train* && -n $data ]]; then
   step train_cuda_fp32 120 "$build/trident" train --device cuda --data "$data" --json
   step train_cuda_fp16 120 "$build/trident" train --device cuda --precision fp16 --data "$data" --json
+fi
+if [[ $steps == *profile* ]]; then
+  step profile 400 bench/trident_profile.sh "$build/trident" \
+    "${TRIDENT_BENCH_CASES:-cbr-layer:train:256,cbr-layer:infer:256,resnet50:train:256,vgg16_bn:train:128,resnet50:infer:256}"
 fi
 if [[ $steps == *bench* ]]; then
   step vs_pytorch "${TRIDENT_BENCH_SECONDS:-420}" python3 bench/vs_pytorch.py --trident "$build/trident" --unfused \

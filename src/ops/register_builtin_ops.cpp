@@ -15,6 +15,7 @@ void register_fused_inference_ops();
 void register_elementwise_fused_ops();
 void register_tensor_ops();
 void register_precision_ops();
+void register_channel_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -33,6 +34,7 @@ void register_builtin_ops() {
   ops::register_elementwise_fused_ops();
   ops::register_tensor_ops();
   ops::register_precision_ops();
+  ops::register_channel_ops();
 }
 
 }  // namespace trident::ir

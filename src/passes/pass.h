@@ -33,6 +33,13 @@ struct CompileOptions {
   int loss_scaling = -1;
   double initial_loss_scale = 65536.0;
   int64_t loss_scale_growth_interval = 2000;
+  // GPU: time cuDNN's candidate plans for each graph once, when it is built, and keep the
+  // fastest (as cudnn.benchmark). Off: the heuristics' first choice, a faster start.
+  bool autotune = true;
+  // Zero-pad convolution inputs and weights whose channels do not fill 16-byte vectors (the
+  // pad_channels pass): -1 automatic (on for the cuda backend), 0 off, 1 on.
+  int channel_padding = -1;
+  bool pads_channels() const { return channel_padding < 0 ? backend == "cuda" : channel_padding != 0; }
   bool uses_loss_scaling() const { return loss_scaling < 0 ? precision == DType::f16 : loss_scaling != 0; }
 };
 
@@ -92,5 +99,6 @@ void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward 
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
 void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations
+void pad_channels(ir::Graph& g, PassContext& ctx);        // GPU: conv input channels to 16 bytes
 
 }  // namespace trident::passes

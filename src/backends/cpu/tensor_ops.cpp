@@ -1,4 +1,4 @@
-// mul, clip and concat on the "cpu" backend: memory-bound loops where a oneDNN primitive
+// mul, clip, concat and resize_channels on the "cpu" backend: memory-bound loops where a oneDNN primitive
 // would gain little, so they run the cpu_ref kernels behind this backend's f32-only check.
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
@@ -21,6 +21,7 @@ void register_tensor_kernels() {
   add_kernel<RefTensorLoop<cpu_ref::mul>>("mul");
   add_kernel<RefTensorLoop<cpu_ref::clip>>("clip");
   add_kernel<RefTensorLoop<cpu_ref::concat>>("concat");
+  add_kernel<RefTensorLoop<cpu_ref::resize_channels>>("resize_channels");
 }
 
 }  // namespace trident::onednn

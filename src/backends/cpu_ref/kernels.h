@@ -45,6 +45,7 @@ void softmax_cross_entropy_backward(const KernelArgs& args);
 void mul(const KernelArgs& args);
 void clip(const KernelArgs& args);
 void concat(const KernelArgs& args);
+void resize_channels(const KernelArgs& args);
 
 // optimizer.cpp
 void cast(const KernelArgs& args);

@@ -38,6 +38,7 @@ void register_cpu_ref_kernels() {
       {"clip", cpu_ref::clip},
       {"concat", cpu_ref::concat},
       {"cast", cpu_ref::cast},
+      {"resize_channels", cpu_ref::resize_channels},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
   KernelRegistry::add("cpu_ref", "cbr", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });

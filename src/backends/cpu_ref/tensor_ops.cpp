@@ -1,4 +1,5 @@
-// Reference kernels of mul (same shape or per-channel [C]), clip and concat (last axis).
+// Reference kernels of mul (same shape or per-channel [C]), clip, concat and resize_channels
+// (last axis).
 // Flat loops over the contiguous NHWC layout; concat copies one channel slice per row.
 #include <algorithm>
 #include <cstring>
@@ -91,6 +92,27 @@ void concat(const KernelArgs& args) {
   }
   if (offset != cy)
     throw Error("node '" + args.node.name + "' (op concat): inputs do not fill the output");
+}
+
+void resize_channels(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  const TensorView &x = args.in[0], &y = args.out[0];
+  expect_dtype(args, x, y.dtype, "the input");
+  if (x.shape.empty() || x.shape.size() != y.shape.size() ||
+      x.numel() / std::max<int64_t>(x.shape.back(), 1) != y.numel() / std::max<int64_t>(y.shape.back(), 1))
+    throw Error("node '" + args.node.name + "' (op resize_channels): input " + shape_str(x.shape) +
+                " and output " + shape_str(y.shape) + " differ in more than the last axis");
+  const size_t es = dtype_size(y.dtype);
+  const int64_t cx = x.shape.back(), cy = y.shape.back();
+  const int64_t rows = cy > 0 ? y.numel() / cy : 0;
+  const int64_t kept = std::min(cx, cy);
+  const auto* src = static_cast<const std::byte*>(x.data);
+  auto* dst = static_cast<std::byte*>(y.data);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + r * cy * es, src + r * cx * es, kept * es);
+    std::memset(dst + (r * cy + kept) * es, 0, (cy - kept) * es);  // all-zero bits: +0 in every float type
+  }
 }
 
 }  // namespace trident::cpu_ref

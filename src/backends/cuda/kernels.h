@@ -43,5 +43,6 @@ void register_batchnorm_kernels();    // batchnorm2d, its backward, batchnorm_re
 void register_conv_kernels();         // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
 void register_cbr_kernels();          // cbr, cbar (conv+genstats, finalize, apply)
 void register_precision_kernels();    // cast (mixed precision)
+void register_channel_kernels();      // resize_channels (channel padding for convolutions)
 
 }  // namespace trident::cuda

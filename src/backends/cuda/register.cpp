@@ -14,6 +14,7 @@ void register_cuda_kernels() {
   cuda::register_conv_kernels();
   cuda::register_cbr_kernels();
   cuda::register_precision_kernels();
+  cuda::register_channel_kernels();
 }
 
 }  // namespace trident

@@ -1,0 +1,44 @@
+// resize_channels on the GPU: one thread per output value, so stores are coalesced; the
+// index split into (row, channel) is 32-bit where the tensor allows. Values are moved as raw
+// bits (no conversion), and new channels get all-zero bits, +0 in f32, f16 and bf16.
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device/channel_resize.h"
+#include "backends/cuda/device/common.cuh"
+
+namespace trident::cuda::device {
+
+namespace {
+
+template <class Bits, class Index>
+__global__ void resize_channels_kernel(const Bits* __restrict__ x, Bits* __restrict__ y, Index total, Index from,
+                                       Index to) {
+  for (Index i = static_cast<Index>(grid_start()); i < total; i += static_cast<Index>(grid_stride())) {
+    const Index row = i / to, c = i - row * to;
+    y[i] = c < from ? x[row * from + c] : Bits(0);
+  }
+}
+
+template <class Bits>
+void launch_typed(const void* x, void* y, int64_t rows, int64_t from, int64_t to, cudaStream_t stream) {
+  const int64_t total = rows * to;
+  const auto* src = static_cast<const Bits*>(x);
+  auto* dst = static_cast<Bits*>(y);
+  if (rows * std::max(from, to) < (int64_t{1} << 31))
+    resize_channels_kernel<Bits, uint32_t><<<grid_for(total), kThreads, 0, stream>>>(
+        src, dst, static_cast<uint32_t>(total), static_cast<uint32_t>(from), static_cast<uint32_t>(to));
+  else
+    resize_channels_kernel<Bits, int64_t><<<grid_for(total), kThreads, 0, stream>>>(src, dst, total, from, to);
+}
+
+}  // namespace
+
+void launch_resize_channels(const void* x, void* y, int64_t rows, int64_t from, int64_t to, size_t element_bytes,
+                            cudaStream_t stream) {
+  if (rows <= 0 || to <= 0) return;
+  if (element_bytes == 2) launch_typed<uint16_t>(x, y, rows, from, to, stream);
+  else if (element_bytes == 4) launch_typed<uint32_t>(x, y, rows, from, to, stream);
+  else throw Error("resize_channels moves 2- or 4-byte values, not " + std::to_string(element_bytes) + "-byte ones");
+  check_launch("resize_channels_kernel");
+}
+
+}  // namespace trident::cuda::device

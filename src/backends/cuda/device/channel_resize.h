@@ -1,0 +1,15 @@
+// Host launcher of the resize_channels kernel (device/channel_resize.cu): copies rows of
+// `from` channels into rows of `to` channels, zero-filling the channels that are new.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trident::cuda::device {
+
+// x is [rows, from], y is [rows, to], both of `element_bytes` (2 or 4) per value.
+void launch_resize_channels(const void* x, void* y, int64_t rows, int64_t from, int64_t to, size_t element_bytes,
+                            cudaStream_t stream);
+
+}  // namespace trident::cuda::device

@@ -1,0 +1,33 @@
+// resize_channels: the last axis (channels in NHWC, input channels in OHWI) made `channels`
+// long — zero-filled where it grows, cut where it shrinks. The pad_channels pass inserts it so
+// the GPU's convolutions see channel counts that fill 16-byte vectors; its backward is the
+// opposite resize, so the padding never reaches a gradient, a checkpoint or an output.
+#include "ops/op_helpers.h"
+
+namespace trident::ops {
+
+void register_channel_ops() {
+  ir::OpDef resize;
+  resize.name = "resize_channels";
+  resize.inputs = {"x"};
+  resize.outputs = {"y"};
+  resize.summary = "the last axis resized to attribute 'channels' (zeros where it grows)";
+  resize.infer = [](const Node& n, const Graph& g) {
+    const auto& x = in_value(g, n, 0);
+    expect_float(x, "input");
+    if (x.shape.empty()) throw Error("resize_channels needs at least one axis");
+    const int64_t c = n.attrs.i("channels", 0);
+    if (c <= 0) throw Error("attribute 'channels' must be positive, got " + std::to_string(c));
+    Shape s = x.shape;
+    s.back() = c;
+    return std::vector<TypeInfo>{{s, x.dtype}};
+  };
+  resize.backward = [](Graph& g, const Node& n, const std::vector<int>& dys) {
+    if (dys[0] < 0) return std::vector<int>{-1};
+    const int64_t back = g.value(n.inputs[0]).shape.back();
+    return std::vector<int>{g.add_node1("resize_channels", {dys[0]}, {{"channels", back}}, n.name + ".backward")};
+  };
+  ir::OpRegistry::add(resize);
+}
+
+}  // namespace trident::ops
