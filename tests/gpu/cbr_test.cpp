@@ -127,6 +127,28 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuCbr,
                                   std::string(dtype_name(std::get<2>(info.param)));
                          });
 
+// Autotuning may pick either statistics path per shape (cuDNN's conv+genstats graph, or the
+// plain convolution plus the channel-sums kernel); without autotuning f16 takes the graph.
+// Both must match the decomposition.
+TEST(GpuCbr, StatisticsPathsWithAndWithoutAutotuning) {
+  TRIDENT_REQUIRE_GPU();
+  for (bool tune : {false, true})
+    for (const CbrCase& c : cbr_cases()) {
+      SCOPED_TRACE(c.name + (tune ? " autotuned" : " heuristic plans"));
+      const ir::Graph gpu = fused_graph("cbr", c, false, DType::f16);
+#ifdef TRIDENT_HAVE_CUDA
+      auto ctx = KernelRegistry::make_context("cuda");
+      ctx->set_autotune(tune);
+      auto kernel = KernelRegistry::make("cuda", gpu.node(gpu.order().back()), gpu, *ctx);
+      auto* report = dynamic_cast<cuda::ReportsPath*>(kernel.get());
+      ASSERT_NE(report, nullptr);
+      std::cout << "cbr " << c.name << (tune ? " autotuned: " : ": ") << report->path() << "\n";
+#endif
+      compare_with_cpu_ref(gpu, decomposed_graph("cbr", c, false), compared_values(), DType::f16, 52,
+                           [&](GraphRunner& r) { r.context().set_autotune(tune); });
+    }
+}
+
 TEST(GpuCbrDeterminism, RerunsAreBitwiseIdentical) {
   TRIDENT_REQUIRE_GPU();
   for (DType dt : {DType::f32, DType::f16}) {

@@ -132,6 +132,19 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuConv,
                                   std::string(dtype_name(std::get<1>(info.param)));
                          });
 
+// The bias gradient's channel sums over many rows (several row blocks, rows not a multiple
+// of a block) in the 16-byte path (K % 8 = 0) and the scalar path (K = 10, 12 in f16).
+TEST(GpuConvBiasGradient, ChannelSumsOverManyRowsAndOddChannelCounts) {
+  TRIDENT_REQUIRE_GPU();
+  for (int64_t k : {int64_t{64}, int64_t{10}, int64_t{12}})
+    for (DType dt : {DType::f32, DType::f16}) {
+      SCOPED_TRACE("K " + std::to_string(k) + " " + std::string(dtype_name(dt)));
+      const ConvCase c{"rows", {9, 31, 33, 8}, {k, 1, 1, 8}, 1, 0, 1, 1};
+      const ir::Graph gpu = wgrad_graph(c, true, dt), ref = wgrad_graph(c, true, DType::f32);
+      compare_with_cpu_ref(gpu, ref, node_outputs(gpu), row_for(dt), 61);
+    }
+}
+
 TEST(GpuConvBf16, ForwardAndGradientsMatchCpuRef) {
   TRIDENT_REQUIRE_GPU();
   const ConvCase c = conv_cases()[0];

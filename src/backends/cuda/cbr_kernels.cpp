@@ -1,12 +1,16 @@
 // The fused training ops cbr and cbar on the GPU, in three steps on one stream:
 //   1. conv_out = conv2d(x, w, b?) and its per-channel Σ, Σ² — one cuDNN graph
-//      (conv_fprop [+ bias] + genstats), or, where cuDNN refuses genstats, the forward
-//      convolution followed by the deterministic channel-sums kernel;
+//      (conv_fprop [+ bias] + genstats), or, where cuDNN refuses genstats or (timed when
+//      autotuning) its genstats engines are slower, the forward convolution followed by the
+//      deterministic channel-sums kernel;
 //   2. finalize: batch mean/invstd, saved and running statistics, per-channel scale/shift;
 //   3. apply: y = relu(conv_out·scale + shift [+ residual]).
 // The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0.
+#include <algorithm>
 #include <array>
+#include <iomanip>
 #include <optional>
+#include <sstream>
 
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
@@ -77,14 +81,34 @@ class CbrKernel final : public Kernel, public ReportsPath {
     with_stats.bias_dtype = bias_only.bias_dtype;
     with_stats.genstats = true;
     GraphBuild stats = cached_graph(ctx, fprop_graph(problem_, with_stats));
+    // Autotuned: cuDNN's fused statistics are not always cheaper than the plain convolution's
+    // best engine plus one channel-sums pass (some shapes only have slow genstats engines).
+    std::string timing;
+    if (stats.graph && stats.graph->tuned_ms() > 0.f) {
+      WorkspaceLayout unused;
+      ConvForward plain(node, problem_, bias_only, ctx, unused);
+      const float sums_ms = plain.tuned_ms() > 0.f ? time_channel_sums(ctx) : 0.f;
+      if (sums_ms > 0.f) {
+        std::ostringstream t;
+        t << std::fixed << std::setprecision(3) << " (timed: conv+genstats " << stats.graph->tuned_ms()
+          << " ms, conv " << plain.tuned_ms() << " ms + channel sums " << sums_ms << " ms)";
+        timing = t.str();
+        if (plain.tuned_ms() + sums_ms < stats.graph->tuned_ms()) {
+          stats.failure = "slower" + timing;
+          stats.graph.reset();
+          timing.clear();
+        }
+      }
+    }
     if (stats.graph) {
       stats_graph_ = stats.graph;
       cudnn_offset_ = layout.add(stats_graph_->workspace_bytes());
-      path_ = "one cuDNN graph: " + with_stats.describe() + ", then finalize and apply kernels";
+      path_ = "one cuDNN graph: " + with_stats.describe() + ", then finalize and apply kernels" + timing;
     } else {
       conv_.emplace(node, problem_, bias_only, ctx, layout);
       partials_offset_ = layout.add(device::channel_sums_scratch_bytes(problem_.output_rows(), problem_.K));
-      path_ = conv_->path() + ", channel-sums kernel (genstats refused: " + stats.failure +
+      path_ = conv_->path() + ", channel-sums kernel (genstats " +
+              (stats.failure.rfind("slower", 0) == 0 ? stats.failure : "refused: " + stats.failure) +
               "), then finalize and apply kernels";
       if (verbose()) verbose_note("node '" + node.name + "': " + path_);
     }
@@ -110,12 +134,55 @@ class CbrKernel final : public Kernel, public ReportsPath {
     }
   }
 
-  // True when cuDNN refused conv+genstats and the statistics come from the channel-sums kernel.
+  // True when the statistics come from the channel-sums kernel (genstats refused or slower).
   bool fell_back() const override { return !stats_graph_; }
   std::string path() const override { return path_; }
   std::string implementation() const override { return path_; }
 
  private:
+  // Time (ms) of the channel-sums kernel over this layer's output, on scratch memory: the
+  // best of three runs after a warm-up. 0 when scratch memory is short.
+  float time_channel_sums(CudaContext& ctx) const {
+    const int64_t rows = problem_.output_rows(), K = problem_.K;
+    const size_t bytes = problem_.output_bytes() + device::channel_sums_scratch_bytes(rows, K) +
+                         2 * static_cast<size_t>(K) * sizeof(float) + 1024;
+    void* scratch = nullptr;
+    if (cudaMalloc(&scratch, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return 0.f;
+    }
+    cudaMemsetAsync(scratch, 0, bytes, ctx.stream());
+    WorkspaceLayout l;
+    const size_t out = l.add(problem_.output_bytes()), partials = l.add(device::channel_sums_scratch_bytes(rows, K)),
+                 sum = l.add(K * sizeof(float)), sq = l.add(K * sizeof(float));
+    auto run = [&] {
+      device::launch_channel_sums(io_, at_offset(scratch, out), rows, K, at_offset<float>(scratch, partials),
+                                  at_offset<float>(scratch, sum), at_offset<float>(scratch, sq), ctx.stream());
+    };
+    cudaEvent_t start = nullptr, stop = nullptr;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    run();
+    float best = 0.f;
+    for (int rep = 0; rep < 3; ++rep) {
+      cudaEventRecord(start, ctx.stream());
+      run();
+      cudaEventRecord(stop, ctx.stream());
+      float ms = 0.f;
+      if (cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
+        cudaGetLastError();
+        best = 0.f;
+        break;
+      }
+      best = rep == 0 ? ms : std::min(best, ms);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaStreamSynchronize(ctx.stream());
+    cudaFree(scratch);
+    return best;
+  }
+
   void enqueue(const KernelArgs& a) {
     void* ws = ctx_->workspace(0);
     const void* bias = has_bias_ ? a.in.back().data : nullptr;

@@ -48,6 +48,8 @@ class ConvForward {
 
   bool fell_back() const { return fell_back_; }
   const std::string& path() const { return path_; }
+  // The cuDNN graph's tuned time (ms; 0 untimed), without the epilogue kernel of a fallback.
+  float tuned_ms() const { return graph_->tuned_ms(); }
 
  private:
   ConvProblem problem_;

@@ -205,8 +205,8 @@ size_t span_bytes(const GraphTensor& t) {
 // does not depend on the values) and returns the fastest one's index, or `candidates[0]` when
 // scratch memory is short. `report` lists what was measured.
 int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t handle,
-                     const std::vector<int64_t>& candidates, std::string& report) {
-  if (candidates.size() < 2) return candidates.front();
+                     const std::vector<int64_t>& candidates, std::string& report, float& best_ms) {
+  best_ms = 0.f;
   Scratch scratch;
   const std::vector<int64_t> uids = g.get_variant_pack_uids_sorted();
   std::vector<void*> pointers;
@@ -227,7 +227,6 @@ int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t hand
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   int64_t best = candidates.front();
-  float best_ms = 0.f;
   std::ostringstream r;
   r << candidates.size() << " plans timed:";
   for (int64_t i : candidates) {
@@ -269,7 +268,7 @@ int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t hand
 // One attempt at validate → operation graph → plans. Returns "" or the failing step's message.
 // With tuning, `plan_index` is the fastest candidate's index (else -1: the heuristics' choice).
 std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool deterministic_only, int tune_candidates,
-                      fe::graph::Graph& g, int64_t& plan_index, std::string& report) {
+                      fe::graph::Graph& g, int64_t& plan_index, std::string& report, float& best_ms) {
   plan_index = -1;
   if (std::string why = lower(d, g); !why.empty()) return why;
   if (auto e = g.validate(); e.is_bad()) return "validate: " + message(e);
@@ -290,7 +289,7 @@ std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool determinist
   if (built.empty()) return "build_plans: none of the " + std::to_string(count) + " candidate engines could be built";
   // build_plans() prepares the pointer layout of execute(); building plan by plan does not.
   if (auto e = g.prepare_variant_pack_template(); e.is_bad()) return "variant pack: " + message(e);
-  plan_index = fastest_plan(g, d, handle, built, report);
+  plan_index = fastest_plan(g, d, handle, built, report, best_ms);
   return "";
 }
 
@@ -325,13 +324,13 @@ std::shared_ptr<CudnnGraph> CudnnGraph::build(const GraphDesc& desc, cudnnHandle
   built->purpose_ = desc.purpose;
   built->deterministic_ = policy.prefer_deterministic;
   std::string why = try_build(desc, handle, policy.prefer_deterministic, policy.tune_candidates, built->impl_->graph,
-                              built->plan_index_, built->tuning_report_);
+                              built->plan_index_, built->tuning_report_, built->tuned_ms_);
   if (!why.empty() && policy.prefer_deterministic) {
     // No deterministic engine: take any (re-running may then differ in the last bits).
     built->impl_ = std::make_unique<Impl>();
     built->deterministic_ = false;
     const std::string second = try_build(desc, handle, false, policy.tune_candidates, built->impl_->graph,
-                                         built->plan_index_, built->tuning_report_);
+                                         built->plan_index_, built->tuning_report_, built->tuned_ms_);
     if (!second.empty()) throw Error("cuDNN cannot run " + desc.purpose + ": " + second);
   } else if (!why.empty()) {
     throw Error("cuDNN cannot run " + desc.purpose + ": " + why);

@@ -95,6 +95,8 @@ class CudnnGraph {
   bool deterministic() const { return deterministic_; }
   // What tuning measured ("3 plans timed: name 0.091 ms, ..."); empty without tuning.
   const std::string& tuning_report() const { return tuning_report_; }
+  // The chosen plan's time on the scratch tensors (ms); 0 when it was not timed.
+  float tuned_ms() const { return tuned_ms_; }
 
   // Runs on the stream bound to `handle`. pointers_by_uid[u] is the device pointer of the
   // tensor with uid u; `workspace` holds at least workspace_bytes(). No synchronisation.
@@ -108,6 +110,7 @@ class CudnnGraph {
   std::vector<int> user_uids_;  // the uids the plan reads, in the order execute passes them
   size_t workspace_bytes_ = 0;
   int64_t plan_index_ = -1;  // the tuned plan's index; -1: the heuristics' choice
+  float tuned_ms_ = 0.f;
   std::string plan_name_, purpose_, tuning_report_;
   bool deterministic_ = true;
 };

@@ -35,8 +35,9 @@ void launch_channel_affine(const ChannelAffineArgs& a, cudaStream_t stream);
 // Per-channel Σx (and Σx² when sq_sum is set) of an [rows, channels] tensor, in a fixed order
 // (two passes, no atomics), so the result is bitwise the same on every run. `partials` is
 // scratch of channel_sums_scratch_bytes(rows, channels) bytes.
+// Row blocks of the first pass: one per 1024 rows, at most 1024 (a few waves on an H200).
 inline int64_t channel_sum_row_blocks(int64_t rows) {
-  return std::clamp<int64_t>((rows + 63) / 64, 1, 256);
+  return std::clamp<int64_t>((rows + 1023) / 1024, 1, 1024);
 }
 inline size_t channel_sums_scratch_bytes(int64_t rows, int64_t channels) {
   return static_cast<size_t>(2 * channel_sum_row_blocks(rows) * channels) * sizeof(float);
