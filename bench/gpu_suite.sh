@@ -4,7 +4,7 @@
 # Usage (on the GPU machine, from the repository root, after scripts/build_gpu.sh here):
 #   bench/gpu_suite.sh build-gpu OUT [FASHION_MNIST_DIR] [STEPS]
 # STEPS (default "tests,train,bench") picks what runs; "profile" adds trident alone on each
-# case with plan autotuning on and off, and where each step's time goes per op. Every step runs even if one fails;
+# case with and without CUDA-graph replay and plan autotuning, and where the time goes per op. Every step runs even if one fails;
 # the exit status says whether any failed.
 set -uo pipefail
 build=${1:?build dir}; out=${2:?output dir}; data=${3:-}; steps=${4:-tests,train,bench}

@@ -26,6 +26,17 @@ class BackendContext {
   virtual std::string cache_report() const { return {}; }
   // Whether library plans are chosen by timing the candidates (GPU backends; see CompileOptions).
   virtual void set_autotune(bool) {}
+
+  // Step recording (CUDA graphs on the GPU): the kernels a step enqueues between
+  // begin_recording() and end_recording() are recorded instead of run; replay() runs the
+  // recording. Host backends cannot record: begin_recording() says false.
+  virtual bool begin_recording() { return false; }
+  // True when the recording is complete and replayable; false when something enqueued while
+  // recording could not be recorded (nothing of the step ran then: run it again directly).
+  virtual bool end_recording() { return false; }
+  virtual bool has_recording() const { return false; }
+  virtual void replay() {}
+  virtual void discard_recording() {}
   // Most device memory held at once by this context's allocations (0 on host backends).
   virtual size_t peak_device_bytes() const { return 0; }
 };

@@ -36,6 +36,9 @@ struct CompileOptions {
   // GPU: time cuDNN's candidate plans for each graph once, when it is built, and keep the
   // fastest (as cudnn.benchmark). Off: the heuristics' first choice, a faster start.
   bool autotune = true;
+  // GPU: record a step's kernels once as a CUDA graph (on the second run, when every lazy
+  // allocation has happened) and replay the recording on later runs: one launch per step.
+  bool cuda_graph = true;
   // Zero-pad convolution inputs and weights whose channels do not fill 16-byte vectors (the
   // pad_channels pass): -1 automatic (on for the cuda backend), 0 off, 1 on.
   int channel_padding = -1;

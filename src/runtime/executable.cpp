@@ -75,6 +75,26 @@ namespace {
 
 void Executable::run() {
   if (!prepared_) prepare();
+  if (ctx_->has_recording()) {
+    ctx_->replay();
+    return;
+  }
+  // The first run allocates what kernels create lazily (workspaces); the second is recorded.
+  if (options_.cuda_graph && !record_failed_ && runs_ >= 1 && ctx_->begin_recording()) {
+    bool recorded = true;
+    try {
+      for (Bound& s : steps_) s.kernel->run(s.args);
+    } catch (const Error&) {
+      recorded = false;  // an enqueue that recording refused; the direct run below reports real errors
+    }
+    recorded = ctx_->end_recording() && recorded;
+    if (recorded) {
+      ctx_->replay();
+      return;
+    }
+    ctx_->discard_recording();
+    record_failed_ = true;
+  }
   for (Bound& s : steps_) {
     try {
       s.kernel->run(s.args);
@@ -82,6 +102,7 @@ void Executable::run() {
       rethrow_with_node(e, s.args.node, options_.mode);
     }
   }
+  ++runs_;
 }
 
 void Executable::run_until(const std::string& node) {
@@ -98,6 +119,8 @@ void Executable::run_until(const std::string& node) {
 }
 
 void Executable::prepare() {
+  ctx_->discard_recording();  // kernels may change what they enqueue with new weights
+  runs_ = 0;
   for (Bound& s : hoisted_steps_) s.kernel->run(s.args);
   for (Bound& s : steps_) s.kernel->prepare(s.args);
   prepared_ = true;

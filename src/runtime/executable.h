@@ -35,7 +35,9 @@ class Executable {
   static std::unique_ptr<Executable> compile(const ir::Graph& model,
                                              const passes::CompileOptions& options);
 
-  // One step. Runs prepare() first when weights changed since the last one.
+  // One step. Runs prepare() first when weights changed since the last one. On a device
+  // backend with CompileOptions::cuda_graph the second run records the step and later runs
+  // replay the recording (the same kernels on the same buffers, one launch).
   void run();
   // Recomputes hoisted results (folded weights) from the current parameters and state.
   // init_parameters and copy_weights_from call it; call it after writing weights directly.
@@ -109,6 +111,8 @@ class Executable {
   std::vector<Bound> steps_;
   std::vector<Bound> hoisted_steps_;
   bool prepared_ = false;
+  int runs_ = 0;              // direct runs since the last prepare(); recording starts at the second
+  bool record_failed_ = false;  // the backend could not record this step: always run it directly
   int loss_ = -1, logits_ = -1;
   std::vector<std::pair<int, int>> param_grads_;
 };

@@ -78,6 +78,7 @@ Runner::Runner(const ir::Graph& model, const RunnerOptions& options) {
   opt.dump_dir = options.dump_dir;
   opt.precision = options.precision;
   opt.autotune = options.autotune;
+  opt.cuda_graph = options.cuda_graph;
   exe_ = Executable::compile(model, opt);
   const ir::Graph& g = exe_->graph();
   for (int v : g.values_with_role(ir::ValueRole::Input))

@@ -24,6 +24,7 @@ struct RunnerOptions {
   std::string dump_dir;
   DType precision = DType::f32;  // activations on the GPU: f16/bf16 for mixed precision
   bool autotune = true;          // GPU: time cuDNN's candidate plans (CompileOptions)
+  bool cuda_graph = true;        // GPU: replay each run as a recorded CUDA graph
 };
 
 // Latency of timed iterations (milliseconds) and throughput.

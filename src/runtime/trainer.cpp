@@ -62,11 +62,13 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   train_opt.nesterov = config_.nesterov;
   train_opt.precision = config_.precision;
   train_opt.autotune = config_.autotune;
+  train_opt.cuda_graph = config_.cuda_graph;
   passes::CompileOptions eval_opt;
   eval_opt.mode = passes::Mode::Infer;
   eval_opt.backend = config_.backend;
   eval_opt.precision = config_.precision;
   eval_opt.autotune = config_.autotune;
+  eval_opt.cuda_graph = config_.cuda_graph;
   split_disabled(config_.disabled_passes, train_opt, eval_opt);
   if (!config_.dump_dir.empty()) {
     train_opt.dump_dir = config_.dump_dir + "/train";

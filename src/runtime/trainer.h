@@ -26,6 +26,7 @@ struct TrainConfig {
   std::string backend = default_backend();
   DType precision = DType::f32;              // f16/bf16: mixed precision on the GPU
   bool autotune = true;                      // GPU: time cuDNN's candidate plans (CompileOptions)
+  bool cuda_graph = true;                    // GPU: replay each step as a recorded CUDA graph
   std::vector<std::string> disabled_passes;  // by name, for both executables
   std::string dump_dir;                      // IR after every pass: DIR/train, DIR/infer
 };

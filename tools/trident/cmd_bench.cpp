@@ -86,6 +86,7 @@ int run_bench(Options o) {
   opt.backend = o.backend;
   opt.precision = precision;
   opt.autotune = o.device.autotune;
+  opt.cuda_graph = o.device.cuda_graph;
   opt.optimizer = !layer;  // the layer benchmark times forward+backward; models a full step
   opt.disabled_passes = o.flags.disabled_passes;
   opt.dump_dir = o.flags.dump_dir;

@@ -110,7 +110,7 @@ int run_infer(Options o) {
     model = frontend::build_model(o.model_file, {o.batch});
   }
   runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir,
-                                 precision_dtype(o.device), o.device.autotune});
+                                 precision_dtype(o.device), o.device.autotune, o.device.cuda_graph});
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);

@@ -124,6 +124,7 @@ int run_train(Options o) {
   }
   o.config.precision = precision_dtype(o.device);
   o.config.autotune = o.device.autotune;
+  o.config.cuda_graph = o.device.cuda_graph;
   o.config.disabled_passes = o.flags.disabled_passes;
   o.config.dump_dir = o.flags.dump_dir;
   ir::Graph model = frontend::build_model(o.model, {o.batch});

@@ -37,6 +37,7 @@ struct DeviceFlags {
   std::string device = "cpu";
   std::string precision = "fp32";
   bool autotune = true;
+  bool cuda_graph = true;
 };
 
 inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string& default_device = "cpu") {
@@ -52,6 +53,9 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string&
   sub->add_flag("!--no-autotune", f.autotune,
                 "On the GPU, take cuDNN's heuristic plan for each convolution instead of timing the "
                 "candidates once at start-up (starts faster; steps may be slower)");
+  sub->add_flag("!--no-cuda-graph", f.cuda_graph,
+                "On the GPU, launch every kernel of every step instead of replaying the step recorded "
+                "as a CUDA graph");
 }
 
 // The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend

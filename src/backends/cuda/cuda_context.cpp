@@ -2,10 +2,18 @@
 #include "backends/cuda/cuda_context.h"
 
 #include <cstdlib>
+#include <iostream>
 
 #include "backends/cuda/cuda_check.h"
 
 namespace trident::cuda {
+
+namespace {
+bool verbose_recording() {
+  const char* v = std::getenv("TRIDENT_VERBOSE");
+  return v && *v && std::string(v) != "0";
+}
+}  // namespace
 
 bool gpu_available(std::string* why) {
   int n = 0;
@@ -43,6 +51,7 @@ CudaContext::~CudaContext() {
   // Destructors must not throw: failures here are ignored (the process is tearing down).
   cudaStreamSynchronize(stream_);
   cudaStreamSynchronize(side_stream_);
+  if (recording_) cudaGraphExecDestroy(recording_);
   for (void* w : workspace_)
     if (w) cudaFree(w);
   cache_.clear();  // plans reference the handles: release them first
@@ -155,6 +164,42 @@ void* CudaContext::workspace(int slot) {
   live_bytes_ += allocated_[slot];
   peak_bytes_ = std::max(peak_bytes_, live_bytes_);
   return p;
+}
+
+bool CudaContext::begin_recording() {
+  discard_recording();
+  // Work queued before the step must not become part of it.
+  synchronize();
+  if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+bool CudaContext::end_recording() {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  bool ok = ended == cudaSuccess && graph != nullptr;
+  if (ok) ok = cudaGraphInstantiate(&recording_, graph, 0) == cudaSuccess;
+  if (graph) cudaGraphDestroy(graph);
+  if (!ok) {
+    cudaGetLastError();  // an invalidated capture leaves a sticky-free error: clear it
+    recording_ = nullptr;
+    if (verbose_recording()) std::cerr << "trident cuda: the step could not be recorded as a CUDA graph; it runs kernel by kernel\n";
+  }
+  return ok;
+}
+
+void CudaContext::replay() {
+  check(cudaGraphLaunch(recording_, stream_), "replaying the recorded step");
+}
+
+void CudaContext::discard_recording() {
+  if (!recording_) return;
+  cudaStreamSynchronize(stream_);
+  cudaGraphExecDestroy(recording_);
+  recording_ = nullptr;
 }
 
 CudaContext& cuda_context(BackendContext& ctx) {

@@ -40,6 +40,15 @@ class CudaContext final : public BackendContext {
   void set_autotune(bool on) override { autotune_ = on; }
   bool autotune() const { return autotune_; }
 
+  // A step recorded as a CUDA graph by capturing stream() (the side stream joins through the
+  // kernels' fork/join events). Capture is thread-local: a call that cannot be captured (a
+  // synchronisation, an allocation) invalidates it, and end_recording() says false.
+  bool begin_recording() override;
+  bool end_recording() override;
+  bool has_recording() const override { return recording_ != nullptr; }
+  void replay() override;
+  void discard_recording() override;
+
   // Every kernel runs on stream(); side_stream() is for work that may overlap it (wgrad next
   // to dgrad), joined back with events by the kernel that forks it.
   cudaStream_t stream() const { return stream_; }
@@ -91,6 +100,7 @@ class CudaContext final : public BackendContext {
  private:
   int device_ = 0;
   bool autotune_ = true;
+  cudaGraphExec_t recording_ = nullptr;
   int sm_count_ = 0, cc_ = 0;
   std::string name_, prefix_;
   cudaStream_t stream_ = nullptr, side_stream_ = nullptr;
