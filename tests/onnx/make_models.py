@@ -121,6 +121,32 @@ def ops_b(opset):
     return n.model("input", y, opset, ["N", 3, 9, 9], 2)
 
 
+def vgg_head(opset, reshape):
+    """A VGG-style classifier: the [N,C,H,W] features flattened with H*W > 1 (Flatten then
+    Gemm(transB=1), or Reshape [0,-1] then MatMul + Add), so trident must reorder the weight
+    columns from ONNX's (c, h, w) feature order to its NHWC (h, w, c) order."""
+    n = Net(4)
+    y = n.node("Relu", [n.conv("input", "c1", 3, 6, 3, pad=1, bias=True)])
+    y = n.node("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])  # [N, 6, 4, 5]
+    if reshape:
+        shape = n.node("Constant", [], value=numpy_helper.from_array(np.array([0, -1], np.int64), "s"))
+        y = n.node("Reshape", [y, shape])
+        y = n.node("MatMul", [y, n.init("fc.w_kn", n.weight((120, 7), 120))])
+        y = n.node("Add", [y, n.init("fc.b", np.linspace(-1, 1, 7).astype(np.float32))])
+    else:
+        y = n.node("Flatten", [y], axis=1)
+        y = n.node("Gemm", [y, n.init("fc.w", n.weight((7, 120), 120)), n.init("fc.b", np.ones(7, np.float32))],
+                   transB=1)
+    return n.model("input", y, opset, ["N", 3, 8, 10], 2)
+
+
+def flatten_then_relu(opset=13):
+    """A flatten of H*W > 1 read by something other than Gemm/MatMul: refused, with a reason."""
+    n = Net(5)
+    y = n.node("Flatten", [n.conv("input", "c1", 3, 4, 3, pad=1)], axis=1)
+    return n.model("input", n.node("Relu", [y]), opset, ["N", 3, 4, 4], 2)
+
+
 def resnet(depth, fold_bn, opset=17):
     """torchvision ResNet-18/50 layer by layer; with fold_bn, BN lives in the conv bias."""
     n = Net(depth)
@@ -231,6 +257,7 @@ def corrupt(out_dir, good_path):
                      ("absurd_input", absurd_input), ("unsupported_attribute", bad_attr),
                      ("old_opset", old_opset)]:
         files[name + ".onnx"] = variant(fn)
+    files["flatten_then_relu.onnx"] = flatten_then_relu().SerializeToString()
     for name, b in files.items():
         with open(os.path.join(out_dir, name), "wb") as f:
             f.write(b)
@@ -264,6 +291,8 @@ def main():
         save(f"conv_bn_relu_op{opset}", conv_bn_relu(opset), [1, 2], (3, 10, 10), "small")
         save(f"ops_a_op{opset}", ops_a(opset), [1, 3], (4, 16, 16), "small")
         save(f"ops_b_op{opset}", ops_b(opset), [2], (3, 9, 9), "small")
+        save(f"vgg_head_op{opset}", vgg_head(opset, False), [1, 2], (3, 8, 10), "small")
+        save(f"vgg_head_reshape_op{opset}", vgg_head(opset, True), [1, 2], (3, 8, 10), "small")
     save("bn_training_op15", bn_training(), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):

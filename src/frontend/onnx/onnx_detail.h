@@ -4,6 +4,7 @@
 #pragma once
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -95,6 +96,14 @@ class Importer {
   std::map<std::string, std::pair<int, std::string>> weights_made_;  // name -> (value, layout)
   std::map<std::string, int> uses_;     // reads of each ONNX tensor by nodes and graph outputs
   std::map<int, int> bare_linear_;      // linear output value -> node id, made by MatMul
+  // Flatten/Reshape of an [N,C,H,W] tensor with H·W > 1: trident flattens NHWC, so features
+  // come in (h, w, c) order where ONNX has (c, h, w). Value -> (C, H, W); only a Gemm or MatMul
+  // may read it, whose weight columns are permuted to match at import.
+  std::map<int, std::array<int64_t, 3>> chw_flattened_;
+  // `data` ([out, C·H·W] row-major, ONNX feature order) with its columns in trident's order
+  // when `x` is such a flattened value; the layout name says which order a weight has.
+  std::vector<float> match_flatten_order(const onnx::NodeProto& n, int x, std::vector<float> data, int64_t out_f,
+                                         int64_t in_f, std::string& layout) const;
 };
 
 }  // namespace trident::frontend::onnx_detail

@@ -118,6 +118,9 @@ void Importer::mark_outputs(const onnx::GraphProto& graph) {
     ir::Value& v = out_.graph.value(it->second);
     if (v.role != ir::ValueRole::Activation)
       throw Error(label_ + ": graph output '" + o.name() + "' is not computed by a node");
+    if (chw_flattened_.count(v.id))
+      throw Error(label_ + ": graph output '" + o.name() + "' flattens [N,C,H,W] with H*W > 1, which trident "
+                  "computes in NHWC order; only a Gemm or MatMul may read such a flatten");
     if (!seen.insert(v.id).second)
       throw Error(label_ + ": graph outputs alias one tensor ('" + o.name() + "')");
     v.name = o.name();  // an Identity before the output keeps the caller's name findable
@@ -245,6 +248,9 @@ int Importer::activation(const onnx::NodeProto& n, int i) const {
       fail(n, "input '" + n.input(i) + "' is a constant where trident expects a computed tensor");
     fail(n, "input '" + n.input(i) + "' is neither an initializer nor an earlier node's output (missing initializer?)");
   }
+  if (chw_flattened_.count(it->second) && n.op_type() != "Gemm" && n.op_type() != "MatMul")
+    fail(n, "reads '" + n.input(i) + "', an [N,C,H,W] tensor flattened with H*W > 1; trident flattens in NHWC "
+            "order and reorders only the weights of a Gemm or MatMul reading it directly");
   return it->second;
 }
 

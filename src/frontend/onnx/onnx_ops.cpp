@@ -248,9 +248,8 @@ void Importer::flatten(const onnx::NodeProto& n) {
   const Shape& xs = out_.graph.value(x).shape;
   if (attr_int(n, "axis", 1) != 1) fail(n, "only axis=1 is supported");
   if (xs.size() == 2) return define(n, 0, x);
-  if (xs.size() == 4 && xs[1] * xs[2] > 1 && xs[3] > 1)
-    fail(n, "flattening [N,C,H,W] with H*W > 1 would need an NCHW transpose, which trident does not insert");
-  emit(n, "flatten", {x}, {});
+  const int y = emit(n, "flatten", {x}, {})[0];
+  if (xs.size() == 4 && xs[1] * xs[2] > 1 && xs[3] > 1) chw_flattened_[y] = {xs[3], xs[1], xs[2]};
 }
 
 void Importer::reshape(const onnx::NodeProto& n) {
@@ -275,9 +274,23 @@ void Importer::reshape(const onnx::NodeProto& n) {
     fail(n, "reshape of " + shape_str(onnx_dims) + " to " + shape_str(s.i) +
                 " is not a flatten to [N, features], the only reshape supported");
   if (xs.size() == 2) return define(n, 0, x);
-  if (xs.size() == 4 && xs[1] * xs[2] > 1 && xs[3] > 1)
-    fail(n, "flattening [N,C,H,W] with H*W > 1 would need an NCHW transpose, which trident does not insert");
-  emit(n, "flatten", {x}, {});
+  const int y = emit(n, "flatten", {x}, {})[0];
+  if (xs.size() == 4 && xs[1] * xs[2] > 1 && xs[3] > 1) chw_flattened_[y] = {xs[3], xs[1], xs[2]};
+}
+
+std::vector<float> Importer::match_flatten_order(const onnx::NodeProto& n, int x, std::vector<float> data,
+                                                 int64_t out_f, int64_t in_f, std::string& layout) const {
+  auto it = chw_flattened_.find(x);
+  if (it == chw_flattened_.end()) return data;
+  const auto [C, H, W] = it->second;
+  if (C * H * W != in_f) fail(n, "the flattened input has " + std::to_string(C * H * W) + " features, the weight " + std::to_string(in_f));
+  // trident's feature g = (h·W + w)·C + c reads ONNX's feature c·H·W + h·W + w.
+  std::vector<float> out(data.size());
+  for (int64_t o = 0; o < out_f; ++o)
+    for (int64_t hw = 0; hw < H * W; ++hw)
+      for (int64_t c = 0; c < C; ++c) out[o * in_f + hw * C + c] = data[o * in_f + c * H * W + hw];
+  layout += "/hwc" + std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(W);
+  return out;
 }
 
 void Importer::gemm(const onnx::NodeProto& n) {
@@ -293,8 +306,9 @@ void Importer::gemm(const onnx::NodeProto& n) {
   if (out_.graph.value(x).shape.size() != 2) fail(n, "input A must be 2-D [N, features]");
   if (!b.is_float || b.dims.size() != 2) fail(n, "B '" + b.name + "' must be a 2-D float32 tensor");
   const int64_t out_f = trans_b ? b.dims[0] : b.dims[1], in_f = trans_b ? b.dims[1] : b.dims[0];
-  std::vector<int> in{x, weight(n, b, trans_b ? "linear" : "linear_from_kn", {out_f, in_f},
-                                trans_b ? b.f : transpose2d(b))};
+  std::string layout = trans_b ? "linear" : "linear_from_kn";
+  std::vector<float> w = match_flatten_order(n, x, trans_b ? b.f : transpose2d(b), out_f, in_f, layout);
+  std::vector<int> in{x, weight(n, b, layout, {out_f, in_f}, std::move(w))};
   if (has_input(n, 2)) {
     const Const& c = constant_of(n, 2);
     if (!c.is_float || c.numel() != out_f || (c.dims.size() == 2 && c.dims[0] != 1) || c.dims.size() > 2)
@@ -311,7 +325,9 @@ void Importer::matmul(const onnx::NodeProto& n) {
   const Const& b = constant_of(n, 1);
   if (out_.graph.value(x).shape.size() != 2) fail(n, "input A must be 2-D [N, features]");
   if (!b.is_float || b.dims.size() != 2) fail(n, "B '" + b.name + "' must be a 2-D float32 tensor");
-  const auto outs = emit(n, "linear", {x, weight(n, b, "linear_from_kn", {b.dims[1], b.dims[0]}, transpose2d(b))}, {});
+  std::string layout = "linear_from_kn";
+  std::vector<float> w = match_flatten_order(n, x, transpose2d(b), b.dims[1], b.dims[0], layout);
+  const auto outs = emit(n, "linear", {x, weight(n, b, layout, {b.dims[1], b.dims[0]}, std::move(w))}, {});
   bare_linear_[outs[0]] = out_.graph.value(outs[0]).producer;
 }
 
