@@ -6,11 +6,9 @@
 // node's output dtypes in order, so the change flows through the graph by the ops' own rules.
 // Training runs it before autodiff: a cast's backward casts gradients back to f32. The logits
 // leave the graph as f32 (a cast), so callers read the same dtype at every precision.
-#include <map>
-#include <set>
-
 #include "core/error.h"
 #include "ir/op_registry.h"
+#include "passes/derived_inputs.h"
 #include "passes/pass.h"
 
 namespace trident::passes {
@@ -33,27 +31,14 @@ void assign_precision(ir::Graph& g, PassContext& ctx) {
   if (low != DType::f16 && low != DType::bf16)
     throw Error("precision " + std::string(dtype_name(low)) + " is not a mixed precision (use f16 or bf16)");
   const std::string low_name(dtype_name(low));
-  std::map<int, int> cast_of;  // source value → its reduced-precision copy
-  std::vector<int> order;
-  const std::vector<int> forward = g.order();  // a copy: add_node appends to the order
-  for (int nid : forward) {
-    for (size_t i = 0; i < g.node(nid).inputs.size(); ++i) {
-      const int v = g.node(nid).inputs[i];
-      if (g.value(v).dtype != DType::f32 || keeps_f32(g.node(nid), i)) continue;
-      auto it = cast_of.find(v);
-      if (it == cast_of.end()) {
-        const int c = g.add_node1("cast", {v}, {{"dtype", low_name}}, g.value(v).name + "." + low_name);
-        order.push_back(g.num_nodes() - 1);
-        it = cast_of.emplace(v, c).first;
-      }
-      g.node(nid).inputs[i] = it->second;
-    }
-    ir::Node& n = g.node(nid);
-    const std::vector<ir::TypeInfo> types = ir::OpRegistry::get(n.op).infer(n, g);
-    for (size_t k = 0; k < n.outputs.size() && k < types.size(); ++k) g.value(n.outputs[k]).dtype = types[k].dtype;
-    order.push_back(nid);
-  }
-  g.set_order(std::move(order));
+  use_derived_inputs(
+      g,
+      [&](const ir::Node& n, size_t i) { return g.value(n.inputs[i]).dtype == DType::f32 && !keeps_f32(n, i); },
+      [&](int v) { return g.add_node1("cast", {v}, {{"dtype", low_name}}, g.value(v).name + "." + low_name); },
+      [&](ir::Node& n) {  // the node's outputs take the dtypes its op gives the new inputs
+        const std::vector<ir::TypeInfo> types = ir::OpRegistry::get(n.op).infer(n, g);
+        for (size_t k = 0; k < n.outputs.size() && k < types.size(); ++k) g.value(n.outputs[k]).dtype = types[k].dtype;
+      });
 
   // The logits leave the graph in f32 (the trainer's accuracy and `infer --output` read f32).
   if (ctx.logits >= 0 && g.value(ctx.logits).dtype != DType::f32) {

@@ -93,8 +93,9 @@ std::vector<std::string> compared_values() {
 }
 
 #ifdef TRIDENT_HAVE_CUDA
-std::string kernel_path(const ir::Graph& g) {
+std::string kernel_path(const ir::Graph& g, bool autotune = true) {
   auto ctx = KernelRegistry::make_context("cuda");
+  ctx->set_autotune(autotune);
   auto kernel = KernelRegistry::make("cuda", g.node(g.order().back()), g, *ctx);
   auto* report = dynamic_cast<cuda::ReportsPath*>(kernel.get());
   return report ? report->path() : "(kernel does not report its path)";
@@ -137,12 +138,7 @@ TEST(GpuCbr, StatisticsPathsWithAndWithoutAutotuning) {
       SCOPED_TRACE(c.name + (tune ? " autotuned" : " heuristic plans"));
       const ir::Graph gpu = fused_graph("cbr", c, false, DType::f16);
 #ifdef TRIDENT_HAVE_CUDA
-      auto ctx = KernelRegistry::make_context("cuda");
-      ctx->set_autotune(tune);
-      auto kernel = KernelRegistry::make("cuda", gpu.node(gpu.order().back()), gpu, *ctx);
-      auto* report = dynamic_cast<cuda::ReportsPath*>(kernel.get());
-      ASSERT_NE(report, nullptr);
-      std::cout << "cbr " << c.name << (tune ? " autotuned: " : ": ") << report->path() << "\n";
+      std::cout << "cbr " << c.name << (tune ? " autotuned: " : ": ") << kernel_path(gpu, tune) << "\n";
 #endif
       compare_with_cpu_ref(gpu, decomposed_graph("cbr", c, false), compared_values(), DType::f16, 52,
                            [&](GraphRunner& r) { r.context().set_autotune(tune); });

@@ -6,12 +6,12 @@
 //   2. finalize: batch mean/invstd, saved and running statistics, per-channel scale/shift;
 //   3. apply: y = relu(conv_out·scale + shift [+ residual]).
 // The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0.
-#include <algorithm>
 #include <array>
 #include <iomanip>
 #include <optional>
 #include <sstream>
 
+#include "backends/cuda/build_timing.h"
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/device/checks.h"
@@ -140,47 +140,19 @@ class CbrKernel final : public Kernel, public ReportsPath {
   std::string implementation() const override { return path_; }
 
  private:
-  // Time (ms) of the channel-sums kernel over this layer's output, on scratch memory: the
-  // best of three runs after a warm-up. 0 when scratch memory is short.
+  // Time (ms) of the channel-sums kernel over this layer's output, on scratch memory; 0 when
+  // scratch memory is short.
   float time_channel_sums(CudaContext& ctx) const {
     const int64_t rows = problem_.output_rows(), K = problem_.K;
-    const size_t bytes = problem_.output_bytes() + device::channel_sums_scratch_bytes(rows, K) +
-                         2 * static_cast<size_t>(K) * sizeof(float) + 1024;
-    void* scratch = nullptr;
-    if (cudaMalloc(&scratch, bytes) != cudaSuccess) {
-      cudaGetLastError();
-      return 0.f;
-    }
-    cudaMemsetAsync(scratch, 0, bytes, ctx.stream());
-    WorkspaceLayout l;
-    const size_t out = l.add(problem_.output_bytes()), partials = l.add(device::channel_sums_scratch_bytes(rows, K)),
-                 sum = l.add(K * sizeof(float)), sq = l.add(K * sizeof(float));
-    auto run = [&] {
-      device::launch_channel_sums(io_, at_offset(scratch, out), rows, K, at_offset<float>(scratch, partials),
-                                  at_offset<float>(scratch, sum), at_offset<float>(scratch, sq), ctx.stream());
-    };
-    cudaEvent_t start = nullptr, stop = nullptr;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    run();
-    float best = 0.f;
-    for (int rep = 0; rep < 3; ++rep) {
-      cudaEventRecord(start, ctx.stream());
-      run();
-      cudaEventRecord(stop, ctx.stream());
-      float ms = 0.f;
-      if (cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
-        cudaGetLastError();
-        best = 0.f;
-        break;
-      }
-      best = rep == 0 ? ms : std::min(best, ms);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    cudaStreamSynchronize(ctx.stream());
-    cudaFree(scratch);
-    return best;
+    TimingScratch scratch;
+    void* out = scratch.get(problem_.output_bytes());
+    auto* partials = static_cast<float*>(scratch.get(device::channel_sums_scratch_bytes(rows, K)));
+    auto* sums = static_cast<float*>(scratch.get(2 * static_cast<size_t>(K) * sizeof(float)));
+    if (!out || !partials || !sums) return 0.f;
+    return best_of_three_ms(ctx.stream(), [&] {
+      device::launch_channel_sums(io_, out, rows, K, partials, sums, sums + K, ctx.stream());
+      return true;
+    });
   }
 
   void enqueue(const KernelArgs& a) {

@@ -2,18 +2,11 @@
 #include "backends/cuda/cuda_context.h"
 
 #include <cstdlib>
-#include <iostream>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cudnn_graphs.h"
 
 namespace trident::cuda {
-
-namespace {
-bool verbose_recording() {
-  const char* v = std::getenv("TRIDENT_VERBOSE");
-  return v && *v && std::string(v) != "0";
-}
-}  // namespace
 
 bool gpu_available(std::string* why) {
   int n = 0;
@@ -186,7 +179,7 @@ bool CudaContext::end_recording() {
   if (!ok) {
     cudaGetLastError();  // an invalidated capture leaves a sticky-free error: clear it
     recording_ = nullptr;
-    if (verbose_recording()) std::cerr << "trident cuda: the step could not be recorded as a CUDA graph; it runs kernel by kernel\n";
+    if (verbose()) verbose_note("the step could not be recorded as a CUDA graph; it runs kernel by kernel");
   }
   return ok;
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "backends/cuda/build_timing.h"
 #include "core/error.h"
 
 namespace trident::cuda {
@@ -176,24 +177,6 @@ std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
   return "";
 }
 
-// Device scratch for timing plans; freed on scope exit. Allocation failures leave it empty.
-struct Scratch {
-  std::vector<void*> blocks;
-  void* get(size_t bytes) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, std::max<size_t>(bytes, 256)) != cudaSuccess) {
-      cudaGetLastError();
-      return nullptr;
-    }
-    blocks.push_back(p);
-    cudaMemset(p, 0, std::max<size_t>(bytes, 256));
-    return p;
-  }
-  ~Scratch() {
-    for (void* p : blocks) cudaFree(p);
-  }
-};
-
 // Bytes a tensor of the description spans in memory.
 size_t span_bytes(const GraphTensor& t) {
   int64_t last = 0;
@@ -207,7 +190,7 @@ size_t span_bytes(const GraphTensor& t) {
 int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t handle,
                      const std::vector<int64_t>& candidates, std::string& report, float& best_ms) {
   best_ms = 0.f;
-  Scratch scratch;
+  TimingScratch scratch;
   const std::vector<int64_t> uids = g.get_variant_pack_uids_sorted();
   std::vector<void*> pointers;
   for (int64_t uid : uids) {
@@ -223,34 +206,14 @@ int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t hand
 
   cudaStream_t stream = nullptr;
   cudnnGetStream(handle, &stream);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
   int64_t best = candidates.front();
   std::ostringstream r;
   r << candidates.size() << " plans timed:";
   for (int64_t i : candidates) {
-    auto run = [&] {
+    const float ms = best_of_three_ms(stream, [&] {
       return g.execute_plan_at_index(handle, pointers.data(), static_cast<int>(pointers.size()), ws, i).is_good();
-    };
-    if (!run() || cudaStreamSynchronize(stream) != cudaSuccess) {  // warm-up (loads the kernel)
-      cudaGetLastError();
-      continue;
-    }
-    float ms = -1.f;
-    for (int rep = 0; rep < 3; ++rep) {
-      cudaEventRecord(start, stream);
-      const bool ok = run();
-      cudaEventRecord(stop, stream);
-      float t = 0.f;
-      if (!ok || cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&t, start, stop) != cudaSuccess) {
-        cudaGetLastError();
-        ms = -1.f;
-        break;
-      }
-      ms = ms < 0.f ? t : std::min(ms, t);
-    }
-    if (ms < 0.f) continue;
+    });
+    if (ms <= 0.f) continue;
     std::string name;
     if (g.get_plan_name_at_index(i, name).is_bad()) name = "plan " + std::to_string(i);
     r << " " << name << " " << std::fixed << std::setprecision(3) << ms << " ms";
@@ -259,8 +222,6 @@ int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t hand
       best_ms = ms;
     }
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   report = best_ms > 0.f ? r.str() : "no candidate ran on scratch tensors; kept the heuristics' first choice";
   return best;
 }
