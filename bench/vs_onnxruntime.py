@@ -107,15 +107,17 @@ def main():
                     results.setdefault((batch, engine), []).append((s, y))
                     print(json.dumps({"engine": engine, "batch": batch, "repeat": rep, "threads": a.threads,
                                       "iterations": iterations, **{k: round(v, 3) for k, v in s.items()}}), flush=True)
-    print("\nbatch  trident img/s  onnxruntime img/s  ratio  trident p50 ms  ort p50 ms  max|diff|")
+    print("\nbatch  trident img/s  onnxruntime img/s  ratio  trident p50 ms  ort p50 ms  max|diff|  rel. to max|y|")
     for batch in sorted({b for b, _ in results}):
         t = [s for s, _ in results[(batch, "trident")]]
         o = [s for s, _ in results[(batch, "onnxruntime")]]
         tt = statistics.median(s["throughput"] for s in t)
         ot = statistics.median(s["throughput"] for s in o)
-        diff = float(np.max(np.abs(results[(batch, "trident")][0][1] - results[(batch, "onnxruntime")][0][1])))
+        y_ort = results[(batch, "onnxruntime")][0][1]
+        diff = float(np.max(np.abs(results[(batch, "trident")][0][1] - y_ort)))
+        rel = diff / max(float(np.max(np.abs(y_ort))), 1e-30)
         print(f"{batch:5d}  {tt:13.2f}  {ot:17.2f}  {tt / ot:5.2f}  {statistics.median(s['p50_ms'] for s in t):14.2f}"
-              f"  {statistics.median(s['p50_ms'] for s in o):10.2f}  {diff:9.2e}")
+              f"  {statistics.median(s['p50_ms'] for s in o):10.2f}  {diff:9.2e}  {rel:14.2e}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,18 @@ class BackendContext {
   // Whether library plans are chosen by timing the candidates (GPU backends; see CompileOptions).
   virtual void set_autotune(bool) {}
 
+  // What the compile options ask of the kernels built with this context (set once, before).
+  struct KernelOptions {
+    bool inference = false;  // an inference executable (weights constant between prepare()s)
+    bool autotune = true;    // choose implementations by timing them once, at build
+    int winograd = -1;       // CPU: Winograd convolutions, -1 by timing, 0 never, 1 always
+  };
+  void set_kernel_options(const KernelOptions& o) {
+    kernel_options_ = o;
+    set_autotune(o.autotune);
+  }
+  const KernelOptions& kernel_options() const { return kernel_options_; }
+
   // Step recording (CUDA graphs on the GPU): the kernels a step enqueues between
   // begin_recording() and end_recording() are recorded instead of run; replay() runs the
   // recording. Host backends cannot record: begin_recording() says false.
@@ -39,6 +51,9 @@ class BackendContext {
   virtual void discard_recording() {}
   // Most device memory held at once by this context's allocations (0 on host backends).
   virtual size_t peak_device_bytes() const { return 0; }
+
+ private:
+  KernelOptions kernel_options_;
 };
 
 }  // namespace trident

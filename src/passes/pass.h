@@ -36,6 +36,11 @@ struct CompileOptions {
   // GPU: time cuDNN's candidate plans for each graph once, when it is built, and keep the
   // fastest (as cudnn.benchmark). Off: the heuristics' first choice, a faster start.
   bool autotune = true;
+  // CPU inference: 3x3 stride-1 convolutions may run as Winograd F(4,3)/F(2,3) transforms
+  // (oneDNN; a different rounding than the direct convolution, within the fp32 tolerance):
+  // -1 automatic (where timing both once at build says Winograd is faster; with autotune off,
+  // never), 0 never, 1 wherever oneDNN implements it.
+  int winograd = -1;
   // GPU: record a step's kernels once as a CUDA graph (on the second run, when every lazy
   // allocation has happened) and replay the recording on later runs: one launch per step.
   bool cuda_graph = true;

@@ -36,7 +36,8 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
   exe->plan_ = std::move(c.plan);
 
   exe->ctx_ = KernelRegistry::make_context(options.backend);
-  exe->ctx_->set_autotune(options.autotune);
+  exe->ctx_->set_kernel_options(
+      {options.mode == passes::Mode::Infer, options.autotune, options.winograd});
   // TRIDENT_POISON_ARENA=1 fills intermediate tensors with NaN before the first step, so a
   // kernel that reads an element nothing wrote shows up as NaN instead of as stale zeros.
   const char* poison = std::getenv("TRIDENT_POISON_ARENA");

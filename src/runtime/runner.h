@@ -25,6 +25,7 @@ struct RunnerOptions {
   DType precision = DType::f32;  // activations on the GPU: f16/bf16 for mixed precision
   bool autotune = true;          // GPU: time cuDNN's candidate plans (CompileOptions)
   bool cuda_graph = true;        // GPU: replay each run as a recorded CUDA graph
+  int winograd = -1;             // CPU: Winograd 3x3 convolutions, -1 auto / 0 off / 1 on
 };
 
 // Latency of timed iterations (milliseconds) and throughput.

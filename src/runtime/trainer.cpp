@@ -69,6 +69,9 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   eval_opt.precision = config_.precision;
   eval_opt.autotune = config_.autotune;
   eval_opt.cuda_graph = config_.cuda_graph;
+  // Evaluation keeps the direct convolutions: a run's accuracies must not depend on which
+  // algorithm start-up timing happened to prefer.
+  eval_opt.winograd = 0;
   split_disabled(config_.disabled_passes, train_opt, eval_opt);
   if (!config_.dump_dir.empty()) {
     train_opt.dump_dir = config_.dump_dir + "/train";

@@ -108,14 +108,23 @@ std::vector<Buffer> run_backend(const std::string& backend, const ir::Graph& g,
   return outs;
 }
 
-void expect_close(const std::string& what, const Buffer& got, const Buffer& want) {
+// How far results may be from cpu_ref's: per element (|a - b| <= atol + rtol * |b|), or
+// relative to the output's largest magnitude, for algorithms whose rounding error is bounded
+// by the operands' norms rather than by each result (Winograd: |a - b| <= atol + rtol * max|b|).
+enum class Scale { PerElement, Output };
+
+void expect_close(const std::string& what, const Buffer& got, const Buffer& want,
+                  Scale scale = Scale::PerElement) {
   ASSERT_EQ(got.size(), want.size()) << what;
   const test_support::Tolerance tol = test_support::tolerance(want.dtype);  // i32: exact
+  double largest = 0;
+  for (size_t k = 0; k < want.size(); ++k) largest = std::max(largest, std::abs(want.at(k)));
   size_t bad = 0, first = 0;
   double worst = 0;
   for (size_t k = 0; k < want.size(); ++k) {
     const double a = got.at(k), b = want.at(k);
-    const double err = std::abs(a - b), allowed = tol.atol + tol.rtol * std::abs(b);
+    const double err = std::abs(a - b),
+                 allowed = tol.atol + tol.rtol * (scale == Scale::Output ? largest : std::abs(b));
     if (!(err <= allowed)) {  // NaN fails too
       if (bad++ == 0) first = k;
       if (!(err <= worst)) worst = err;
@@ -129,10 +138,13 @@ void expect_close(const std::string& what, const Buffer& got, const Buffer& want
 
 // Runs node `node_id` of `g` on both backends with two different input draws (the second run
 // of the cpu kernel rebinds every data handle) and compares every output.
+// `ctx`: the context to build the cpu kernel with (compile options), else a default one.
 void compare_node(const ir::Graph& g, int node_id, Fill fill, const InputHook& hook = {},
-                  Aliasing aliasing = Aliasing::AsDeclared) {
+                  Aliasing aliasing = Aliasing::AsDeclared, BackendContext* ctx = nullptr,
+                  Scale scale = Scale::PerElement) {
   const ir::Node& node = g.node(node_id);
-  std::unique_ptr<Kernel> cpu = KernelRegistry::make("cpu", node, g);
+  std::unique_ptr<Kernel> cpu =
+      ctx ? KernelRegistry::make("cpu", node, g, *ctx) : KernelRegistry::make("cpu", node, g);
   for (uint32_t seed : {11u, 12u}) {
     std::vector<Buffer> in = random_inputs(g, node, fill, seed + 31u * node_id, hook);
     std::vector<Buffer> ref = run_backend("cpu_ref", g, node, in, aliasing);
@@ -161,7 +173,7 @@ void compare_node(const ir::Graph& g, int node_id, Fill fill, const InputHook& h
       const Buffer& got = alias_of[o] >= 0 ? cin[static_cast<size_t>(alias_of[o])] : outs[o];
       expect_close(node.op + " '" + node.name + "' output " + std::to_string(o) + " (draw " +
                        std::to_string(seed) + ")",
-                   got, ref[o]);
+                   got, ref[o], scale);
     }
   }
 }
@@ -662,6 +674,74 @@ INSTANTIATE_TEST_SUITE_P(
         EpilogueCase{"Pointwise1x1Residual", {2, 6, 6, 16}, {16, 1, 1, 16}, v2(1, 1), v2(0, 0), 1,
                      false, true, true}),
     [](const ::testing::TestParamInfo<EpilogueCase>& info) {
+      return std::string(info.param.name);
+    });
+
+// ---- Winograd: inference convolutions the cpu backend may compute by Winograd's algorithm ----
+
+struct WinogradCase {
+  const char* name;
+  Shape x, w;
+  bool bias, residual, relu;
+};
+
+std::ostream& operator<<(std::ostream& os, const WinogradCase& c) { return os << c.name; }
+
+class CpuWinograd : public ::testing::TestWithParam<WinogradCase> {};
+
+int add_winograd_case(ir::Graph& g, const WinogradCase& c) {
+  return add_epilogue(g, EpilogueCase{c.name, c.x, c.w, v2(1, 1), v2(1, 1), 1, c.bias,
+                                      c.residual, c.relu});
+}
+
+// How the cpu backend builds the node with CompileOptions::winograd = `mode` (and autotune).
+std::string implementation(const ir::Graph& g, int node_id, int mode, bool autotune = true) {
+  std::shared_ptr<BackendContext> ctx = KernelRegistry::make_context("cpu");
+  ctx->set_kernel_options({/*inference=*/true, autotune, mode});
+  return KernelRegistry::make("cpu", g.node(node_id), g, *ctx)->implementation();
+}
+
+// Requested, Winograd computes the 3x3 stride-1 inference convolution (where oneDNN has it
+// for this machine's instruction set) and agrees with cpu_ref's direct sum within the table,
+// relative to the output's scale: F(4,3)'s transforms round to ~2e-5 absolute on outputs of
+// magnitude ~10 whatever each output's own size (per element, near-zero outputs would fail
+// the f32 atol of 1e-5 although the result is as good as Winograd gets).
+TEST_P(CpuWinograd, AgreesWithCpuRef) {
+  ir::Graph g;
+  const int node = producer(g, add_winograd_case(g, GetParam()));
+  std::shared_ptr<BackendContext> ctx = KernelRegistry::make_context("cpu");
+  ctx->set_kernel_options({/*inference=*/true, /*autotune=*/true, /*winograd=*/1});
+  const std::string how = KernelRegistry::make("cpu", g.node(node), g, *ctx)->implementation();
+  if (how.empty()) GTEST_SKIP() << "oneDNN has no Winograd convolution for this CPU";
+  EXPECT_EQ(how.rfind("winograd", 0), 0u) << how;
+  std::cout << "[ winograd ] " << GetParam().name << ": " << how << "\n";
+  compare_node(g, node, Fill::Uniform, {}, Aliasing::AsDeclared, ctx.get(), Scale::Output);
+}
+
+// Off, it never runs; automatic without autotune, neither (oneDNN's first direct
+// implementation runs, as before there was a choice); automatic with autotune, the kernel
+// says which implementation timing chose and the times of all.
+TEST_P(CpuWinograd, OffAndUntimedKeepTheDirectConvolution) {
+  ir::Graph g;
+  const int node = producer(g, add_winograd_case(g, GetParam()));
+  EXPECT_EQ(implementation(g, node, 0), "");
+  EXPECT_EQ(implementation(g, node, 0, /*autotune=*/false), "");
+  EXPECT_EQ(implementation(g, node, -1, /*autotune=*/false), "");
+  if (implementation(g, node, 1).empty()) GTEST_SKIP() << "oneDNN has no Winograd convolution for this CPU";
+  const std::string timed = implementation(g, node, -1);
+  std::cout << "[ timed ] " << GetParam().name << ": " << timed << "\n";
+  EXPECT_TRUE(timed.rfind("winograd (", 0) == 0 || timed.rfind("direct (", 0) == 0) << timed;
+  EXPECT_NE(timed.find("winograd ("), std::string::npos) << "Winograd was a candidate: " << timed;
+  EXPECT_NE(timed.find(" ms"), std::string::npos) << timed;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, CpuWinograd,
+    ::testing::Values(
+        WinogradCase{"Batch1BiasRelu", {1, 14, 14, 64}, {64, 3, 3, 64}, true, false, true},
+        WinogradCase{"Batch16ResidualRelu", {16, 12, 12, 32}, {64, 3, 3, 32}, true, true, true},
+        WinogradCase{"Batch8OddSizeNoBias", {8, 9, 11, 64}, {32, 3, 3, 64}, false, false, true}),
+    [](const ::testing::TestParamInfo<WinogradCase>& info) {
       return std::string(info.param.name);
     });
 

@@ -61,15 +61,18 @@ std::vector<float> permute(const std::vector<float>& in, const Shape& nchw, bool
 struct RunResult {
   std::vector<double> out;
   size_t fused_nodes = 0;
+  size_t winograd_nodes = 0;  // convolutions the cpu backend runs by Winograd's algorithm
 };
 
+// winograd: CompileOptions::winograd (-1 by timing, 0 never, 1 wherever oneDNN has it).
 RunResult run(const std::string& name, const nlohmann::json& ref, bool fused,
-              const std::string& backend = "cpu") {
+              const std::string& backend = "cpu", int winograd = -1) {
   const int64_t batch = ref["batch"];
   frontend::OnnxImport imp = frontend::import_onnx((kDir / (name + ".onnx")).string(), {batch});
   passes::CompileOptions opt;
   opt.mode = passes::Mode::Infer;
   opt.backend = backend;
+  opt.winograd = winograd;
   if (!fused) opt.disabled_passes = {"fold_bn", "fuse_conv_epilogue", "fuse_elementwise"};
   auto exe = runtime::Executable::compile(imp.graph, opt);
   exe->import_weights(imp.weights, true);
@@ -89,6 +92,8 @@ RunResult run(const std::string& name, const nlohmann::json& ref, bool fused,
     const std::string& op = exe->graph().node(nid).op;
     if (op == "conv2d_epilogue" || op == "fold_batchnorm" || op == "elementwise") ++r.fused_nodes;
   }
+  for (const auto& [node, how] : exe->kernel_implementations())
+    if (how.starts_with("winograd")) ++r.winograd_nodes;
   return r;
 }
 
@@ -162,27 +167,38 @@ TEST(OnnxImport, TrainingModeBatchNormKeepsTrainingForm) {
   EXPECT_NO_THROW(runtime::Executable::compile(imp.graph, opt));
 }
 
-// Both batch sizes of one ResNet, fused (inference fusions on) and unfused, on "cpu".
+// Both batch sizes of one ResNet on "cpu": unfused, fused with direct convolutions, and fused
+// with Winograd wherever oneDNN has it (a different rounding, within the same 1e-4).
 void check_resnet(const std::string& name) {
   const nlohmann::json all = manifest();
   int checked = 0;
+  struct Variant {
+    const char* what;
+    bool fused;
+    int winograd;
+  };
   for (const auto& m : all["models"]) {
     if (m["name"] != name) continue;
     for (const auto& ref : m["refs"]) {
       const auto want = reference(name, ref);
-      for (bool fused : {true, false}) {
-        RunResult r = run(name, ref, fused);
+      for (const Variant v : {Variant{"unfused", false, 0}, Variant{"fused", true, 0},
+                              Variant{"fused, winograd", true, 1}}) {
+        RunResult r = run(name, ref, v.fused, "cpu", v.winograd);
         const double err = max_rel_error(r.out, want);
-        std::cout << "[ onnx ] " << name << " batch " << ref["batch"] << (fused ? " fused" : " unfused")
-                  << ": max relative error " << err << " (" << r.fused_nodes << " fused nodes)\n";
-        EXPECT_LE(err, 1e-4) << name;
-        if (fused) EXPECT_GT(r.fused_nodes, 10u) << name;
+        std::cout << "[ onnx ] " << name << " batch " << ref["batch"] << " " << v.what
+                  << ": max relative error " << err << " (" << r.fused_nodes << " fused nodes, "
+                  << r.winograd_nodes << " by winograd)\n";
+        EXPECT_LE(err, 1e-4) << name << " " << v.what;
+        if (v.fused) EXPECT_GT(r.fused_nodes, 10u) << name;
         else EXPECT_EQ(r.fused_nodes, 0u) << name;
+        if (v.winograd == 0) {
+          EXPECT_EQ(r.winograd_nodes, 0u) << name;
+        }
         ++checked;
       }
     }
   }
-  EXPECT_EQ(checked, 4) << name;
+  EXPECT_EQ(checked, 6) << name;
 }
 
 TEST(OnnxImport, ResNet18EvalExportMatchesOnnxruntime) {

@@ -146,3 +146,38 @@ TEST(InferCli, MissingOrCorruptInputIsOneSentence) {
   expect_one_sentence(run("infer --model fmnist_cnn --iterations 1 --warmup 0 --output " + out.string()), out.string());
   EXPECT_FALSE(std::filesystem::exists(out));
 }
+
+// --winograd: on, off and auto give the same logits within the f32 tolerance relative to their
+// scale; explain lists the Winograd kernels it asked for; an unknown value is one sentence.
+TEST(InferCli, WinogradOnOffAndAutoAgree) {
+  auto d = temp_dir("winograd");
+  const std::string common = "infer --model resnet_cifar --batch 4 --iterations 1 --warmup 0 --topk 0 --output ";
+  std::vector<std::vector<float>> outs;
+  for (const char* mode : {"off", "on", "auto"}) {
+    const std::string path = (d / (std::string(mode) + ".npy")).string();
+    Result r = run(common + path + " --winograd " + mode);
+    ASSERT_EQ(r.code, 0) << r.output;
+    auto t = trident::runtime::read_npy(path);
+    const auto* f = reinterpret_cast<const float*>(t.data.data());
+    outs.emplace_back(f, f + t.data.size() / 4);
+  }
+  double scale = 0;
+  for (float v : outs[0]) scale = std::max(scale, std::abs(double(v)));
+  ASSERT_GT(scale, 0);
+  for (size_t m = 1; m < outs.size(); ++m)
+    for (size_t i = 0; i < outs[0].size(); ++i)
+      EXPECT_NEAR(outs[m][i], outs[0][i], 1e-5 + 1e-4 * scale) << "mode " << m << " logit " << i;
+
+  Result e = run("explain --model resnet_cifar --mode infer --batch 4 --json --winograd on", false);
+  ASSERT_EQ(e.code, 0) << e.output;
+  nlohmann::json j = nlohmann::json::parse(e.output);
+  EXPECT_EQ(j["backend"], "cpu");
+  int winograd = 0;
+  for (const auto& k : j["kernels"]) winograd += k["implementation"].get<std::string>().rfind("winograd (", 0) == 0;
+  if (winograd == 0) GTEST_SKIP() << "oneDNN has no Winograd convolution for this CPU";
+  EXPECT_GT(winograd, 10) << e.output;  // ResNet-20's 3x3 stride-1 convolutions with 16+ channels
+
+  Result bad = run("infer --model fmnist_cnn --winograd sometimes");
+  EXPECT_EQ(bad.code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("--winograd: sometimes not in {auto,on,off}"), std::string::npos) << bad.output;
+}

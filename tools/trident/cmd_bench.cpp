@@ -87,6 +87,7 @@ int run_bench(Options o) {
   opt.precision = precision;
   opt.autotune = o.device.autotune;
   opt.cuda_graph = o.device.cuda_graph;
+  opt.winograd = o.device.winograd_mode();
   opt.optimizer = !layer;  // the layer benchmark times forward+backward; models a full step
   opt.disabled_passes = o.flags.disabled_passes;
   opt.dump_dir = o.flags.dump_dir;
@@ -183,6 +184,7 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_flag("--verbose", o->verbose, "Also print the backend's plan-cache statistics");
   add_backend_option(sub, o->backend, "CPU backend (with --device cpu)");
   add_device_options(sub, o->device);
+  add_winograd_option(sub, o->device);
   add_compile_flags(sub, o->flags);
   return [o] { return run_bench(*o); };
 }

@@ -41,13 +41,16 @@ int run_explain(Options o) {
   opt.dump_dir = o.flags.dump_dir;
   ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
   runtime::FusionReport r = runtime::explain(o.model, model, opt);
-  // With a device, the kernels are built too, and those that chose a way to run say which
-  // (on the GPU: one cuDNN graph, or a convolution plus a fused element-wise kernel).
+  // With a device, or for an inference graph on the CPU, the kernels are built too, and those
+  // that chose a way to run say which (on the GPU: one cuDNN graph, or a convolution plus a
+  // fused element-wise kernel; on the CPU: Winograd or the direct convolution).
   std::vector<std::pair<std::string, std::string>> kernels;
-  if (o.device.device != "cpu") {
+  const bool build = o.device.device != "cpu" || opt.mode == passes::Mode::Infer;
+  if (build) {
     opt.backend = resolve_device(o.device, o.backend);
     opt.precision = precision_dtype(o.device);
     opt.autotune = o.device.autotune;
+    opt.winograd = o.device.winograd_mode();
     opt.dump_dir.clear();
     kernels = runtime::Executable::compile(model, opt)->kernel_implementations();
   }
@@ -57,7 +60,7 @@ int run_explain(Options o) {
   }
   if (o.json) {
     nlohmann::json j = runtime::report_json(r);
-    if (o.device.device != "cpu") {
+    if (build) {
       j["backend"] = opt.backend;
       j["kernels"] = nlohmann::json::array();
       for (const auto& [node, how] : kernels) j["kernels"].push_back({{"node", node}, {"implementation", how}});
@@ -66,7 +69,7 @@ int run_explain(Options o) {
     return 0;
   }
   std::cout << runtime::report_text(r);
-  if (o.device.device != "cpu") {
+  if (build) {
     std::cout << "\nkernels on backend " << opt.backend << " that chose how to run (" << kernels.size() << "):\n";
     for (const auto& [node, how] : kernels) std::cout << "  " << node << ": " << how << "\n";
   }
@@ -86,6 +89,7 @@ Runner add_explain_command(CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");
   add_device_options(sub, o->device);
+  add_winograd_option(sub, o->device);
   add_compile_flags(sub, o->flags);
   return [o] { return run_explain(*o); };
 }

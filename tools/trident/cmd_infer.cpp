@@ -110,7 +110,8 @@ int run_infer(Options o) {
     model = frontend::build_model(o.model_file, {o.batch});
   }
   runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir,
-                                 precision_dtype(o.device), o.device.autotune, o.device.cuda_graph});
+                                 precision_dtype(o.device), o.device.autotune, o.device.cuda_graph,
+                                 o.device.winograd_mode()});
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);
@@ -214,6 +215,7 @@ Runner add_infer_command(CLI::App& app) {
   sub->add_option("--seed", o->seed, "Seed for random weights and inputs")->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   add_device_options(sub, o->device);
+  add_winograd_option(sub, o->device);
   add_backend_option(sub, o->backend, "CPU backend that runs the kernels");
   sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")

@@ -38,6 +38,9 @@ struct DeviceFlags {
   std::string precision = "fp32";
   bool autotune = true;
   bool cuda_graph = true;
+  std::string winograd = "auto";
+  // CompileOptions::winograd: -1 auto, 0 off, 1 on.
+  int winograd_mode() const { return winograd == "on" ? 1 : winograd == "off" ? 0 : -1; }
 };
 
 inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string& default_device = "cpu") {
@@ -52,10 +55,22 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string&
       ->capture_default_str();
   sub->add_flag("!--no-autotune", f.autotune,
                 "On the GPU, take cuDNN's heuristic plan for each convolution instead of timing the "
-                "candidates once at start-up (starts faster; steps may be slower)");
+                "candidates once at start-up (starts faster; steps may be slower); on the CPU, do "
+                "not time Winograd against the direct convolution (--winograd auto means off)");
   sub->add_flag("!--no-cuda-graph", f.cuda_graph,
                 "On the GPU, launch every kernel of every step instead of replaying the step recorded "
                 "as a CUDA graph");
+}
+
+// --winograd, for the commands that compile inference graphs (infer, bench, explain).
+inline void add_winograd_option(CLI::App* sub, DeviceFlags& f) {
+  sub->add_option("--winograd", f.winograd,
+                  "CPU inference: compute 3x3 stride-1 convolutions by Winograd's transforms "
+                  "(oneDNN; rounds differently from the direct convolution, within fp32 "
+                  "tolerance): auto where timing each shape once at start-up says it is faster, "
+                  "on wherever oneDNN has it, off never")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
 }
 
 // The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend

@@ -1,24 +1,19 @@
 // conv2d and its data/weight gradients on oneDNN convolution primitives. Activations stay
 // NHWC; weights are given to each primitive in the layout it prefers (format `any`), with a
 // cached reorder from/to the graph's OHWI tensor as an extra step — weights are small.
-// The forward builder also takes sum/relu post-ops (conv2d_epilogue, in fused.cpp).
+// The forward builder also takes sum/relu post-ops (conv2d_epilogue, in fused.cpp). Inference
+// convolutions run the implementation conv_algorithms.cpp chose (direct or Winograd); Winograd
+// works on blocked copies of the activations in the executable's scratch arena.
+#include "backends/cpu/conv_algorithms.h"
+#include "backends/cpu/conv_setup.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 
 namespace trident::onednn {
 
-namespace {
-
 using dnnl::convolution_backward_data;
 using dnnl::convolution_backward_weights;
 using dnnl::convolution_forward;
-
-// Everything a convolution primitive of one node depends on.
-struct ConvSetup {
-  memory::desc src, weights, bias, dst;  // weights in the graph's OHWI layout
-  WindowGeom geom;
-  std::string sig;
-};
 
 ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y,
                      bool has_bias) {
@@ -31,6 +26,9 @@ ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const
   s.dst = nhwc_md(y);
   if (has_bias) s.bias = plain_md({w[0]});
   s.geom = conv_geom(node);
+  s.groups = groups;
+  s.kernel_h = w[1];
+  s.kernel_w = w[2];
   s.sig = Signature("conv")
               .add("x", x)
               .add("w", w)
@@ -45,13 +43,15 @@ ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const
   return s;
 }
 
-convolution_forward::primitive_desc forward_pd(
-    const ConvSetup& s, dnnl::prop_kind prop,
-    const dnnl::primitive_attr& attr = user_scratchpad_attr()) {
+convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_kind prop,
+                                               const dnnl::primitive_attr& attr,
+                                               dnnl::algorithm algorithm) {
   const WindowGeom& g = s.geom;
-  convolution_forward::desc d(prop, dnnl::algorithm::convolution_direct, s.src,
-                              any_like(s.weights), s.bias, s.dst, g.strides, g.dilates, g.pad_l,
-                              g.pad_r);
+  // Winograd's implementations want blocked activations: let them choose (format `any`).
+  const bool blocked = algorithm == dnnl::algorithm::convolution_winograd;
+  convolution_forward::desc d(prop, algorithm, blocked ? any_like(s.src) : s.src,
+                              any_like(s.weights), s.bias, blocked ? any_like(s.dst) : s.dst,
+                              g.strides, g.dilates, g.pad_l, g.pad_r);
   return convolution_forward::primitive_desc(d, attr, OnednnContext::instance().engine());
 }
 
@@ -65,34 +65,97 @@ dnnl::primitive_attr post_ops_attr(const ConvPostOps& post) {
   return attr;
 }
 
+namespace {
+
 // A kernel-owned copy of the OHWI weights in the layout `want` chosen by a primitive: a
 // reorder step placed before the primitive's own step. None when the layouts already agree.
+// Layouts oneDNN reaches only from OIHW (Winograd's) go through an OIHW copy at `via`.
 Operand weights_as(PrimitiveKernel& k, const ConvSetup& s, const memory::desc& want,
-                   const Operand& w, const std::string& tag) {
+                   const Operand& w, const std::string& tag,
+                   const std::optional<ScratchRef>& via = std::nullopt) {
   if (want == s.weights) return w;
   memory buf = k.owned(want);
-  k.add_step(reorder_primitive(s.sig + tag, s.weights, want))
+  std::optional<CachedPrimitive> direct;
+  try {
+    direct = reorder_primitive(s.sig + tag, s.weights, want);
+  } catch (const dnnl::error&) {
+    if (!via) throw;
+  }
+  if (direct) {
+    k.add_step(*direct).bind(DNNL_ARG_FROM, s.weights, w).owned(DNNL_ARG_TO, buf).weight_prep();
+    return buf;
+  }
+  const memory::desc oihw(s.weights.dims(), memory::data_type::f32,
+                          s.groups == 1 ? Tag::oihw : Tag::goihw);
+  k.add_step(reorder_primitive(s.sig + tag + ".oihw", s.weights, oihw))
       .bind(DNNL_ARG_FROM, s.weights, w)
+      .bind(DNNL_ARG_TO, oihw, *via)
+      .weight_prep();
+  k.add_step(reorder_primitive(s.sig + tag + ".from_oihw", oihw, want))
+      .bind(DNNL_ARG_FROM, oihw, *via)
       .owned(DNNL_ARG_TO, buf)
       .weight_prep();
   return buf;
+}
+
+// A convolution on blocked activations (Winograd's): reorders of the input (and of the
+// accumulated residual) into the primitive's layout in the scratch arena, the convolution
+// there, a reorder back. The weights' reorder runs in prepare() (constant inference weights).
+void append_blocked_steps(PrimitiveKernel& k, const ConvSetup& s, const CachedPrimitive& p,
+                          const std::string& key, const ConvOperands& ops, bool sum,
+                          const std::shared_ptr<ScratchArena>& arena) {
+  const memory::desc xb = p.pd.src_desc(), yb = p.pd.dst_desc();
+  const ScratchRef x_at{arena, 0}, y_at{arena, (xb.get_size() + 63) / 64 * 64};
+  // The weights first: their OIHW stop-over shares the scratch with the input's copy.
+  const Operand weights =
+      weights_as(k, s, p.pd.weights_desc(), ops.w, key.substr(s.sig.size()) + ".w",
+                 ScratchRef{arena, 0});
+  k.add_step(reorder_primitive(key + ".src", s.src, xb))
+      .bind(DNNL_ARG_FROM, s.src, ops.x)
+      .bind(DNNL_ARG_TO, xb, x_at);
+  if (sum)
+    k.add_step(reorder_primitive(key + ".acc", s.dst, yb))
+        .bind(DNNL_ARG_FROM, s.dst, ops.y)
+        .bind(DNNL_ARG_TO, yb, y_at);
+  Step& step = k.add_step(p);
+  step.bind(DNNL_ARG_SRC, xb, x_at)
+      .bind(DNNL_ARG_WEIGHTS, p.pd.weights_desc(), weights)
+      .bind(DNNL_ARG_DST, yb, y_at);
+  if (ops.bias) step.bind(DNNL_ARG_BIAS, s.bias, *ops.bias);
+  k.add_step(reorder_primitive(key + ".dst", yb, s.dst))
+      .bind(DNNL_ARG_FROM, yb, y_at)
+      .bind(DNNL_ARG_TO, s.dst, ops.y);
 }
 
 }  // namespace
 
 void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
                          const Shape& w, const Shape& y, const ConvOperands& ops,
-                         const ConvPostOps& post) {
+                         const ConvPostOps& post, const ConvAlgorithms& algorithms) {
   const ConvSetup s = conv_setup(node, x, w, y, ops.bias.has_value());
-  // Without post-ops: the training forward (its pd also hints the backward primitives).
-  const bool epilogue = post.sum || post.relu;
-  const std::string kind =
-      epilogue ? Signature("|infer").add("sum", int64_t{post.sum}).add("relu", int64_t{post.relu}).str()
-               : "|fwd";
-  const CachedPrimitive p = OnednnContext::instance().get(s.sig + kind, [&] {
-    return epilogue ? forward_pd(s, dnnl::prop_kind::forward_inference, post_ops_attr(post))
-                    : forward_pd(s, dnnl::prop_kind::forward_training);
-  });
+  const bool inference = post.sum || post.relu || algorithms.inference;
+  CachedPrimitive p;
+  std::string kind = "|fwd";
+  bool blocked = false;
+  if (inference) {
+    kind = Signature("|infer").add("sum", int64_t{post.sum}).add("relu", int64_t{post.relu}).str();
+    const bool arena = algorithms.scratch != nullptr;  // blocked copies need it
+    const ConvPlan plan = plan_inference_conv(s, post, s.sig + kind, arena ? algorithms.winograd : 0,
+                                              arena && algorithms.autotune);
+    k.set_implementation(plan.note);
+    p = plan.p;
+    blocked = plan.blocked;
+    kind = plan.key.substr(s.sig.size());
+  } else {
+    // The training forward (its pd also hints the backward primitives).
+    p = OnednnContext::instance().get(s.sig + kind, [&] {
+      return forward_pd(s, dnnl::prop_kind::forward_training);
+    });
+  }
+  if (blocked) {
+    append_blocked_steps(k, s, p, s.sig + kind, ops, post.sum, algorithms.scratch);
+    return;
+  }
   const Operand weights = weights_as(k, s, p.pd.weights_desc(), ops.w, kind + ".w");
   Step& step = k.add_step(p);
   step.bind(DNNL_ARG_SRC, s.src, ops.x)
@@ -103,14 +166,15 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
 
 namespace {
 
+// In an inference executable it runs the implementation timing chose, like conv2d_epilogue.
 class Conv2d final : public PrimitiveKernel {
  public:
-  Conv2d(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+  Conv2d(const ir::Node& node, const ir::Graph& g, const CpuContext& ctx) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
     ConvOperands ops{in(0), in(1), std::nullopt, out(0)};
     if (node.inputs.size() == 3) ops.bias = in(2);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
-                        out_shape(node, g, 0), ops);
+                        out_shape(node, g, 0), ops, {}, ConvAlgorithms::from(ctx));
   }
 };
 

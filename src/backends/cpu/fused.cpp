@@ -81,7 +81,7 @@ class FusedBackward final : public PrimitiveKernel {
 // is copied into y before the convolution, whose `sum` post-op then accumulates onto it.
 class ConvEpilogue final : public PrimitiveKernel {
  public:
-  ConvEpilogue(const ir::Node& node, const ir::Graph& g)
+  ConvEpilogue(const ir::Node& node, const ir::Graph& g, const CpuContext& ctx)
       : PrimitiveKernel(node, g), residual_(node.attrs.i("residual", 0) != 0) {
     expect_f32(node, g);
     const bool has_bias = node.attrs.i("has_bias", 0) != 0;
@@ -91,7 +91,8 @@ class ConvEpilogue final : public PrimitiveKernel {
     if (has_bias) conv.bias = in(2);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
                         out_shape(node, g, 0), conv,
-                        ConvPostOps{residual_, node.attrs.i("relu", 0) != 0});
+                        ConvPostOps{residual_, node.attrs.i("relu", 0) != 0},
+                        ConvAlgorithms::from(ctx));
   }
 
   void run(const KernelArgs& args) override {

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "backends/cpu/onednn_util.h"
 #include "backends/kernel.h"
@@ -12,11 +13,15 @@ namespace trident::onednn {
 inline constexpr const char* kBackend = "cpu";
 
 // oneDNN's own exceptions (a descriptor it cannot implement) become an Error naming the node.
+// Kernels whose constructor takes the CpuContext get the executable's.
 template <class K>
 void add_kernel(const char* op) {
-  KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g, BackendContext&) {
+  KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
     try {
-      return std::unique_ptr<Kernel>(std::make_unique<K>(node, g));
+      if constexpr (std::is_constructible_v<K, const ir::Node&, const ir::Graph&, const CpuContext&>)
+        return std::unique_ptr<Kernel>(std::make_unique<K>(node, g, cpu_context(ctx)));
+      else
+        return std::unique_ptr<Kernel>(std::make_unique<K>(node, g));
     } catch (const dnnl::error& e) {
       fail(node, std::string("oneDNN could not build its primitive (") + e.what() + ")");
     }
@@ -37,9 +42,23 @@ struct ConvPostOps {
   bool sum = false;
   bool relu = false;
 };
+// How a forward convolution may run: in an inference executable (or with post-ops, which only
+// inference graphs have) the implementation timing chose among oneDNN's direct and, where
+// `winograd` allows, Winograd ones (conv_algorithms.h); Winograd's blocked activation copies
+// live in `scratch`. Without a scratch arena: oneDNN's first direct implementation.
+struct ConvAlgorithms {
+  bool inference = false;
+  int winograd = 0;
+  bool autotune = false;
+  std::shared_ptr<ScratchArena> scratch;
+  static ConvAlgorithms from(const CpuContext& ctx) {
+    const BackendContext::KernelOptions& o = ctx.kernel_options();
+    return {o.inference, o.winograd, o.autotune, ctx.scratch()};
+  }
+};
 void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
                          const Shape& w, const Shape& y, const ConvOperands& ops,
-                         const ConvPostOps& post = {});
+                         const ConvPostOps& post = {}, const ConvAlgorithms& algorithms = {});
 
 // batchnorm.cpp: training-mode batchnorm (eps, momentum from the node) as a primitive step
 // plus a host epilogue, run after the kernel's steps, writing saved_invstd and the running

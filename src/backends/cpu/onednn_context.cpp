@@ -10,7 +10,12 @@ OnednnContext& OnednnContext::instance() {
   return ctx;
 }
 
-OnednnContext::OnednnContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+OnednnContext::OnednnContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
+  // This cache is the one primitive cache. oneDNN's own (2.6) also makes walking a
+  // descriptor's list of implementations (next_impl, conv_algorithms.cpp) depend on what was
+  // built before: entries repeat or go missing, and a 1x1 convolution's walk can fault.
+  dnnl::set_primitive_cache_capacity(0);
+}
 
 CachedPrimitive OnednnContext::get(const std::string& key,
                                    const std::function<dnnl::primitive_desc_base()>& make) {
@@ -25,6 +30,18 @@ CachedPrimitive OnednnContext::get(const std::string& key,
   CachedPrimitive entry{pd, dnnl::primitive(pd.get())};
   cache_.emplace(key, entry);
   return entry;
+}
+
+TimedChoice OnednnContext::choice(const std::string& key,
+                                  const std::function<TimedChoice()>& decide) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = choices_.find(key);
+    if (it != choices_.end()) return it->second;
+  }
+  TimedChoice c = decide();
+  std::lock_guard<std::mutex> lock(mu_);
+  return choices_.emplace(key, std::move(c)).first->second;
 }
 
 int64_t OnednnContext::hits() const {

@@ -1,6 +1,7 @@
 // Process-wide oneDNN state of the "cpu" backend: one CPU engine, one in-order stream, and a
 // cache of primitives keyed by their full signature, so identical layers share one primitive
-// (primitives are stateless here: scratchpads are user-owned, so sharing is safe).
+// (primitives are stateless here: scratchpads are user-owned, so sharing is safe), and of the
+// algorithm choices timed once per signature.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -11,6 +12,12 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace trident::onednn {
+
+// Which of several ways to compute something timing preferred, with a line saying why.
+struct TimedChoice {
+  int index = 0;
+  std::string note;
+};
 
 // A primitive together with the descriptor it was built from (for memory-desc queries).
 struct CachedPrimitive {
@@ -29,6 +36,10 @@ class OnednnContext {
   // name everything the descriptor depends on (op kind, dims, layouts, attributes, dtype).
   CachedPrimitive get(const std::string& key, const std::function<dnnl::primitive_desc_base()>& make);
 
+  // The choice cached under `key`, or a new one from decide() (which may time primitives; it
+  // runs without the lock held) cached for every later kernel with the same key.
+  TimedChoice choice(const std::string& key, const std::function<TimedChoice()>& decide);
+
   int64_t hits() const;
   int64_t misses() const;
   size_t size() const;
@@ -40,6 +51,7 @@ class OnednnContext {
   dnnl::stream stream_;
   mutable std::mutex mu_;
   std::map<std::string, CachedPrimitive> cache_;
+  std::map<std::string, TimedChoice> choices_;
   int64_t hits_ = 0;
   int64_t misses_ = 0;
 };

@@ -143,9 +143,18 @@ Step& Step::owned(int arg, const memory& mem) {
   return *this;
 }
 
+Step& Step::scratch(int arg, const memory::desc& md, const ScratchRef& ref) {
+  ref.arena->reserve(ref.offset + md.get_size());
+  memory mem(md, OnednnContext::instance().engine(), DNNL_MEMORY_NONE);
+  args_[arg] = mem;
+  scratch_.emplace_back(mem, ref);
+  return *this;
+}
+
 void Step::execute(const KernelArgs& args, dnnl::stream& stream) {
   for (auto& [mem, ref] : views_)
     mem.set_data_handle(ref.output ? args.out[ref.index].data : args.in[ref.index].data);
+  for (auto& [mem, ref] : scratch_) mem.set_data_handle(ref.arena->data() + ref.offset);
   prim_.execute(stream, args_);
 }
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -13,6 +15,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/cpu_context.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/kernel.h"
 #include "core/error.h"
@@ -90,13 +93,23 @@ inline const TensorView& resolve(const KernelArgs& args, ViewRef r) {
   return r.output ? args.out[r.index] : args.in[r.index];
 }
 
-// A primitive operand: one of the run's views, or a kernel-owned buffer (an intermediate of a
-// fused kernel, a reordered weight...). Lets the step builders serve single and fused ops.
+// A place in the executable's shared scratch arena (cpu_context.h), addressed at run time:
+// for intermediates that live only while their kernel runs.
+struct ScratchRef {
+  std::shared_ptr<ScratchArena> arena;
+  size_t offset = 0;
+};
+
+// A primitive operand: one of the run's views, a kernel-owned buffer (a reordered weight...)
+// or a scratch region (an intermediate of a fused kernel). Lets the step builders serve
+// single and fused ops.
 struct Operand {
   Operand(ViewRef r) : ref(r) {}  // NOLINT: implicit on purpose
   Operand(memory m) : mem(std::move(m)) {}  // NOLINT
+  Operand(ScratchRef s) : scratch(std::move(s)) {}  // NOLINT
   ViewRef ref;
   memory mem;  // used when non-empty
+  std::optional<ScratchRef> scratch;
 };
 
 // One primitive execution with its argument map. View arguments get their data pointer at
@@ -106,7 +119,9 @@ class Step {
   explicit Step(dnnl::primitive prim) : prim_(std::move(prim)) {}
   Step& view(int arg, const memory::desc& md, ViewRef ref);
   Step& owned(int arg, const memory& mem);
+  Step& scratch(int arg, const memory::desc& md, const ScratchRef& ref);
   Step& bind(int arg, const memory::desc& md, const Operand& op) {
+    if (op.scratch) return scratch(arg, md, *op.scratch);
     return op.mem ? owned(arg, op.mem) : view(arg, md, op.ref);
   }
   void execute(const KernelArgs& args, dnnl::stream& stream);
@@ -123,6 +138,7 @@ class Step {
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
   std::vector<std::pair<memory, ViewRef>> views_;
+  std::vector<std::pair<memory, ScratchRef>> scratch_;
 };
 
 class PrimitiveKernel : public Kernel {
@@ -130,12 +146,15 @@ class PrimitiveKernel : public Kernel {
   PrimitiveKernel(const ir::Node& node, const ir::Graph& g);
   void run(const KernelArgs& args) override { execute(args); }
   void prepare(const KernelArgs& args) override;
+  std::string implementation() const override { return implementation_; }
 
   // Kernel building (public so the step builders of kernels.h can compose fused kernels):
   // appends a step running `p`, with its scratchpad (if any) allocated now.
   Step& add_step(const CachedPrimitive& p);
   // A kernel-owned buffer for `md`, allocated now and kept for the kernel's lifetime.
   memory owned(const memory::desc& md) const;
+  // What `trident explain` says of this kernel where it chose between algorithms.
+  void set_implementation(std::string how) { implementation_ = std::move(how); }
 
  protected:
   // Checks the views against the shapes the kernel was built for, runs every step, waits.
@@ -143,7 +162,7 @@ class PrimitiveKernel : public Kernel {
   void check_views(const KernelArgs& args) const;
 
  private:
-  std::string node_name_, op_;
+  std::string node_name_, op_, implementation_;
   std::vector<Shape> in_shapes_, out_shapes_;
   std::deque<Step> steps_;
 };
