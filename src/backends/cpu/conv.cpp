@@ -4,6 +4,8 @@
 // The forward builder also takes sum/relu post-ops (conv2d_epilogue, in fused.cpp). Inference
 // convolutions run the implementation conv_algorithms.cpp chose (direct or Winograd); Winograd
 // works on blocked copies of the activations in the executable's scratch arena.
+#include <optional>
+
 #include "backends/cpu/conv_algorithms.h"
 #include "backends/cpu/conv_setup.h"
 #include "backends/cpu/kernels.h"
@@ -43,16 +45,32 @@ ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const
   return s;
 }
 
+void walk_forward_implementations(
+    const ConvSetup& s, dnnl::prop_kind prop, const dnnl::primitive_attr& attr,
+    dnnl::algorithm algorithm,
+    const std::function<bool(const convolution_forward::primitive_desc&, int)>& visit) {
+  const WindowGeom& g = s.geom;
+  const bool blocked = algorithm == dnnl::algorithm::convolution_winograd;
+  const convolution_forward::desc d(prop, algorithm, blocked ? any_like(s.src) : s.src,
+                                    any_like(s.weights), s.bias,
+                                    blocked ? any_like(s.dst) : s.dst, g.strides, g.dilates,
+                                    g.pad_l, g.pad_r);
+  convolution_forward::primitive_desc pd(d, attr, OnednnContext::instance().engine());
+  int position = 0;
+  while (visit(pd, position) && pd.next_impl()) ++position;
+}
+
 convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_kind prop,
                                                const dnnl::primitive_attr& attr,
-                                               dnnl::algorithm algorithm) {
-  const WindowGeom& g = s.geom;
-  // Winograd's implementations want blocked activations: let them choose (format `any`).
-  const bool blocked = algorithm == dnnl::algorithm::convolution_winograd;
-  convolution_forward::desc d(prop, algorithm, blocked ? any_like(s.src) : s.src,
-                              any_like(s.weights), s.bias, blocked ? any_like(s.dst) : s.dst,
-                              g.strides, g.dilates, g.pad_l, g.pad_r);
-  return convolution_forward::primitive_desc(d, attr, OnednnContext::instance().engine());
+                                               dnnl::algorithm algorithm, int position) {
+  std::optional<convolution_forward::primitive_desc> found;
+  walk_forward_implementations(s, prop, attr, algorithm,
+                               [&](const convolution_forward::primitive_desc& pd, int at) {
+                                 if (at == position) found = pd;
+                                 return at < position;
+                               });
+  if (!found) throw dnnl::error(dnnl_unimplemented, "no such convolution implementation");
+  return *found;
 }
 
 // The attributes of a forward conv with post-ops, applied in order: sum, then relu.

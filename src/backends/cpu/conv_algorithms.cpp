@@ -33,23 +33,18 @@ struct Candidate {
   std::string name() const { return std::string(winograd() ? "winograd (" : "direct (") + impl + ")"; }
 };
 
-dnnl::convolution_forward::primitive_desc inference_pd(const ConvSetup& s, const ConvPostOps& post,
-                                                       algorithm alg) {
-  return forward_pd(s, dnnl::prop_kind::forward_inference, post_ops_attr(post), alg);
-}
-
 // Up to `most` implementations of `alg` in oneDNN's order, without its reference loops.
 std::vector<Candidate> candidates(const ConvSetup& s, const ConvPostOps& post, algorithm alg,
                                   size_t most) {
   std::vector<Candidate> out;
   try {
-    auto pd = inference_pd(s, post, alg);
-    int position = 0;
-    do {
-      std::string impl = pd.impl_info_str();
-      if (impl.rfind("ref", 0) != 0) out.push_back({alg, position, std::move(impl)});
-      ++position;
-    } while (out.size() < most && pd.next_impl());
+    walk_forward_implementations(
+        s, dnnl::prop_kind::forward_inference, post_ops_attr(post), alg,
+        [&](const dnnl::convolution_forward::primitive_desc& pd, int position) {
+          std::string impl = pd.impl_info_str();
+          if (impl.rfind("ref", 0) != 0) out.push_back({alg, position, std::move(impl)});
+          return out.size() < most;
+        });
   } catch (const dnnl::error&) {
     // no implementation of this algorithm for the convolution on this machine
   }
@@ -63,10 +58,7 @@ std::string candidate_key(const std::string& key, const Candidate& c) {
 CachedPrimitive build(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
                       const Candidate& c) {
   return OnednnContext::instance().get(candidate_key(key, c), [&] {
-    auto pd = inference_pd(s, post, c.alg);
-    for (int i = 0; i < c.position; ++i)
-      if (!pd.next_impl()) throw Error("oneDNN no longer lists implementation " + c.impl);
-    return pd;
+    return forward_pd(s, dnnl::prop_kind::forward_inference, post_ops_attr(post), c.alg, c.position);
   });
 }
 
@@ -121,8 +113,8 @@ std::vector<TrialStep> trial(const ConvSetup& s, const CachedPrimitive& p, const
 }
 
 // Times every candidate: one warm-up run each (a candidate over twice the fastest warm-up is
-// dropped), then the best of two rounds that alternate between the candidates, so that the
-// machine's load affects them alike. Returns the chosen index and the note for explain.
+// dropped), then the best of several rounds that alternate between the candidates, so that
+// the machine's load affects them alike. Returns the chosen index and the note for explain.
 TimedChoice time_candidates(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
                             const std::vector<Candidate>& cands) {
   std::vector<std::vector<TrialStep>> trials;
@@ -135,7 +127,10 @@ TimedChoice time_candidates(const ConvSetup& s, const ConvPostOps& post, const s
   const double fastest_warmup = *std::min_element(best.begin(), best.end());
   std::vector<bool> timed(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) timed[i] = best[i] <= 2 * fastest_warmup;
-  for (int round = 0; round < 2; ++round)
+  // Small convolutions get more rounds (a best of many is steadier on a busy machine); about
+  // 40 ms per candidate, between 2 and 10 rounds.
+  const int rounds = std::clamp(static_cast<int>(40.0 / std::max(fastest_warmup, 1e-3)), 2, 10);
+  for (int round = 0; round < rounds; ++round)
     for (size_t i = 0; i < cands.size(); ++i)
       if (timed[i]) best[i] = std::min(round == 0 ? 1e300 : best[i], run_trial(trials[i]));
   // The fastest direct implementation, unless a Winograd one beats it by 5 %.
@@ -167,10 +162,8 @@ ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const 
     cands = candidates(s, post, algorithm::convolution_winograd, autotune ? 4 : 1);
   const bool only_winograd = winograd == 1 && !cands.empty();
   if (!only_winograd) {
-    // oneDNN's first implementation of the direct algorithm only: walking on through its
-    // list of direct implementations runs initialisation code of oneDNN 2.6 that can fault
-    // (a division by zero after brgconv_1x1 on a 1x1 convolution).
-    std::vector<Candidate> direct = candidates(s, post, algorithm::convolution_direct, 1);
+    // oneDNN's first two implementations of the direct algorithm (e.g. brgconv and jit).
+    std::vector<Candidate> direct = candidates(s, post, algorithm::convolution_direct, autotune ? 2 : 1);
     if (!autotune) cands.clear();
     cands.insert(cands.begin(), direct.begin(), direct.end());
   }

@@ -3,6 +3,7 @@
 // (conv_algorithms.cpp).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "backends/cpu/kernels.h"
@@ -22,10 +23,19 @@ ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const
 
 // A forward convolution descriptor: NHWC activations for the direct algorithm; Winograd's
 // implementations choose their blocked activation layout (format `any`). Weights: format `any`.
+// `position`: the implementation at that place in oneDNN's list (0: its first choice).
 dnnl::convolution_forward::primitive_desc forward_pd(
     const ConvSetup& s, dnnl::prop_kind prop,
     const dnnl::primitive_attr& attr = user_scratchpad_attr(),
-    dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct);
+    dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct, int position = 0);
+
+// Calls visit(pd, position) for oneDNN's implementations in its order until it returns false.
+// The walk has to happen while the operation descriptor it started from lives (oneDNN's list
+// keeps a pointer to it), which is why it is one function and not next_impl() on a returned pd.
+void walk_forward_implementations(
+    const ConvSetup& s, dnnl::prop_kind prop, const dnnl::primitive_attr& attr,
+    dnnl::algorithm algorithm,
+    const std::function<bool(const dnnl::convolution_forward::primitive_desc&, int)>& visit);
 
 // The attributes of a forward conv with post-ops, applied in order: sum, then relu.
 dnnl::primitive_attr post_ops_attr(const ConvPostOps& post);

@@ -11,9 +11,9 @@ OnednnContext& OnednnContext::instance() {
 }
 
 OnednnContext::OnednnContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
-  // This cache is the one primitive cache. oneDNN's own (2.6) also makes walking a
-  // descriptor's list of implementations (next_impl, conv_algorithms.cpp) depend on what was
-  // built before: entries repeat or go missing, and a 1x1 convolution's walk can fault.
+  // This cache is the one primitive cache; oneDNN's own (2.6) would hold a second copy of
+  // every primitive, and walking a descriptor's list of implementations (conv_algorithms.cpp)
+  // with it on lists entries twice once a primitive of that descriptor exists.
   dnnl::set_primitive_cache_capacity(0);
 }
 
