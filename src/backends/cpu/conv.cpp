@@ -123,7 +123,9 @@ void append_blocked_steps(PrimitiveKernel& k, const ConvSetup& s, const CachedPr
                           const std::string& key, const ConvOperands& ops, bool sum,
                           const std::shared_ptr<ScratchArena>& arena) {
   const memory::desc xb = p.pd.src_desc(), yb = p.pd.dst_desc();
-  const ScratchRef x_at{arena, 0}, y_at{arena, (xb.get_size() + 63) / 64 * 64};
+  auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  const ScratchRef x_at{arena, 0}, y_at{arena, aligned(xb.get_size())},
+      pad_at{arena, aligned(xb.get_size()) + aligned(yb.get_size())};
   // The weights first: their OIHW stop-over shares the scratch with the input's copy.
   const Operand weights =
       weights_as(k, s, p.pd.weights_desc(), ops.w, key.substr(s.sig.size()) + ".w",
@@ -135,7 +137,7 @@ void append_blocked_steps(PrimitiveKernel& k, const ConvSetup& s, const CachedPr
     k.add_step(reorder_primitive(key + ".acc", s.dst, yb))
         .bind(DNNL_ARG_FROM, s.dst, ops.y)
         .bind(DNNL_ARG_TO, yb, y_at);
-  Step& step = k.add_step(p);
+  Step& step = k.add_step(p, pad_at);  // Winograd's transform buffers: the arena too
   step.bind(DNNL_ARG_SRC, xb, x_at)
       .bind(DNNL_ARG_WEIGHTS, p.pd.weights_desc(), weights)
       .bind(DNNL_ARG_DST, yb, y_at);

@@ -164,10 +164,15 @@ PrimitiveKernel::PrimitiveKernel(const ir::Node& node, const ir::Graph& g)
   for (int id : node.outputs) out_shapes_.push_back(g.value(id).shape);
 }
 
-Step& PrimitiveKernel::add_step(const CachedPrimitive& p) {
+Step& PrimitiveKernel::add_step(const CachedPrimitive& p, const std::optional<ScratchRef>& scratchpad_at) {
   Step& step = steps_.emplace_back(p.prim);
   const memory::desc scratch = p.pd.scratchpad_desc();
-  if (scratch.get_size() > 0) step.owned(DNNL_ARG_SCRATCHPAD, owned(scratch));
+  if (scratch.get_size() > 0) {
+    if (scratchpad_at)
+      step.scratch(DNNL_ARG_SCRATCHPAD, scratch, *scratchpad_at);
+    else
+      step.owned(DNNL_ARG_SCRATCHPAD, owned(scratch));
+  }
   return step;
 }
 

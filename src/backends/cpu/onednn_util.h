@@ -149,8 +149,9 @@ class PrimitiveKernel : public Kernel {
   std::string implementation() const override { return implementation_; }
 
   // Kernel building (public so the step builders of kernels.h can compose fused kernels):
-  // appends a step running `p`, with its scratchpad (if any) allocated now.
-  Step& add_step(const CachedPrimitive& p);
+  // appends a step running `p`, with its scratchpad (if any) allocated now, or placed in the
+  // executable's scratch arena at `scratchpad_at` (it lives only while the step runs).
+  Step& add_step(const CachedPrimitive& p, const std::optional<ScratchRef>& scratchpad_at = std::nullopt);
   // A kernel-owned buffer for `md`, allocated now and kept for the kernel's lifetime.
   memory owned(const memory::desc& md) const;
   // What `trident explain` says of this kernel where it chose between algorithms.
