@@ -8,7 +8,7 @@
 
 namespace trident {
 
-void* BackendContext::allocate(size_t bytes) {
+void* allocate_host(size_t bytes) {
   const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw Error("out of memory: cannot allocate " + std::to_string(bytes) + " bytes");
@@ -16,7 +16,11 @@ void* BackendContext::allocate(size_t bytes) {
   return p;
 }
 
-void BackendContext::free(void* p) { std::free(p); }
+void free_host(void* p) { std::free(p); }
+
+void* BackendContext::allocate(size_t bytes) { return allocate_host(bytes); }
+
+void BackendContext::free(void* p) { free_host(p); }
 
 void BackendContext::copy_to_device(void* dst, const void* host_src, size_t bytes) {
   if (dst != host_src && bytes) std::memmove(dst, host_src, bytes);

@@ -9,6 +9,11 @@
 
 namespace trident {
 
+// Host memory as the CPU backends use it: 64-byte aligned, zero-filled; an Error saying how
+// much when there is none. free_host() gives it back.
+void* allocate_host(size_t bytes);
+void free_host(void* p);
+
 class BackendContext {
  public:
   virtual ~BackendContext() = default;

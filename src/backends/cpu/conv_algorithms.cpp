@@ -157,14 +157,14 @@ TimedChoice time_candidates(const ConvSetup& s, const ConvPostOps& post, const s
 
 ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
                              int winograd, bool autotune) {
+  // Winograd is a candidate when requested, or when automatic and timed.
   std::vector<Candidate> cands;
-  if (winograd != 0 && winograd_shape(s))
+  if ((winograd == 1 || (winograd < 0 && autotune)) && winograd_shape(s))
     cands = candidates(s, post, algorithm::convolution_winograd, autotune ? 4 : 1);
   const bool only_winograd = winograd == 1 && !cands.empty();
   if (!only_winograd) {
     // oneDNN's first two implementations of the direct algorithm (e.g. brgconv and jit).
     std::vector<Candidate> direct = candidates(s, post, algorithm::convolution_direct, autotune ? 2 : 1);
-    if (!autotune) cands.clear();
     cands.insert(cands.begin(), direct.begin(), direct.end());
   }
   if (cands.empty()) throw dnnl::error(dnnl_unimplemented, "no convolution implementation");

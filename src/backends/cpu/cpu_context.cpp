@@ -1,10 +1,6 @@
 // The cpu backend's per-executable context and its shared scratch arena.
 #include "backends/cpu/cpu_context.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <new>
-
 namespace trident::onednn {
 
 void ScratchArena::reserve(size_t bytes) {
@@ -13,11 +9,7 @@ void ScratchArena::reserve(size_t bytes) {
 
 std::byte* ScratchArena::data() {
   if (allocated_ < reserved_) {
-    const size_t bytes = (reserved_ + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) throw std::bad_alloc();
-    std::memset(p, 0, bytes);
-    memory_ = {static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); }};
+    memory_.reset(static_cast<std::byte*>(allocate_host(reserved_)));
     allocated_ = reserved_;
   }
   return memory_.get();

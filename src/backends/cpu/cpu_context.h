@@ -18,8 +18,11 @@ class ScratchArena {
   size_t reserved() const { return reserved_; }
 
  private:
+  struct Free {
+    void operator()(std::byte* p) const { free_host(p); }
+  };
   size_t reserved_ = 0, allocated_ = 0;
-  std::unique_ptr<std::byte, void (*)(std::byte*)> memory_{nullptr, [](std::byte*) {}};
+  std::unique_ptr<std::byte, Free> memory_;
 };
 
 class CpuContext final : public BackendContext {
