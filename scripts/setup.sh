@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev         # JSON output
   zlib1g-dev                 # gzip-compressed IDX files
   libdnnl-dev                # oneDNN: the fast CPU backend
+  ocl-icd-opencl-dev         # dnnl-config.cmake requires OpenCL headers; libdnnl-dev only recommends them
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
   python3 python3-venv       # .venv for the ONNX test models (onnx, onnxruntime)
   dataset-fashion-mnist      # the default training data, in /usr/share/datasets/fashion-mnist
