@@ -20,6 +20,9 @@ class BackendContext {
 
   // True when tensors live in device memory that the host cannot dereference.
   virtual bool on_device() const { return false; }
+  // True when kernels fix the number of host threads they run on when they are built (oneDNN's
+  // primitives do), so an executable keeps one set of kernels per thread count it runs with.
+  virtual bool kernels_depend_on_threads() const { return false; }
   // Zero-filled storage of `bytes` (at least 64-byte aligned); free() gives it back.
   virtual void* allocate(size_t bytes);
   virtual void free(void* p);

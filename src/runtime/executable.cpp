@@ -2,6 +2,8 @@
 // aligned; every kernel gets its views at lowering time, so a step is a plain loop.
 #include "runtime/executable.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/random.h"
+#include "runtime/host_threads.h"
 
 namespace trident::runtime {
 
@@ -50,18 +53,40 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
       exe->ctx_->copy_to_device(exe->buffers_[b].get(), nan.data(), bytes);
     }
   }
-  const ir::Graph& g = exe->graph_;
-  for (int nid : g.order()) {
-    const ir::Node& n = g.node(nid);
-    KernelArgs args{n, {}, {}};
-    for (int in : n.inputs) args.in.push_back(exe->view(in));
-    for (int out : n.outputs) args.out.push_back(exe->view(out));
-    auto& steps = exe->plan_.hoisted[nid] ? exe->hoisted_steps_ : exe->steps_;
-    steps.push_back({KernelRegistry::make(options.backend, n, g, *exe->ctx_), std::move(args)});
-    // Inference: weights change only between prepare() calls (copy/import/init mark that).
-    steps.back().kernel->set_constant_weights(options.mode == passes::Mode::Infer);
-  }
+  exe->hoisted_steps_ = exe->build_steps(true);
+  exe->active_threads_ = exe->ctx_->kernels_depend_on_threads() ? omp_get_max_threads() : 0;
+  exe->steps_ = &(exe->kernel_sets_[exe->active_threads_].steps = exe->build_steps(false));
   return exe;
+}
+
+std::vector<Executable::Bound> Executable::build_steps(bool hoisted) {
+  std::vector<Bound> steps;
+  for (int nid : graph_.order()) {
+    if (plan_.hoisted[nid] != hoisted) continue;
+    const ir::Node& n = graph_.node(nid);
+    KernelArgs args{n, {}, {}};
+    for (int in : n.inputs) args.in.push_back(view(in));
+    for (int out : n.outputs) args.out.push_back(view(out));
+    steps.push_back({KernelRegistry::make(options_.backend, n, graph_, *ctx_), std::move(args)});
+    // Inference: weights change only between prepare() calls (copy/import/init mark that).
+    steps.back().kernel->set_constant_weights(options_.mode == passes::Mode::Infer);
+  }
+  return steps;
+}
+
+void Executable::use_host_threads() {
+  if (ctx_->on_device()) return;
+  const int threads = HostThreads::for_next_step();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  if (!ctx_->kernels_depend_on_threads() || threads == active_threads_) return;
+  KernelSet& set = kernel_sets_[threads];
+  if (set.steps.empty()) set.steps = build_steps(false);  // built under omp's new thread count
+  if (set.prepared_version != weights_version_) {
+    for (Bound& s : set.steps) s.kernel->prepare(s.args);
+    set.prepared_version = weights_version_;
+  }
+  steps_ = &set.steps;
+  active_threads_ = threads;
 }
 
 namespace {
@@ -76,6 +101,7 @@ namespace {
 
 void Executable::run() {
   if (!prepared_) prepare();
+  use_host_threads();
   if (ctx_->has_recording()) {
     ctx_->replay();
     return;
@@ -84,7 +110,7 @@ void Executable::run() {
   if (options_.cuda_graph && !record_failed_ && runs_ >= 1 && ctx_->begin_recording()) {
     bool recorded = true;
     try {
-      for (Bound& s : steps_) s.kernel->run(s.args);
+      for (Bound& s : *steps_) s.kernel->run(s.args);
     } catch (const Error&) {
       recorded = false;  // an enqueue that recording refused; the direct run below reports real errors
     }
@@ -96,7 +122,7 @@ void Executable::run() {
     ctx_->discard_recording();
     record_failed_ = true;
   }
-  for (Bound& s : steps_) {
+  for (Bound& s : *steps_) {
     try {
       s.kernel->run(s.args);
     } catch (const Error& e) {
@@ -108,7 +134,8 @@ void Executable::run() {
 
 void Executable::run_until(const std::string& node) {
   if (!prepared_) prepare();
-  for (Bound& s : steps_) {
+  use_host_threads();
+  for (Bound& s : *steps_) {
     try {
       s.kernel->run(s.args);
     } catch (const Error& e) {
@@ -123,17 +150,20 @@ void Executable::prepare() {
   ctx_->discard_recording();  // kernels may change what they enqueue with new weights
   runs_ = 0;
   for (Bound& s : hoisted_steps_) s.kernel->run(s.args);
-  for (Bound& s : steps_) s.kernel->prepare(s.args);
+  for (Bound& s : *steps_) s.kernel->prepare(s.args);
+  kernel_sets_[active_threads_].prepared_version = ++weights_version_;
   prepared_ = true;
 }
 
 void Executable::run_profiled(std::vector<double>& seconds_per_node) {
   using clock = std::chrono::steady_clock;
   if (!prepared_) prepare();
-  seconds_per_node.resize(steps_.size(), 0.0);
-  for (size_t i = 0; i < steps_.size(); ++i) {
+  use_host_threads();
+  std::vector<Bound>& steps = *steps_;
+  seconds_per_node.resize(steps.size(), 0.0);
+  for (size_t i = 0; i < steps.size(); ++i) {
     const auto t0 = clock::now();
-    steps_[i].kernel->run(steps_[i].args);
+    steps[i].kernel->run(steps[i].args);
     ctx_->synchronize();
     seconds_per_node[i] += std::chrono::duration<double>(clock::now() - t0).count();
   }
@@ -291,7 +321,7 @@ size_t Executable::import_weights(const WeightMap& weights, bool strict) {
 
 std::vector<std::pair<std::string, std::string>> Executable::kernel_implementations() const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto* steps : {&hoisted_steps_, &steps_})
+  for (const std::vector<Bound>* steps : {&hoisted_steps_, static_cast<const std::vector<Bound>*>(steps_)})
     for (const Bound& s : *steps) {
       std::string how = s.kernel->implementation();
       if (!how.empty()) out.emplace_back(s.args.node.name, std::move(how));

@@ -108,9 +108,23 @@ class Executable {
   std::unique_ptr<std::byte[], ContextFree> buffers_[plan::kNumBuffers];
   // Device backends: the host side of values (a cache, so reading weights stays const).
   mutable std::map<int, std::vector<std::byte>> host_copies_;
-  std::vector<Bound> steps_;
+  // The step's kernels. oneDNN fixes a primitive's thread count when it is built, so where the
+  // backend's kernels depend on it (the cpu backend) one set is kept per host thread count in
+  // use (runtime/host_threads.h), built when that count is first wanted; otherwise one set.
+  struct KernelSet {
+    std::vector<Bound> steps;
+    uint64_t prepared_version = 0;  // the weights_version_ its kernels were last prepared for
+  };
+  std::vector<Bound> build_steps(bool hoisted);
+  // Before a step on a host backend: applies the thread count HostThreads asks for and, on a
+  // backend whose kernels depend on it, switches to (building if new) that count's set.
+  void use_host_threads();
+  std::map<int, KernelSet> kernel_sets_;  // by thread count; key 0 when kernels do not depend on it
+  std::vector<Bound>* steps_ = nullptr;   // the active set's steps
+  int active_threads_ = 0;                // the active set's key
   std::vector<Bound> hoisted_steps_;
   bool prepared_ = false;
+  uint64_t weights_version_ = 0;  // counts prepare() calls
   int runs_ = 0;              // direct runs since the last prepare(); recording starts at the second
   bool record_failed_ = false;  // the backend could not record this step: always run it directly
   int loss_ = -1, logits_ = -1;

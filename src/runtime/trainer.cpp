@@ -2,6 +2,8 @@
 // only copies a batch in, sets the learning rate, and reads the loss and logits back.
 #include "runtime/trainer.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <cmath>
 
@@ -110,12 +112,13 @@ EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int
   EpochStats st;
   st.epoch = epoch;
   double loss_sum = 0;
-  int64_t correct = 0, seen = 0, done = 0;
+  int64_t correct = 0, seen = 0, done = 0, threads_sum = 0;
   while (batches.next(images.as<float>(), labels.as<int32_t>())) {
     st.lr = learning_rate(step_, total, warmup, config_.lr);
     lr.as<float>()[0] = static_cast<float>(st.lr);
     for (int id : {images_id, labels_id, lr_id}) train_->upload(id);
     train_->run();
+    if (!train_->on_device()) threads_sum += omp_get_max_threads();
     train_->download(train_->loss());
     train_->download(train_->logits());
     ++step_;
@@ -137,6 +140,7 @@ EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int
   st.loss = done ? loss_sum / done : 0;
   st.accuracy = seen ? static_cast<double>(correct) / seen : 0;
   st.images_per_second = seen / std::max(st.seconds, 1e-9);
+  st.mean_threads = done ? static_cast<double>(threads_sum) / done : 0;
   return st;
 }
 

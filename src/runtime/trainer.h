@@ -40,6 +40,7 @@ struct EpochStats {
   double loss = 0, accuracy = 0;  // over the epoch's training batches
   double seconds = 0, images_per_second = 0;
   double lr = 0;                  // at the epoch's last step
+  double mean_threads = 0;        // host threads per step, averaged (fewer under contention)
 };
 
 struct EvalStats {

@@ -34,6 +34,7 @@ struct Options {
   std::string backend = default_backend();
   DeviceFlags device;
   CompileFlags flags;
+  ThreadFlags threads;
 };
 
 // One 3x3 Conv+BN+ReLU layer with a pooling+linear head. Its input is held in the run's
@@ -77,6 +78,7 @@ int run_bench(Options o) {
   if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
   if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
   o.backend = resolve_device(o.device, o.backend);
+  o.threads.apply();
   const DType precision = precision_dtype(o.device);
   const bool layer = o.model == "cbr-layer";
   ir::Graph model = layer ? cbr_layer(o, precision) : frontend::build_model(o.model, {o.batch});
@@ -185,6 +187,7 @@ Runner add_bench_command(CLI::App& app) {
   add_backend_option(sub, o->backend, "CPU backend (with --device cpu)");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
+  add_thread_options(sub, o->threads);
   add_compile_flags(sub, o->flags);
   return [o] { return run_bench(*o); };
 }

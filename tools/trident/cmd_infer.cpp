@@ -1,7 +1,6 @@
 // `trident infer`: runs a model (ONNX file or zoo name) on an input (.npy, safetensors or random)
 // and reports latency and throughput in the style of TensorRT's trtexec, top-k for classifiers,
 // and optionally the raw first output as .npy (NCHW like PyTorch). --json for machines.
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,7 +27,8 @@ struct Options {
   std::string model;
   std::string weights, input, output;
   int64_t batch = 0;  // 0: from the input file, else 1
-  int iterations = 20, warmup = 5, topk = 5, threads = 0, profile = 0;
+  int iterations = 20, warmup = 5, topk = 5, profile = 0;
+  ThreadFlags threads;
   uint64_t seed = 1;
   bool json = false;
   std::string backend = default_backend();
@@ -84,7 +84,7 @@ int run_infer(Options o) {
   if (!o.model_file.empty() && !o.model.empty())
     throw Error("give the model once: either MODEL.onnx or --model, not both");
   if (o.model_file.empty()) o.model_file = o.model.empty() ? frontend::default_model() : o.model;
-  if (o.threads > 0) omp_set_num_threads(o.threads);
+  o.threads.apply();
   const bool onnx = ends_with(o.model_file, ".onnx");
 
   // The input file is read first: its batch is the default batch.
@@ -150,7 +150,8 @@ int run_infer(Options o) {
                         {"input", input_desc}, {"input_name", runner.input_name()},
                         {"input_shape", runner.input_shape()}, {"batch", runner.batch()},
                         {"device", gpu ? "cuda" : "cpu"}, {"backend", o.backend}, {"precision", o.device.precision},
-                        {"threads", omp_get_max_threads()}, {"warmup", o.warmup},
+                        {"threads", runtime::HostThreads::max_threads()},
+                        {"thread_policy", o.threads.policy}, {"warmup", o.warmup},
                         {"iterations", s.iterations}, {"compile_s", compile_s}, {"total_s", s.total_s},
                         {"latency_ms", stats_json(s)}, {"throughput_qps", s.qps},
                         {"throughput_images_per_s", s.throughput}, {"outputs", outputs}, {"topk", topj}};
@@ -165,7 +166,7 @@ int run_infer(Options o) {
             << "input: " << runner.input_name() << " f32" << shape_str(runner.input_shape())
             << (runner.input_shape().size() == 4 ? " NCHW" : "") << " from " << input_desc << "\n"
             << "device: " << (gpu ? "cuda" : "cpu") << ", backend " << o.backend << ", "
-            << omp_get_max_threads() << " threads, " << o.device.precision << "\n"
+            << runtime::HostThreads::max_threads() << " threads (" << o.threads.policy << "), " << o.device.precision << "\n"
             << "compile: " << compile_s << " s, warm-up " << o.warmup << " iterations, timed " << s.iterations
             << " iterations (" << s.total_s << " s)\n";
   std::cout << "=== Performance summary ===\n"
@@ -217,7 +218,7 @@ Runner add_infer_command(CLI::App& app) {
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
   add_backend_option(sub, o->backend, "CPU backend that runs the kernels");
-  sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
+  add_thread_options(sub, o->threads);
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")
       ->check(CLI::Range(0, 100000));
   add_compile_flags(sub, o->flags);

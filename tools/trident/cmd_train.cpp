@@ -31,7 +31,7 @@ struct Options {
   std::string data_dir;
   bool synthetic = false;
   int64_t train_limit = 0, test_limit = 0;
-  int threads = 0;
+  ThreadFlags threads;
   bool json = false;
   CompileFlags flags;
   DeviceFlags device;
@@ -96,7 +96,7 @@ void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset&
 }
 
 int run_train(Options o) {
-  if (o.threads > 0) omp_set_num_threads(o.threads);
+  o.threads.apply();
   runtime::Checkpoint resume;
   if (!o.resume_path.empty()) {
     resume = runtime::load_checkpoint(o.resume_path);
@@ -176,7 +176,8 @@ int run_train(Options o) {
         });
     bar.finish(metrics(st.loss, st.accuracy, st.images_per_second));
     emit({{"event", "epoch"}, {"epoch", e + 1}, {"loss", st.loss}, {"accuracy", st.accuracy},
-          {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr}});
+          {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr},
+          {"mean_threads", st.mean_threads}});
     if (!o.save_path.empty()) {
       runtime::CheckpointInfo info = runtime::checkpoint_info(trainer);
       info.model = o.model;
@@ -216,7 +217,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_flag("--synthetic", o->synthetic, "Train on synthetic data of the model's input shape");
   sub->add_option("--train-limit", o->train_limit, "Use only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--test-limit", o->test_limit, "Use only the first N test images (0: all)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::Range(1, 1024));
+  add_thread_options(sub, o->threads);
   sub->add_flag("--json", o->json, "Print one JSON line per event on stdout");
   CLI::Option* save = sub->add_option(
       "--save", o->save_path,

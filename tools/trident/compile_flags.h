@@ -10,6 +10,7 @@
 #include "backends/kernel.h"
 #include "core/error.h"
 #include "runtime/device.h"
+#include "runtime/host_threads.h"
 
 namespace trident::cli {
 
@@ -22,6 +23,24 @@ inline void add_compile_flags(CLI::App* sub, CompileFlags& f) {
   sub->add_option("--disable-pass", f.disabled_passes,
                   "Turn a pass off by name (repeatable), e.g. fuse_conv_bn_relu");
   sub->add_option("--dump-ir", f.dump_dir, "Write the graph after every pass into this directory");
+}
+
+// --threads and --thread-policy, for every command that runs CPU kernels.
+struct ThreadFlags {
+  int threads = 0;  // 0: every core the process may run on
+  std::string policy = "adaptive";
+  void apply() const { runtime::HostThreads::configure(threads, runtime::parse_thread_policy(policy)); }
+};
+
+inline void add_thread_options(CLI::App* sub, ThreadFlags& f) {
+  sub->add_option("--threads", f.threads, "Most CPU threads to use (default: every core this process may run on)")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--thread-policy", f.policy,
+                  "adaptive: use only the cores other processes leave free, re-measured every "
+                  "0.1 s (threads waiting for a descheduled thread lose more than the core they "
+                  "gain); fixed: always --threads")
+      ->check(CLI::IsMember({"adaptive", "fixed"}))
+      ->capture_default_str();
 }
 
 // --backend: one of the backends this build registered (the kernel registry's list, so a

@@ -27,6 +27,7 @@ class ScratchArena {
 
 class CpuContext final : public BackendContext {
  public:
+  bool kernels_depend_on_threads() const override { return true; }
   // Kernels hold the arena by shared ownership: they may outlive a context made only to build them.
   const std::shared_ptr<ScratchArena>& scratch() const { return scratch_; }
 

@@ -3,6 +3,8 @@
 // around the whole get() is simpler than finer locking and costs nothing at run time.
 #include "backends/cpu/onednn_context.h"
 
+#include <omp.h>
+
 namespace trident::onednn {
 
 OnednnContext& OnednnContext::instance() {
@@ -17,8 +19,17 @@ OnednnContext::OnednnContext() : engine_(dnnl::engine::kind::cpu, 0), stream_(en
   dnnl::set_primitive_cache_capacity(0);
 }
 
-CachedPrimitive OnednnContext::get(const std::string& key,
+namespace {
+// A primitive divides its work for the thread count it was built with (OpenMP's, at creation),
+// and a timing holds for one count: both caches key on it as well.
+std::string with_threads(const std::string& key) {
+  return "threads=" + std::to_string(omp_get_max_threads()) + ";" + key;
+}
+}  // namespace
+
+CachedPrimitive OnednnContext::get(const std::string& signature,
                                    const std::function<dnnl::primitive_desc_base()>& make) {
+  const std::string key = with_threads(signature);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) {
@@ -32,8 +43,9 @@ CachedPrimitive OnednnContext::get(const std::string& key,
   return entry;
 }
 
-TimedChoice OnednnContext::choice(const std::string& key,
+TimedChoice OnednnContext::choice(const std::string& signature,
                                   const std::function<TimedChoice()>& decide) {
+  const std::string key = with_threads(signature);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = choices_.find(key);

@@ -33,7 +33,8 @@ class OnednnContext {
   dnnl::stream& stream() { return stream_; }
 
   // The primitive cached under `key`, or a new one built from make() and cached. `key` must
-  // name everything the descriptor depends on (op kind, dims, layouts, attributes, dtype).
+  // name everything the descriptor depends on (op kind, dims, layouts, attributes, dtype);
+  // OpenMP's current thread count is added to it here.
   CachedPrimitive get(const std::string& key, const std::function<dnnl::primitive_desc_base()>& make);
 
   // The choice cached under `key`, or a new one from decide() (which may time primitives; it
