@@ -176,9 +176,29 @@ def bench_cbr(args, fmt):
           "images_per_s": n / med, "iters": args.iters})
 
 
+def bench_infer(args, fmt):
+    """Inference throughput of fmnist_cnn (eval mode, inference_mode) at --batch, like
+    `trident infer --model fmnist_cnn --batch B`: back-to-back forward passes, random input."""
+    torch.manual_seed(args.seed)
+    model = FmnistCnn().to(memory_format=fmt).eval()
+    x = torch.randn(args.batch, 1, 28, 28).contiguous(memory_format=fmt)
+    with torch.inference_mode():
+        for _ in range(args.warmup):
+            model(x)
+        start = time.perf_counter()
+        for _ in range(args.iters):
+            model(x)
+        secs = time.perf_counter() - start
+    emit({"bench": "fmnist_infer", "impl": "pytorch", "backend": "torch_cpu",
+          "threads": torch.get_num_threads(), "batch": args.batch, "iters": args.iters,
+          "seconds": secs, "images_per_s": args.batch * args.iters / secs,
+          "memory_format": args.memory_format, "torch": torch.__version__})
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--what", choices=["all", "epoch", "cbr"], default="all")
+    p.add_argument("--what", choices=["all", "epoch", "cbr", "infer"], default="all",
+                   help="all = cbr + epoch; infer = fmnist_cnn inference throughput")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--epochs", type=int, default=1)
@@ -203,6 +223,8 @@ def main():
         bench_cbr(args, fmt)
     if args.what in ("all", "epoch"):
         bench_epoch(args, fmt)
+    if args.what == "infer":
+        bench_infer(args, fmt)
 
 
 if __name__ == "__main__":

@@ -112,8 +112,9 @@ for i in "${!commands[@]}"; do
     result="FAILED (exit $?)"
     status=1
   fi
-  say "command $((i + 1)) $result after $((SECONDS - t0)) s; its last lines:"
-  tail -n 12 "$log" | sed 's/^/    /' >&2
+  say "command $((i + 1)) $result after $((SECONDS - t0)) s; its summary and last lines:"
+  { grep -E '^(setup: |[0-9]+% tests passed|The following tests FAILED|test accuracy)' "$log" || true
+    tail -n 8 "$log"; } | sed 's/^/    /' >&2
   [ $status -eq 0 ] || break
 done
 say "total $((SECONDS - start)) s"
