@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "ir/op_registry.h"
 
@@ -22,6 +23,7 @@ std::string_view role_name(ValueRole r) {
 int Graph::new_value(const std::string& name, Shape shape, DType dtype, ValueRole role) {
   for (int64_t d : shape)
     if (d <= 0) throw Error("value '" + name + "' has a non-positive extent in shape " + shape_str(shape));
+  checked_numel(shape, "value '" + name + "'");  // every tensor's element count fits the limit
   Value v;
   v.id = static_cast<int>(values_.size());
   v.name = name;

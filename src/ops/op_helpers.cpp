@@ -39,8 +39,9 @@ void expect_same_shape(const ir::Value& a, const ir::Value& b, const std::string
 
 int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
                    const std::string& axis) {
-  int64_t span = dilation * (kernel - 1) + 1;
-  int64_t padded = in + 2 * pad;
+  const std::string what = "the " + axis + " window";  // attributes may be huge; nothing wraps
+  const int64_t span = checked_add(checked_mul(dilation, kernel - 1, what), 1, what);
+  const int64_t padded = checked_add(in, checked_mul(2, pad, what), what);
   if (padded < span)
     throw Error("the " + axis + " window of " + std::to_string(span) +
                 " does not fit an input of " + std::to_string(in) + " with padding " +

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "ir/op_registry.h"
 

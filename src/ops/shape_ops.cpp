@@ -36,7 +36,7 @@ void register_shape_ops() {
   reshape.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     Shape s = n.attrs.ints("shape");
-    if (numel(s) != numel(x.shape))
+    if (checked_numel(s, "the target shape of reshape") != numel(x.shape))
       throw Error("cannot reshape " + shape_str(x.shape) + " to " + shape_str(s));
     return std::vector<TypeInfo>{{s, x.dtype}};
   };

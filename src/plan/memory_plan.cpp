@@ -5,14 +5,20 @@
 
 #include <algorithm>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "ir/op_registry.h"
 
 namespace trident::plan {
 
 namespace {
-size_t align(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
-size_t value_bytes(const ir::Value& v) { return static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype); }
+// Byte counts and offsets are checked: a graph built from a file must never size a buffer
+// from a wrapped count.
+const std::string kWhat = "the memory plan";
+size_t align(size_t n) { return checked_add(n, kAlignment - 1, kWhat) / kAlignment * kAlignment; }
+size_t value_bytes(const ir::Value& v) {
+  return checked_bytes(checked_numel(v.shape, "value '" + v.name + "'"), dtype_size(v.dtype), "value '" + v.name + "'");
+}
 }  // namespace
 
 MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads,
@@ -40,7 +46,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>
     p.buffer = b;
     p.bytes = value_bytes(g.value(v));
     p.offset = plan.buffer_bytes[static_cast<int>(b)];
-    plan.buffer_bytes[static_cast<int>(b)] += align(p.bytes);
+    plan.buffer_bytes[static_cast<int>(b)] = checked_add(p.offset, align(p.bytes), kWhat);
   };
 
   // Flat buffers: every input, parameter and state tensor, in creation order.
@@ -98,7 +104,7 @@ MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>
     if (plan.root[v] != v || first[v] < 0 || in_grads[v] || plan.placement[v].buffer != Buffer::None) continue;
     if (g.value(v).role != ir::ValueRole::Activation) continue;
     blocks.push_back({v, 0, align(value_bytes(g.value(v))), first[v], last[v]});
-    plan.arena_unshared_bytes += blocks.back().bytes;
+    plan.arena_unshared_bytes = checked_add(plan.arena_unshared_bytes, blocks.back().bytes, kWhat);
   }
   std::sort(blocks.begin(), blocks.end(), [](const ArenaBlock& a, const ArenaBlock& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
@@ -112,11 +118,11 @@ MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>
     std::sort(busy.begin(), busy.end());
     size_t offset = 0;
     for (auto [s, e] : busy) {
-      if (offset + b.bytes <= s) break;
+      if (checked_add(offset, b.bytes, kWhat) <= s) break;
       offset = std::max(offset, e);
     }
     b.offset = offset;
-    arena = std::max(arena, offset + b.bytes);
+    arena = std::max(arena, checked_add(offset, b.bytes, kWhat));
     placed.push_back(b);
   }
   plan.buffer_bytes[static_cast<int>(Buffer::Arena)] = arena;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
+#include "core/checked_math.h"
 #include "core/error.h"
 
 namespace trident::runtime {
@@ -200,6 +201,7 @@ HostTensor parse_npy(const void* data, size_t size, const std::string& label) {
                   std::to_string(available) + " data bytes present");
     need *= static_cast<size_t>(d);
   }
+  checked_numel(h.shape, "'" + label + "'");  // the element limit every tensor obeys
   if (need != available)
     throw Error("'" + label + "' has " + std::to_string(available) + " data bytes but shape " + shape_str(h.shape) + " of " +
                 std::string(dtype_name(h.dtype)) + " needs " + std::to_string(need) +

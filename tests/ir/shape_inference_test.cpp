@@ -99,3 +99,36 @@ TEST(ShapeInference, AddNeedsEqualShapesAndArityIsChecked) {
   EXPECT_EQ(g.value(r).shape, (Shape{6}));
   EXPECT_THROW(g.add_node1("reshape", {a}, {{"shape", Shape{7}}}), Error);
 }
+
+// Element counts are checked as the product accumulates: a shape whose count would wrap (here
+// 2^90, which wraps to 0) is refused naming the value, and so is a node whose output would.
+TEST(ShapeInference, HugeExtentsAreRefusedBeforeAnyCountWraps) {
+  ir::Graph g;
+  const int64_t big = int64_t{1} << 30;
+  try {
+    g.add_input("huge", {big, big, big, 1});
+    FAIL() << "accepted a tensor of 2^90 elements";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'huge'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2^40 elements"), std::string::npos) << e.what();
+  }
+  int x = g.add_input("x", {int64_t{1} << 22, 1, 1, 1});
+  int w = g.add_parameter("w", {1, 2, 2, 1}, {});
+  try {
+    g.add_node1("conv2d", {x, w}, {{"padding", v2(int64_t{1} << 20, int64_t{1} << 20)}}, "wide");
+    FAIL() << "accepted a conv output of 2^64 elements";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wide"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2^40 elements"), std::string::npos) << e.what();
+  }
+  // Attributes so large that the window arithmetic itself would overflow.
+  try {
+    g.add_node1("conv2d", {x, w}, {{"padding", v2(INT64_MAX - 1, 0)}}, "padded");
+    FAIL() << "accepted a padding of 2^63 - 2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("padded"), std::string::npos) << e.what();
+  }
+  // (2^42 + 1) * 2^22 wraps to 2^22, x's own count.
+  EXPECT_THROW(g.add_node1("reshape", {x}, {{"shape", std::vector<int64_t>{(int64_t{1} << 42) + 1, int64_t{1} << 22}}}),
+               Error);
+}

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "frontend/onnx/onnx_detail.h"
 
@@ -97,8 +98,8 @@ void Importer::read_input(const onnx::GraphProto& graph) {
     dims.push_back(v);
   }
   int64_t n = 1;
-  for (int64_t d : dims)
-    if ((n *= d) > kMaxElements) throw Error(what + " is absurdly large");
+  for (int64_t d : dims)  // d <= 2^24 and n <= 2^28 before each step: checked all the same
+    if ((n = checked_mul(n, d, what)) > kMaxElements) throw Error(what + " is absurdly large");
   Shape shape;
   if (dims.size() == 4) shape = {dims[0], dims[2], dims[3], dims[1]};  // NCHW -> NHWC
   else if (dims.size() == 2) shape = dims;
@@ -268,7 +269,7 @@ std::vector<int> Importer::emit(const onnx::NodeProto& n, const std::string& op,
     fail(n, e.what());
   }
   for (int v : outs)
-    if (numel(out_.graph.value(v).shape) > kMaxElements)
+    if (checked_numel(out_.graph.value(v).shape, "output '" + out_.graph.value(v).name + "'") > kMaxElements)
       fail(n, "its output " + shape_str(out_.graph.value(v).shape) + " is absurdly large");
   for (int i = 0; i < onnx_outputs && i < static_cast<int>(outs.size()); ++i) {
     if (!has_output(n, i)) continue;

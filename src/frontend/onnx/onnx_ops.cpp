@@ -270,7 +270,8 @@ void Importer::reshape(const onnx::NodeProto& n) {
   if (d0 == model_batch_ && xs[0] != model_batch_ && s.i[1] == -1) d0 = xs[0];  // batch override
   if (d0 == -1 && d1 > 0 && total % d1 == 0) d0 = total / d1;
   if (d1 == -1 && d0 > 0 && total % d0 == 0) d1 = total / d0;
-  if (d0 != xs[0] || d1 <= 0 || d0 * d1 != total)
+  // d1 comes from the file and may be near 2^63: compare by division, never by d0 * d1.
+  if (d0 != xs[0] || d1 <= 0 || total % d0 != 0 || d1 != total / d0)
     fail(n, "reshape of " + shape_str(onnx_dims) + " to " + shape_str(s.i) +
                 " is not a flatten to [N, features], the only reshape supported");
   if (xs.size() == 2) return define(n, 0, x);

@@ -2,6 +2,7 @@
 // element count before anything is allocated, so a corrupt header cannot ask for gigabytes.
 #include <cstring>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "frontend/onnx/onnx_detail.h"
 
@@ -37,7 +38,7 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
     if (d < 0 || d > kMaxExtent)
       throw Error(what + " has an invalid extent " + std::to_string(d));
     c.dims.push_back(d);
-    n *= d;
+    n = checked_mul(n, d, what);  // d <= 2^24 and n <= 2^28 before this: it cannot wrap
     if (n > kMaxElements) throw Error(what + " is absurdly large (more than 2^28 elements)");
   }
   const int type = t.data_type();

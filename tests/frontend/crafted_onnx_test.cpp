@@ -1,0 +1,51 @@
+// Crafted ONNX models whose shapes are chosen to overflow element counts: each import is one
+// Error naming the node, never a wrapped count that would size a buffer too small.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "frontend/onnx/onnx_import.h"
+#include "support/onnx_bytes.h"
+
+namespace trident {
+namespace {
+
+using test_support::conv_model_bytes;
+
+// Imports, or returns the Error's message ("" when the import succeeded).
+std::string import_error(const std::string& bytes, int64_t batch) {
+  try {
+    frontend::import_onnx_from_memory(bytes.data(), bytes.size(), {batch}, "crafted.onnx");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CraftedOnnx, TheSameModelWithSmallShapesImports) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  EXPECT_EQ(import_error(conv_model_bytes(2, 3, 1, 1), 0), "");
+}
+
+// N = 2^22, a 2x2 kernel padded by 2^20 on a 1x1 image: [2^22, 2^21, 2^21, 1] has exactly 2^64
+// elements, which an unchecked product wraps to 0.
+TEST(CraftedOnnx, AConvOutputOfTwoToTheSixtyFourElementsIsRefused) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const std::string msg = import_error(conv_model_bytes(int64_t{1} << 22, 1, 2, int64_t{1} << 20), 0);
+  ASSERT_NE(msg, "") << "imported a tensor of 2^64 elements";
+  EXPECT_NE(msg.find("crafted.onnx"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("conv"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2^40 elements"), std::string::npos) << msg;
+}
+
+// A symbolic batch overridden by --batch 65536: the output [2^16, 2^21, 2^21, 64] has 2^64
+// elements.
+TEST(CraftedOnnx, ABatchOverrideThatOverflowsTheOutputIsRefused) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const std::string model = conv_model_bytes(0, 64, 2, int64_t{1} << 20);
+  const std::string msg = import_error(model, 65536);
+  ASSERT_NE(msg, "") << "imported a tensor of 2^64 elements";
+  EXPECT_NE(msg.find("2^40 elements"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace trident

@@ -1,0 +1,47 @@
+// Test support: ONNX models written byte by byte (protobuf wire format), so a test can craft
+// a hostile model without Python or the ONNX headers, which trident keeps private.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace trident::test_support {
+
+// Protobuf fields: varints and length-delimited bytes, enough for ModelProto.
+inline std::string pb_varint(uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out += static_cast<char>((v & 0x7f) | 0x80);
+  return out + static_cast<char>(v);
+}
+inline std::string pb_int(int field, uint64_t v) { return pb_varint(uint64_t(field) << 3) + pb_varint(v); }
+inline std::string pb_bytes(int field, const std::string& b) {
+  return pb_varint((uint64_t(field) << 3) | 2) + pb_varint(b.size()) + b;
+}
+
+// A one-Conv model: input [batch (or the symbol N when batch is 0), 1, 1, 1], a float weight
+// [out_channels, 1, kernel, kernel] of ones, symmetric `pad`, opset 13.
+inline std::string conv_model_bytes(int64_t batch, int64_t out_channels, int64_t kernel, int64_t pad) {
+  const std::string n_dim = batch > 0 ? pb_int(1, uint64_t(batch)) : pb_bytes(2, "N");
+  std::string shape = pb_bytes(1, n_dim);
+  for (int i = 0; i < 3; ++i) shape += pb_bytes(1, pb_int(1, 1));
+  const std::string type = pb_bytes(1, pb_int(1, 1) + pb_bytes(2, shape));  // float tensor
+  const std::string input = pb_bytes(11, pb_bytes(1, "x") + pb_bytes(2, type));
+  const std::string output = pb_bytes(12, pb_bytes(1, "y"));
+
+  std::vector<float> ones(static_cast<size_t>(out_channels * kernel * kernel), 1.0f);
+  std::string raw(ones.size() * 4, '\0');
+  std::memcpy(raw.data(), ones.data(), raw.size());
+  std::string weight;
+  for (int64_t d : {out_channels, int64_t{1}, kernel, kernel}) weight += pb_int(1, uint64_t(d));
+  weight += pb_int(2, 1) + pb_bytes(8, "w") + pb_bytes(9, raw);
+
+  std::string pads;
+  for (int i = 0; i < 4; ++i) pads += pb_int(8, uint64_t(pad));
+  const std::string node = pb_bytes(1, "x") + pb_bytes(1, "w") + pb_bytes(2, "y") + pb_bytes(3, "conv") +
+                           pb_bytes(4, "Conv") + pb_bytes(5, pb_bytes(1, "pads") + pads + pb_int(20, 7));
+  const std::string graph = pb_bytes(1, node) + pb_bytes(2, "g") + pb_bytes(5, weight) + input + output;
+  return pb_int(1, 8) + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13));
+}
+
+}  // namespace trident::test_support
