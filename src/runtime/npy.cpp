@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace trident::runtime {
 
@@ -212,12 +213,7 @@ HostTensor parse_npy(const void* data, size_t size, const std::string& label) {
 }
 
 HostTensor read_npy(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error("cannot read '" + path + "': no such file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error("cannot read '" + path + "'");
+  const std::string bytes = InputFile(path, ".npy file").read_all();
   return parse_npy(bytes.data(), bytes.size(), path);
 }
 

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "frontend/onnx/onnx_import.h"
 #include "support/onnx_bytes.h"
+#include "support/special_files.h"
 
 namespace trident {
 namespace {
@@ -45,6 +46,13 @@ TEST(CraftedOnnx, ABatchOverrideThatOverflowsTheOutputIsRefused) {
   const std::string msg = import_error(model, 65536);
   ASSERT_NE(msg, "") << "imported a tensor of 2^64 elements";
   EXPECT_NE(msg.find("2^40 elements"), std::string::npos) << msg;
+}
+
+// A FIFO given as a model used to block for ever; a directory named x.onnx was "larger than 2 GiB".
+TEST(CraftedOnnx, AFifoOrADirectoryIsRefusedForWhatItIs) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const test_support::SpecialFiles f("onnx", "pipe.onnx", "x.onnx");
+  test_support::expect_special_files_refused([](const std::string& p) { frontend::import_onnx(p); }, f);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "support/special_files.h"
 
 using namespace trident;
 using namespace trident::runtime;
@@ -46,14 +47,7 @@ fs::path make_file(const fs::path& dir, const std::string& name, const std::stri
 }
 
 void expect_rejected(const fs::path& p, const std::string& needle) {
-  try {
-    read_safetensors(p.string());
-    ADD_FAILURE() << p << " was accepted";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
-    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
-  }
+  test_support::expect_refused_file([](const std::string& path) { read_safetensors(path); }, p, needle);
 }
 
 }  // namespace
@@ -172,4 +166,9 @@ TEST(Safetensors, FailedWritesLeaveTheOldFileIntact) {
   Metadata md;
   read_safetensors(path, &md);
   EXPECT_EQ(md.at("v"), "new");
+}
+
+TEST(Safetensors, AFifoOrADirectoryIsRefusedWithoutBlocking) {
+  const test_support::SpecialFiles f("st", "pipe.safetensors", "dir.safetensors");
+  test_support::expect_special_files_refused([](const std::string& p) { read_safetensors(p); }, f);
 }

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "runtime/data/idx.h"
+#include "support/special_files.h"
 
 namespace fs = std::filesystem;
 using trident::Error;
@@ -274,4 +275,10 @@ TEST(DataIdx, LabelOutOfRange) {
                {dir.file("l.gz"), "label 7", "index 2", "[0, 5)"});
   expect_error([&] { read_idx_labels(dir.file("l.gz"), 0); }, {dir.file("l.gz"), "classes"});
   expect_error([&] { read_idx_labels(dir.file("l.gz"), 300); }, {dir.file("l.gz"), "classes"});
+}
+
+TEST(DataIdx, AFifoIsRefusedWithoutBlocking) {
+  const trident::test_support::SpecialFiles f("idx", "pipe-images-idx3-ubyte", "dir-images-idx3-ubyte");
+  trident::test_support::expect_special_files_refused([](const std::string& p) { read_idx_images(p); }, f);
+  trident::test_support::expect_refused_file([](const std::string& p) { read_idx_labels(p, 10); }, f.fifo, "FIFO");
 }

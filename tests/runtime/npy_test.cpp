@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "runtime/npy.h"
+#include "support/special_files.h"
 
 using trident::DType;
 using trident::Error;
@@ -159,4 +160,9 @@ TEST(Npy, NchwNhwcConversionRoundTrips) {
   EXPECT_EQ(trident::runtime::nhwc_to_nchw(nhwc).data, nchw.data);
   const HostTensor flat = make<float>({2, 3}, DType::f32);
   EXPECT_EQ(trident::runtime::nchw_to_nhwc(flat).shape, flat.shape);
+}
+
+TEST(Npy, RefusesAFifoOrADirectoryWithoutBlocking) {
+  const trident::test_support::SpecialFiles f("npy", "pipe.npy", "dir.npy");
+  trident::test_support::expect_special_files_refused([](const std::string& p) { trident::runtime::read_npy(p); }, f);
 }

@@ -4,11 +4,11 @@
 #include "frontend/onnx/onnx_import.h"
 
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "frontend/onnx/onnx_detail.h"
 
 namespace trident::frontend {
@@ -28,15 +28,9 @@ OnnxImport import_onnx_from_memory(const void* data, size_t size, const OnnxOpti
 }
 
 OnnxImport import_onnx(const std::string& path, const OnnxOptions& options) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) throw Error("cannot open ONNX file '" + path + "'");
-  const std::streamoff end = f.tellg();
-  if (end < 0) throw Error("cannot read ONNX file '" + path + "'");
-  if (static_cast<uint64_t>(end) > kMaxFileBytes)
-    throw Error(path + ": larger than 2 GiB, the most ONNX protobuf allows");
-  std::string bytes(static_cast<size_t>(end), '\0');
-  f.seekg(0);
-  if (!f.read(bytes.data(), end)) throw Error("cannot read ONNX file '" + path + "'");
+  const InputFile f(path, "ONNX file");
+  if (f.size() > kMaxFileBytes) throw Error(path + ": larger than 2 GiB, the most ONNX protobuf allows");
+  const std::string bytes = f.read_all();
   return import_onnx_from_memory(bytes.data(), bytes.size(), options, path);
 }
 

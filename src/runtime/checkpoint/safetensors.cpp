@@ -3,10 +3,6 @@
 // so the allocations never exceed the file's own size. The writer replaces files atomically.
 #include "runtime/checkpoint/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -18,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace trident::runtime {
 
@@ -49,38 +46,12 @@ class MemorySource final : public Source {
 
 class FileSource final : public Source {
  public:
-  explicit FileSource(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw Error("cannot read '" + path + "': it is not a regular file");
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
-  }
-  ~FileSource() override { ::close(fd_); }
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
-  uint64_t size() const override { return size_; }
-  void read(uint64_t offset, size_t n, void* dst) const override {
-    auto* p = static_cast<char*>(dst);
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0)
-        throw Error("cannot read '" + path_ + "': " +
-                    (got < 0 ? std::string(std::strerror(errno)) : "the file shrank while being read"));
-      p += got;
-      offset += static_cast<uint64_t>(got);
-      n -= static_cast<size_t>(got);
-    }
-  }
+  explicit FileSource(const std::string& path) : file_(path, "safetensors file") {}
+  uint64_t size() const override { return file_.size(); }
+  void read(uint64_t offset, size_t n, void* dst) const override { file_.read_at(offset, n, dst); }
 
  private:
-  std::string path_;
-  int fd_ = -1;
-  uint64_t size_ = 0;
+  InputFile file_;
 };
 
 struct DTypeName {

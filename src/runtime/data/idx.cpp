@@ -3,17 +3,18 @@
 // is allocated, and the payload buffer only grows as data actually arrives (never past the claim).
 #include "runtime/data/idx.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace trident::data {
 namespace {
@@ -40,30 +41,24 @@ const char* idx_type_name(uint8_t code) {
 class ByteSource {
  public:
   explicit ByteSource(const std::string& path) : path_(path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::file_status st = fs::status(path, ec);
-    if (st.type() == fs::file_type::not_found) throw Error(path + ": file not found");
-    if (ec) throw Error(path + ": cannot be accessed: " + ec.message());
-    if (fs::is_directory(st)) throw Error(path + ": is a directory, not an IDX file");
-
-    file_ = std::fopen(path.c_str(), "rb");
-    if (file_ == nullptr) throw Error(path + ": cannot open: " + std::strerror(errno));
+    InputFile in(path, "IDX file");
     unsigned char head[2] = {0, 0};
-    const size_t n = std::fread(head, 1, 2, file_);
-    if (std::ferror(file_)) fail_errno("cannot read");
-    gzip_ = n == 2 && head[0] == 0x1f && head[1] == 0x8b;
+    if (in.size() >= 2) in.read_at(0, 2, head);
+    gzip_ = head[0] == 0x1f && head[1] == 0x8b;
+    if (!gzip_) size_ = static_cast<int64_t>(in.size());
+    const int fd = in.release();
     if (gzip_) {
-      std::fclose(file_);
-      file_ = nullptr;
-      gz_ = gzopen(path.c_str(), "rb");
-      if (gz_ == nullptr) throw Error(path + ": cannot open as gzip: " + std::strerror(errno));
+      gz_ = gzdopen(fd, "rb");
+      if (gz_ == nullptr) {
+        ::close(fd);
+        throw Error(path + ": cannot open as gzip: " + std::strerror(errno));
+      }
       gzbuffer(gz_, 1 << 18);
     } else {
-      if (std::fseek(file_, 0, SEEK_SET) != 0) fail_errno("cannot seek");
-      if (fs::is_regular_file(st)) {
-        const auto size = fs::file_size(path, ec);
-        if (!ec) size_ = static_cast<int64_t>(size);
+      file_ = ::fdopen(fd, "rb");
+      if (file_ == nullptr) {
+        ::close(fd);
+        fail_errno("cannot open");
       }
     }
   }
