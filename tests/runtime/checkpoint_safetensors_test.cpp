@@ -3,6 +3,7 @@
 // the previous file exactly as it was.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -166,6 +167,45 @@ TEST(Safetensors, FailedWritesLeaveTheOldFileIntact) {
   Metadata md;
   read_safetensors(path, &md);
   EXPECT_EQ(md.at("v"), "new");
+}
+
+// Every byte of the data buffer belongs to exactly one tensor.
+TEST(Safetensors, DataBytesOwnedByNoTensorAreRefused) {
+  const fs::path d = temp_dir("coverage");
+  const std::string one = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  expect_rejected(make_file(d, "trailing", one, 12), "4 bytes after the last tensor");
+  expect_rejected(make_file(d, "gap", R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
+                  "bytes [0, 4) of the data buffer belong to no tensor");
+  expect_rejected(make_file(d, "only_empty", R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", 4),
+                  "4 bytes after the last tensor");
+  expect_rejected(make_file(d, "rank", R"({"w":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})", 4),
+                  "more than 8 entries");
+  expect_rejected(make_file(d, "nested", R"({"w":{"dtype":"F32","shape":[[2]],"data_offsets":[0,8]}})", 8),
+                  "nests deeper");
+  expect_rejected(make_file(d, "duplicate_field", R"({"w":{"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8),
+                  "'dtype' twice");
+  // Exact coverage with empty tensors anywhere and tensors out of file order is accepted.
+  const WeightMap w = read_safetensors(make_file(d, "ok",
+      R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"e":{"dtype":"F32","shape":[0,3],"data_offsets":[8,8]},)"
+      R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8).string());
+  EXPECT_EQ(w.size(), 3u);
+}
+
+// The header is parsed in linear time: 200,000 empty tensors (a 10 MB header) once took
+// minutes through the callback parser, which rescanned every member at each object end.
+TEST(Safetensors, AHeaderOfManyEmptyTensorsParsesInLinearTime) {
+  const fs::path d = temp_dir("many");
+  const int n = 200000;
+  std::string header = "{";
+  for (int i = 0; i < n; ++i)
+    header += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"F32","shape":[0],"data_offsets":[0,0]})";
+  header += "}";
+  const fs::path p = make_file(d, "many", header, 0);
+  const auto start = std::chrono::steady_clock::now();
+  const WeightMap w = read_safetensors(p.string());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(w.size(), size_t(n));
+  EXPECT_LT(seconds, 5.0) << "a " << header.size() << "-byte header took " << seconds << " s";
 }
 
 TEST(Safetensors, AFifoOrADirectoryIsRefusedWithoutBlocking) {
