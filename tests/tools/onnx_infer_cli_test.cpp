@@ -14,7 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "frontend/onnx/onnx_import.h"
 #include "runtime/npy.h"
+#include "support/onnx_bytes.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -71,4 +74,18 @@ TEST(OnnxInferCli, MatchesOnnxruntimeReference) {
     return;
   }
   GTEST_SKIP() << "conv_bn_relu_op13 is not among the ONNX test models";
+}
+
+// A model with a symbolic batch whose Conv output has 2^64 elements at --batch 65536: explain
+// and infer refuse it with a sentence instead of planning a buffer from a wrapped count.
+TEST(OnnxInferCli, ABatchThatOverflowsAnOutputIsOneSentence) {
+  if (!trident::frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const fs::path dir = trident::test_support::fresh_temp_dir("cli_overflow");
+  const fs::path model = dir / "wide.onnx";
+  std::ofstream(model, std::ios::binary) << trident::test_support::conv_model_bytes(0, 64, 2, int64_t{1} << 20);
+  for (const std::string cmd : {"explain", "infer"}) {
+    const Result r = run(cmd + " " + model.string() + " --batch 65536");
+    EXPECT_EQ(r.code, 1) << cmd << ": " << r.output;
+    EXPECT_NE(r.output.find("2^40 elements"), std::string::npos) << cmd << ": " << r.output;
+  }
 }
