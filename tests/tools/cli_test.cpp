@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/wait.h>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -45,6 +47,26 @@ TEST(Cli, UnknownAndMalformedFlags) {
   expect_clean_failure(run("train --batch 0"), "--batch");
   expect_clean_failure(run("train --backend tpu"), "--backend");
   expect_clean_failure(run("frobnicate"), "frobnicate");
+}
+
+// CLI::Range and CLI::PositiveNumber let nan and inf through, and an unsigned flag saturated
+// "-1"; every floating-point training flag and --seed now refuse them with the allowed range.
+TEST(Cli, NonFiniteAndNegativeValuesAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"train --warmup nan", "--warmup: must be a number from 0 to 1000, not 'nan'"},
+      {"train --lr inf", "--lr: must be a finite number > 0, not 'inf'"},
+      {"train --lr nan", "--lr: must be a finite number > 0"},
+      {"train --momentum nan", "--momentum: must be a number from 0 to 0.999999"},
+      {"train --weight-decay -inf", "--weight-decay: must be a number from 0 to 1"},
+      {"train --epochs 100001", "--epochs: must be a number from 1 to 100000"},
+      {"train --seed -1", "--seed: must be a whole number from 0 to 18446744073709551615, not '-1'"},
+      {"infer fmnist_cnn --seed -1", "--seed: must be a whole number"},
+  };
+  for (const auto& [args, needle] : bad) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 1) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << args << ": " << r.output;
+  }
 }
 
 TEST(Cli, MissingDatasetDirectoryNamesIt) {

@@ -213,7 +213,7 @@ Runner add_infer_command(CLI::App& app) {
   sub->add_option("--warmup", o->warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000))->capture_default_str();
   sub->add_option("--topk", o->topk, "Classes to list per sample for classifiers (0: none)")->check(CLI::Range(0, 1000000))->capture_default_str();
   sub->add_option("--output", o->output, "Write the first output to FILE.npy (NCHW for 4-D outputs)");
-  sub->add_option("--seed", o->seed, "Seed for random weights and inputs")->capture_default_str();
+  add_seed_option(sub, o->seed, "Seed for random weights and inputs");
   sub->add_flag("--json", o->json, "Print one JSON object");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);

@@ -1,6 +1,8 @@
 // Flags every compiling sub-command shares: which passes to switch off and where to dump the
 // IR after each pass. Unknown pass names are rejected by the pass manager with the list.
 #pragma once
+#include <charconv>
+#include <cstdint>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "core/error.h"
 #include "runtime/device.h"
 #include "runtime/host_threads.h"
+#include "runtime/train_limits.h"
 
 namespace trident::cli {
 
@@ -23,6 +26,33 @@ inline void add_compile_flags(CLI::App* sub, CompileFlags& f) {
   sub->add_option("--disable-pass", f.disabled_passes,
                   "Turn a pass off by name (repeatable), e.g. fuse_conv_bn_relu");
   sub->add_option("--dump-ir", f.dump_dir, "Write the graph after every pass into this directory");
+}
+
+// A flag checked against its entry of runtime/train_limits.h, the table the checkpoint reader
+// also uses. Unlike CLI::Range and CLI::PositiveNumber it refuses nan and inf.
+inline CLI::Validator within(const runtime::TrainLimit& limit) {
+  return CLI::Validator(
+      [limit](std::string& s) -> std::string {
+        double v = 0;
+        const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (r.ec == std::errc() && r.ptr == s.data() + s.size() && limit.allows(v)) return "";
+        return "must be " + limit.range() + ", not '" + s + "'";  // CLI11 puts the flag first
+      },
+      limit.range());
+}
+
+// --seed, an unsigned 64-bit number: a negative one is refused rather than saturated.
+inline void add_seed_option(CLI::App* sub, uint64_t& seed, const std::string& help) {
+  sub->add_option("--seed", seed, help)
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            uint64_t v = 0;
+            const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+            if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return "";
+            return "must be a whole number from 0 to 18446744073709551615, not '" + s + "'";
+          },
+          ""))
+      ->capture_default_str();
 }
 
 // --threads and --thread-policy, for every command that runs CPU kernels.
