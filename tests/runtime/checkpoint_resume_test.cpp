@@ -6,6 +6,7 @@
 #include "support/run_binary.h"
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -238,4 +239,43 @@ TEST(CheckpointResume, CommandLineErrorsAreOneSentence) {
   // --weights takes a checkpoint's tensors into a new run; a different model's are an error.
   EXPECT_EQ(run(common + " --epochs 1 --weights " + ckpt).code, 0);
   expect_failure(run_with_stderr(common + " --model resnet_cifar --weights " + ckpt), "does not fit model 'resnet_cifar'");
+}
+
+// Every setting read from a checkpoint is held to the range its command-line flag accepts
+// (runtime/train_limits.h), and the step to the epoch: a crafted file cannot train for ever,
+// overflow the step counter or run with a negative or undefined learning-rate schedule.
+TEST(CheckpointResume, OutOfRangeMetadataIsRefused) {
+  const fs::path d = temp_dir("limits");
+  const std::string good = (d / "good.ckpt").string();
+  {
+    Trainer t(frontend::build_model("fmnist_cnn", {32}), config());
+    save_checkpoint(good, t, info_after(t, 0));
+  }
+  Metadata md;
+  const WeightMap weights = read_safetensors(good, &md);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"epochs", "9223372036854775807"}, {"epochs", "0"},     {"epoch", "4"},
+      {"step", "9223372036854775807"},   {"step", "1"},       {"batch", "0"},
+      {"batch", "65537"},                {"lr", "-5"},        {"lr", "inf"},
+      {"lr", "nan"},                     {"momentum", "5"},   {"weight_decay", "-0.1"},
+      {"warmup_epochs", "nan"},          {"warmup_epochs", "1001"}, {"seed", "-1"},
+  };
+  for (const auto& [key, value] : bad) {
+    const std::string path = (d / (key + "_" + value + ".ckpt")).string();
+    Metadata patched = md;
+    patched.at(key) = value;
+    write_safetensors(path, weights, patched);
+    const std::string needle = "checkpoint '" + path + "' has metadata '" + key + "' = '" + value + "'";
+    try {
+      load_checkpoint(path);
+      ADD_FAILURE() << key << " = " << value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    const Result r = run_with_stderr("train --synthetic --train-limit 128 --batch 32 --backend cpu_ref --resume " + path);
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  EXPECT_NO_THROW(load_checkpoint(good));
 }
