@@ -321,7 +321,8 @@ size_t Executable::import_weights(const WeightMap& weights, bool strict) {
 
 std::vector<std::pair<std::string, std::string>> Executable::kernel_implementations() const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const std::vector<Bound>* steps : {&hoisted_steps_, static_cast<const std::vector<Bound>*>(steps_)})
+  const std::vector<Bound>* active = steps_;
+  for (const std::vector<Bound>* steps : {&hoisted_steps_, active})
     for (const Bound& s : *steps) {
       std::string how = s.kernel->implementation();
       if (!how.empty()) out.emplace_back(s.args.node.name, std::move(how));

@@ -26,8 +26,6 @@ ThreadPolicy parse_thread_policy(const std::string& name) {
   throw Error("unknown thread policy '" + name + "' (choices: adaptive, fixed)");
 }
 
-const char* thread_policy_name(ThreadPolicy p) { return p == ThreadPolicy::Fixed ? "fixed" : "adaptive"; }
-
 int adaptive_thread_count(double other_cores, int allowed_cores, int max_threads, int current) {
   const double free = allowed_cores - std::max(other_cores, 0.0);
   int next = current;
@@ -182,20 +180,6 @@ int HostThreads::max_threads() {
   return g.max_threads;
 }
 
-ThreadPolicy HostThreads::policy() {
-  Governor& g = governor();
-  std::lock_guard<std::mutex> lock(g.mu);
-  return g.policy;
-}
-
 int HostThreads::for_next_step() { return governor().step(); }
-
-void HostThreads::reset_measurements() {
-  Governor& g = governor();
-  std::lock_guard<std::mutex> lock(g.mu);
-  g.have_sample = false;
-  g.pending = 0;
-  g.current = g.max_threads;
-}
 
 }  // namespace trident::runtime

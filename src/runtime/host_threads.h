@@ -14,7 +14,6 @@ enum class ThreadPolicy { Fixed, Adaptive };
 
 // "fixed" / "adaptive"; an Error naming the choices for anything else.
 ThreadPolicy parse_thread_policy(const std::string& name);
-const char* thread_policy_name(ThreadPolicy p);
 
 // Process-wide, like the OpenMP thread pool it steers. Until configure() is called the policy
 // is fixed at OpenMP's thread count, so a library user's results never depend on the machine's
@@ -26,13 +25,10 @@ class HostThreads {
   // thread count to the maximum at once.
   static void configure(int max_threads, ThreadPolicy policy);
   static int max_threads();
-  static ThreadPolicy policy();
   // The thread count for the next step: the maximum under the fixed policy; under the adaptive
   // one the cores other processes left free over the last window (at least 1), re-measured at
   // most every kWindowSeconds. Cheap to call every step.
   static int for_next_step();
-  // Forgets the measurement history (tests).
-  static void reset_measurements();
 
   static constexpr double kWindowSeconds = 0.1;
 };
