@@ -80,6 +80,32 @@ std::vector<int> Graph::add_node(const std::string& op, std::vector<int> inputs,
   return nodes_.back().outputs;
 }
 
+const std::vector<int>& Graph::set_attr_and_grow(int id, const std::string& key, AttrValue value) {
+  Node& n = nodes_.at(id);
+  const OpDef& def = OpRegistry::get(n.op);
+  Node changed = n;
+  changed.attrs.set(key, std::move(value));
+  std::vector<TypeInfo> outs;
+  try {
+    outs = def.infer(changed, *this);
+  } catch (const Error& e) {
+    throw Error("node '" + n.name + "' (" + n.op + "): " + e.what());
+  }
+  if (outs.size() < n.outputs.size())
+    throw Error("node '" + n.name + "' (" + n.op + "): attribute '" + key + "' would remove outputs");
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (values_[n.outputs[i]].shape != outs[i].shape || values_[n.outputs[i]].dtype != outs[i].dtype)
+      throw Error("node '" + n.name + "' (" + n.op + "): attribute '" + key + "' would change output " +
+                  std::to_string(i));
+  n.attrs = std::move(changed.attrs);
+  for (size_t i = n.outputs.size(); i < outs.size(); ++i) {
+    const int v = new_value(n.name + "." + def.output_name(i), outs[i].shape, outs[i].dtype, ValueRole::Activation);
+    values_[v].producer = id;
+    nodes_[id].outputs.push_back(v);
+  }
+  return nodes_[id].outputs;
+}
+
 void Graph::replace_uses(int from, int to) {
   for (int nid : order_)
     for (int& in : nodes_[nid].inputs)

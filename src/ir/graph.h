@@ -77,6 +77,10 @@ class Graph {
   void mark_output(int value) { outputs_.push_back(value); }
   void set_outputs(std::vector<int> v) { outputs_ = std::move(v); }
 
+  // Sets attribute `key` of node `id` to `value` and re-runs the op's shape inference: outputs
+  // it no longer gives are an Error, outputs it adds get new values (named as add_node names
+  // them); existing outputs must keep their shapes and dtypes. Returns the node's outputs.
+  const std::vector<int>& set_attr_and_grow(int id, const std::string& key, AttrValue value);
   // Makes every live node and graph output that reads `from` read `to` instead.
   void replace_uses(int from, int to);
   // Removes nodes from the order (their ids stay valid, they just no longer run).

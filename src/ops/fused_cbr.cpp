@@ -1,8 +1,11 @@
 // The fused training operators: cbr (conv → batchnorm → relu) and cbar (conv → batchnorm →
 // add(residual) → relu), and their fused backward (relu mask + batchnorm backward in one op).
 // A fused op saves only what its backward needs: the conv output and the batch statistics;
-// the batchnorm output before the relu is never kept (the relu output, kept anyway as the
-// next layer's input, is the mask). Each op carries its unfused decomposition.
+// the batchnorm output before the relu is never kept. The mask of the backward is the relu
+// output y (kept anyway as the next layer's input), or, with attribute relu_mask = 1, a 1-bit
+// mask the forward writes beside y (core/relu_mask.h), which the backward reads in 1/16 of
+// the bytes of an f16 y. Each op carries its unfused decomposition.
+#include "core/relu_mask.h"
 #include "ops/op_helpers.h"
 
 namespace trident::ops {
@@ -16,6 +19,8 @@ int bias_input(const Node& n) {
   const size_t with_bias = is_cbar(n) ? 8 : 7;
   return n.inputs.size() == with_bias ? n.inputs.back() : -1;
 }
+
+bool keeps_bit_mask(const Node& n) { return n.attrs.i("relu_mask", 0) != 0; }
 
 Attrs conv_attrs(const Attrs& a) { return copy_attrs(a, {"stride", "padding", "dilation", "groups"}); }
 
@@ -35,7 +40,9 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
                 " must match the convolution output " + shape_str(y.shape));
   if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
   const DType stats = in_value(g, n, 2).dtype;  // gamma's: f32 also under mixed precision
-  return {y, y, {c, stats}, {c, stats}, {c, stats}, {c, stats}};
+  std::vector<TypeInfo> out{y, y, {c, stats}, {c, stats}, {c, stats}, {c, stats}};
+  if (keeps_bit_mask(n)) out.push_back({relu_mask_shape(y.shape), DType::i32});
+  return out;
 }
 
 std::vector<int> decompose_fused(Graph& g, const Node& n) {
@@ -49,7 +56,9 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
   int z = bn[0];
   if (is_cbar(n)) z = g.add_node1("add", {z, n.inputs[residual_index(n)]}, {}, n.name + ".add");
   const int y = g.add_node1("relu", {z}, {}, n.name + ".relu");
-  return {y, conv, bn[1], bn[2], bn[3], bn[4]};
+  std::vector<int> out{y, conv, bn[1], bn[2], bn[3], bn[4]};
+  if (keeps_bit_mask(n)) out.push_back(g.add_node1("relu_mask", {y}, {}, n.name + ".mask"));
+  return out;
 }
 
 std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>& dys) {
@@ -57,8 +66,9 @@ std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>&
   if (dys[0] < 0) return grads;
   Attrs a = copy_attrs(n.attrs, {"eps"});
   a.set("residual", int64_t{is_cbar(n)});
+  const int mask = keeps_bit_mask(n) ? n.outputs.at(6) : n.outputs[0];
   auto r = g.add_node("batchnorm_relu_backward",
-                      {n.outputs[0], dys[0], n.outputs[1], n.inputs[2], n.outputs[2], n.outputs[3]},
+                      {mask, dys[0], n.outputs[1], n.inputs[2], n.outputs[2], n.outputs[3]},
                       a, n.name + ".bn_relu_backward");
   // The convolution's gradients, exactly as conv2d's own rule emits them.
   Node conv;
@@ -83,7 +93,7 @@ ir::OpDef fused_def(const std::string& name, const std::string& summary) {
   d.inputs = {"x", "w", "gamma", "beta", "running_mean", "running_var"};
   if (name == "cbar") d.inputs.push_back("residual");
   d.inputs.push_back("b?");
-  d.outputs = {"y", "conv_out", "saved_mean", "saved_invstd", "running_mean_out", "running_var_out"};
+  d.outputs = {"y", "conv_out", "saved_mean", "saved_invstd", "running_mean_out", "running_var_out", "relu_mask"};
   d.summary = summary;
   d.infer = infer_fused;
   d.aliases = [](const Node&) { return std::vector<std::pair<int, int>>{{4, 4}, {5, 5}}; };
@@ -107,14 +117,28 @@ void register_fused_cbr_ops() {
 
   ir::OpDef bwd;
   bwd.name = "batchnorm_relu_backward";
-  bwd.inputs = {"y", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd"};
+  // dy_other: a second gradient of y (the residual branch's, in a ResNet), added to dy as a
+  // separate add would (rounded to the activation dtype) while the kernel reads both, so the
+  // sum is never written (fold_gradient_sum).
+  // mask: the relu output y, or its packed 1-bit mask (i32, core/relu_mask.h).
+  bwd.inputs = {"mask", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd", "dy_other?"};
   bwd.outputs = {"dconv", "dgamma", "dbeta", "dresidual"};
   bwd.summary = "relu backward (mask from the output) fused with training batchnorm backward";
   bwd.infer = [](const Node& n, const Graph& g) {
-    const auto &y = in_value(g, n, 0), &dy = in_value(g, n, 1), &x = in_value(g, n, 2);
+    const auto &mask = in_value(g, n, 0), &dy = in_value(g, n, 1), &x = in_value(g, n, 2);
     expect_rank(x, 4, "conv output");
-    expect_same_shape(y, dy, "relu output and its gradient");
-    expect_same_shape(y, x, "relu output and conv output");
+    expect_same_shape(dy, x, "the gradient and the conv output");
+    if (mask.dtype == DType::i32) {
+      if (mask.shape != relu_mask_shape(x.shape))
+        throw Error("the packed relu mask must have shape " + shape_str(relu_mask_shape(x.shape)));
+    } else {
+      expect_same_shape(mask, x, "relu output and conv output");
+    }
+    if (n.inputs.size() == 7) {
+      const auto& other = in_value(g, n, 6);
+      expect_same_shape(dy, other, "the two gradients of the relu output");
+      if (other.dtype != dy.dtype) throw Error("the two gradients of the relu output must have one dtype");
+    }
     const Shape c{x.shape[3]};
     for (size_t i = 3; i < 6; ++i)
       if (in_value(g, n, i).shape != c)
@@ -125,7 +149,10 @@ void register_fused_cbr_ops() {
     return out;
   };
   bwd.decompose = [](Graph& g, const Node& n) {
-    const int dz = g.add_node1("relu_backward", {n.inputs[0], n.inputs[1]}, {}, n.name + ".relu");
+    int dy = n.inputs[1];
+    if (n.inputs.size() == 7) dy = g.add_node1("add", {dy, n.inputs[6]}, {}, n.name + ".gradient_sum");
+    const bool packed = g.value(n.inputs[0]).dtype == DType::i32;
+    const int dz = g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {n.inputs[0], dy}, {}, n.name + ".relu");
     auto r = g.add_node("batchnorm2d_backward", {n.inputs[2], dz, n.inputs[3], n.inputs[4], n.inputs[5]},
                         copy_attrs(n.attrs, {"eps"}), n.name + ".bn");
     std::vector<int> out{r[0], r[1], r[2]};

@@ -16,6 +16,7 @@ void register_elementwise_fused_ops();
 void register_tensor_ops();
 void register_precision_ops();
 void register_channel_ops();
+void register_relu_mask_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -35,6 +36,7 @@ void register_builtin_ops() {
   ops::register_tensor_ops();
   ops::register_precision_ops();
   ops::register_channel_ops();
+  ops::register_relu_mask_ops();
 }
 
 }  // namespace trident::ir

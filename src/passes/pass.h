@@ -48,6 +48,11 @@ struct CompileOptions {
   // pad_channels pass): -1 automatic (on for the cuda backend), 0 off, 1 on.
   int channel_padding = -1;
   bool pads_channels() const { return channel_padding < 0 ? backend == "cuda" : channel_padding != 0; }
+  // Training: cbr/cbar keep a 1-bit ReLU mask for their backward instead of re-reading y (the
+  // pack_relu_mask pass): -1 automatic (on for the cuda backend, where the batchnorm backward
+  // is bandwidth-bound), 0 off, 1 on.
+  int relu_bit_mask = -1;
+  bool packs_relu_mask() const { return relu_bit_mask < 0 ? backend == "cuda" : relu_bit_mask != 0; }
   bool uses_loss_scaling() const { return loss_scaling < 0 ? precision == DType::f16 : loss_scaling != 0; }
 };
 
@@ -104,6 +109,8 @@ void fuse_elementwise(ir::Graph& g, PassContext& ctx);    // both: vertical/hori
 void reuse_residual_buffer(ir::Graph& g, PassContext& ctx);  // inference: epilogue in place
 void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
+void fold_gradient_sum(ir::Graph& g, PassContext& ctx);   // training: dy + dy' into the BN backward
+void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar keep a 1-bit mask
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
 void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/relu_mask.h"
 #include "ir/graph.h"
 #include "support/gpu_compare.h"
 
@@ -72,13 +73,16 @@ TEST(CudaBatchNorm, BackwardMatchesReference) {
     }
 }
 
-ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual) {
+// two_gradients: the incoming gradient arrives as dy + dy_other (fold_gradient_sum's form);
+// packed: the mask is the 1-bit relu mask (random bits) instead of y.
+ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual, bool two_gradients = false, bool packed = false) {
   ir::Graph g;
   const Shape c{s[3]};
-  g.add_node("batchnorm_relu_backward",
-             {g.add_input("y", s, d), g.add_input("dy", s, d), g.add_input("conv_out", s, d), g.add_input("gamma", c, d),
-              g.add_input("saved_mean", c, d), g.add_input("saved_invstd", c, d)},
-             {{"eps", 1e-5}, {"residual", int64_t{residual}}}, "brb");
+  const int mask = packed ? g.add_input("relu_mask", relu_mask_shape(s), DType::i32) : g.add_input("y", s, d);
+  std::vector<int> in{mask,                       g.add_input("dy", s, d),         g.add_input("conv_out", s, d),
+                      g.add_input("gamma", c, d), g.add_input("saved_mean", c, d), g.add_input("saved_invstd", c, d)};
+  if (two_gradients) in.push_back(g.add_input("dy_other", s, d));
+  g.add_node("batchnorm_relu_backward", in, {{"eps", 1e-5}, {"residual", int64_t{residual}}}, "brb");
   return g;
 }
 
@@ -86,11 +90,27 @@ TEST(CudaBatchNorm, FusedReluBackwardWithAndWithoutResidual) {
   TRIDENT_REQUIRE_GPU();
   for (const Shape& s : kShapes)
     for (bool residual : {false, true})
+      for (bool two_gradients : {false, true})
+        for (DType t : {DType::f32, DType::f16}) {
+          SCOPED_TRACE(shape_str(s) + (residual ? " residual " : " ") + (two_gradients ? "dy+dy_other " : "") +
+                       std::string(dtype_name(t)));
+          std::vector<std::string> outs{"brb.dconv", "brb.dgamma", "brb.dbeta"};
+          if (residual) outs.push_back("brb.dresidual");
+          check_against_reference([&](DType d) { return bn_relu_backward(d, s, residual, two_gradients); }, t, outs,
+                                  24);
+        }
+}
+
+// The backward reading the packed relu mask, through the vector path (C a multiple of 8) and
+// the scalar path (C = 3 and 10 take it), with one and two incoming gradients.
+TEST(CudaBatchNorm, FusedReluBackwardFromAPackedMask) {
+  TRIDENT_REQUIRE_GPU();
+  for (const Shape& s : kShapes)
+    for (bool two_gradients : {false, true})
       for (DType t : {DType::f32, DType::f16}) {
-        SCOPED_TRACE(shape_str(s) + (residual ? " residual " : " ") + std::string(dtype_name(t)));
-        std::vector<std::string> outs{"brb.dconv", "brb.dgamma", "brb.dbeta"};
-        if (residual) outs.push_back("brb.dresidual");
-        check_against_reference([&](DType d) { return bn_relu_backward(d, s, residual); }, t, outs, 24);
+        SCOPED_TRACE(shape_str(s) + (two_gradients ? " dy+dy_other " : " ") + std::string(dtype_name(t)));
+        check_against_reference([&](DType d) { return bn_relu_backward(d, s, true, two_gradients, true); }, t,
+                                {"brb.dconv", "brb.dgamma", "brb.dbeta", "brb.dresidual"}, 27);
       }
 }
 

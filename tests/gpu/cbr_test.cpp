@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/relu_mask.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "support/gpu_compare.h"
@@ -52,7 +53,7 @@ Shape output_shape(const CbrCase& c) {
 
 // A graph holding one cbr/cbar node named "fused"; inputs x, w, gamma, beta, running_mean,
 // running_var, [residual], [b].
-ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType dt) {
+ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType dt, bool relu_mask = false) {
   ir::Graph g;
   const Shape k{c.w[0]};
   std::vector<int> in{g.add_input("x", c.x, dt),
@@ -67,6 +68,7 @@ ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType 
           {"padding", std::vector<int64_t>{c.pad, c.pad}},
           {"eps", 1e-5},
           {"momentum", 0.1}};
+  if (relu_mask) a.set("relu_mask", int64_t{1});
   g.add_node(op, in, a, "fused");
   return g;
 }
@@ -127,6 +129,36 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuCbr,
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param).name + "_" +
                                   std::string(dtype_name(std::get<2>(info.param)));
                          });
+
+// With relu_mask the apply step also writes the packed mask: its bits are exactly the signs of
+// the y it wrote (and 0 past the last channel), y and the statistics still match the
+// decomposition. Channel counts that are a multiple of 8 only (the pass's condition). f16 takes
+// the 16-byte vector path, f32 the one-element-at-a-time path (cuDNN needs aligned pointers,
+// so misaligned tensors cannot reach the apply step here).
+TEST_P(GpuCbr, PackedMaskIsTheSignOfY) {
+  TRIDENT_REQUIRE_GPU();
+  const auto& [op, c, dt] = GetParam();
+  if (c.w[0] % 8 != 0) GTEST_SKIP() << c.w[0] << " output channels do not fill mask bytes";
+  const ir::Graph gpu = fused_graph(op, c, false, dt, true);
+  GraphRunner r(gpu, "cuda");
+  r.randomize(52);
+  r.run();
+  const int y = gpu.find_value("fused.y"), mask = gpu.find_value("fused.relu_mask");
+  ASSERT_GE(mask, 0);
+  const std::vector<double> yv = r.values(y);
+  const auto* words = r.view(mask).as<uint32_t>();
+  const int64_t C = c.w[0], words_per_row = relu_mask_words(C);
+  size_t wrong = 0, padding = 0;
+  for (size_t i = 0; i < yv.size(); ++i) {
+    const int64_t row = static_cast<int64_t>(i) / C, ch = static_cast<int64_t>(i) % C;
+    wrong += (((words[row * words_per_row + ch / 32] >> (ch % 32)) & 1u) != 0) != (yv[i] > 0);
+  }
+  for (int64_t row = 0; row < static_cast<int64_t>(yv.size()) / C; ++row)
+    for (int64_t ch = C; ch < words_per_row * 32; ++ch) padding += (words[row * words_per_row + ch / 32] >> (ch % 32)) & 1u;
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(padding, 0u);
+  compare_with_cpu_ref(gpu, decomposed_graph(op, c, false), compared_values(), DType::f16, 53);
+}
 
 // Autotuning may pick either statistics path per shape (cuDNN's conv+genstats graph, or the
 // plain convolution plus the channel-sums kernel); without autotuning f16 takes the graph.

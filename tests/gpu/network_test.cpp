@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -212,16 +213,56 @@ TEST(GpuNetwork, FusedForwardTensorsMatchUnfusedLayers) {
   }
 }
 
-TEST(GpuNetwork, FusedTrainingStepMatchesUnfusedOnGpu) {
-  TRIDENT_REQUIRE_GPU();
+namespace {
+
+// One training step of resnet_cifar with the default passes against the step with `disabled`
+// off, within the tolerance row; `rewritten` picks the nodes those passes made or changed, and
+// the default graph must have some.
+void expect_step_without(const std::vector<std::string>& disabled,
+                         const std::function<bool(const ir::Graph&, const ir::Node&)>& rewritten,
+                         const std::string& what) {
   const ir::Graph model = frontend::build_model("resnet_cifar", {8});
-  auto fused = compile(model, "cuda", passes::Mode::Train);
-  auto unfused = compile(model, "cuda", passes::Mode::Train, {"fuse_conv_bn_relu", "fuse_elementwise"});
-  for (Executable* e : {fused.get(), unfused.get()}) {
+  auto with = compile(model, "cuda", passes::Mode::Train);
+  auto without = compile(model, "cuda", passes::Mode::Train, disabled);
+  int count = 0;
+  for (int id : with->graph().order()) count += rewritten(with->graph(), with->graph().node(id));
+  EXPECT_GT(count, 0) << what;
+  for (Executable* e : {with.get(), without.get()}) {
     feed(*e, 10);
     e->run();
   }
-  expect_same_step(*fused, *unfused, tf32_disabled() ? DType::f32 : DType::f16, "fused vs unfused");
+  expect_same_step(*with, *without, tf32_disabled() ? DType::f32 : DType::f16, what);
+}
+
+}  // namespace
+
+TEST(GpuNetwork, FusedTrainingStepMatchesUnfusedOnGpu) {
+  TRIDENT_REQUIRE_GPU();
+  expect_step_without({"fuse_conv_bn_relu", "fuse_elementwise"},
+                      [](const ir::Graph&, const ir::Node& n) { return n.op == "cbr" || n.op == "cbar"; },
+                      "fused vs unfused");
+}
+
+// fold_gradient_sum on the GPU: the cbar backwards that add the two gradients of a block
+// output themselves give the step of the graph that writes the sum with an add kernel.
+TEST(GpuNetwork, FoldedGradientSumsMatchTheUnfoldedStep) {
+  TRIDENT_REQUIRE_GPU();
+  expect_step_without({"fold_gradient_sum"},
+                      [](const ir::Graph&, const ir::Node& n) {
+                        return n.op == "batchnorm_relu_backward" && n.inputs.size() == 7;
+                      },
+                      "folded vs unfolded gradient sums");
+}
+
+// pack_relu_mask on the GPU (on by default there): the step whose backwards read 1-bit masks
+// equals the step whose backwards read y.
+TEST(GpuNetwork, PackedReluMasksGiveTheStepOfMasksFromY) {
+  TRIDENT_REQUIRE_GPU();
+  expect_step_without({"pack_relu_mask"},
+                      [](const ir::Graph& g, const ir::Node& n) {
+                        return n.op == "batchnorm_relu_backward" && g.value(n.inputs[0]).dtype == DType::i32;
+                      },
+                      "packed masks vs masks from y");
 }
 
 // Recorded steps (CUDA graphs) replay exactly the kernels a direct run enqueues: in f32 three

@@ -94,6 +94,7 @@ TEST(Pipeline, DumpWritesTheGraphAfterEveryPass) {
   runtime::compile_graph(frontend::build_model("fmnist_cnn", {2}), o);
   EXPECT_TRUE(std::filesystem::exists(dir / "00_input.txt"));
   EXPECT_TRUE(std::filesystem::exists(dir / "03_autodiff.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "05_dce.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "05_fold_gradient_sum.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "06_dce.txt"));
   std::filesystem::remove_all(dir);
 }

@@ -50,7 +50,7 @@ class GraphRunner {
   }
 
   // Fills every input, parameter and state value with random numbers from `seed`
-  // (variances positive, labels in range).
+  // (variances positive, labels in range, i32 values named "mask" with random bits).
   void randomize(uint64_t seed) {
     for (int v = 0; v < g_.num_values(); ++v) {
       const ir::Value& val = g_.value(v);
@@ -58,6 +58,10 @@ class GraphRunner {
       Rng rng(seed ^ hash_name(val.name));
       TensorView t = view(v);
       const bool positive = val.name.find("var") != std::string::npos;
+      if (t.dtype == DType::i32 && val.name.find("mask") != std::string::npos) {  // packed relu masks: any bits
+        for (int64_t i = 0; i < t.numel(); ++i) t.as<uint32_t>()[i] = static_cast<uint32_t>(rng.next());
+        continue;
+      }
       for (int64_t i = 0; i < t.numel(); ++i) {
         double x = positive ? rng.uniform(0.5, 2.0) : rng.uniform(-1.0, 1.0);
         if (t.dtype == DType::f64) t.as<double>()[i] = x;

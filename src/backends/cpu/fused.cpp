@@ -44,15 +44,16 @@ class FusedForward final : public PrimitiveKernel {
   std::optional<BnTraining> bn_;
 };
 
-// batchnorm_relu_backward: inputs y, dy, conv_out, gamma, saved_mean, saved_invstd;
-// outputs dconv, dgamma, dbeta, [dresidual]. dz = dy·(y > 0) goes to dresidual when there is
-// one (it is exactly the residual's gradient), else to a kernel-owned buffer.
+// batchnorm_relu_backward: inputs y, dy, conv_out, gamma, saved_mean, saved_invstd,
+// [dy_other]; outputs dconv, dgamma, dbeta, [dresidual]. dz = (dy [+ dy_other])·(y > 0) goes
+// to dresidual when there is one (it is exactly the residual's gradient), else to a
+// kernel-owned buffer; the sum of two gradients is made there first and masked in place.
 class FusedBackward final : public PrimitiveKernel {
  public:
   FusedBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
-    if (node.inputs.size() != 6 || (node.outputs.size() != 3 && node.outputs.size() != 4))
-      fail(node, "expected 6 inputs and 3 or 4 outputs");
+    if ((node.inputs.size() != 6 && node.inputs.size() != 7) || (node.outputs.size() != 3 && node.outputs.size() != 4))
+      fail(node, "expected 6 or 7 inputs and 3 or 4 outputs");
     const Shape& x = in_shape(node, g, 2);
     const int64_t n = trident::numel(x);
     Operand dz_flat = out(3), dz_nhwc = out(3);
@@ -62,7 +63,12 @@ class FusedBackward final : public PrimitiveKernel {
       // The same bytes described as NHWC for the batchnorm step.
       dz_nhwc = memory(nhwc_md(x), OnednnContext::instance().engine(), flat.get_data_handle());
     }
-    append_relu_backward(*this, n, in(0), in(1), dz_flat);
+    if (node.inputs.size() == 7) {
+      append_add(*this, n, in(1), in(6), dz_flat);
+      append_relu_backward(*this, n, in(0), dz_flat, dz_flat);
+    } else {
+      append_relu_backward(*this, n, in(0), in(1), dz_flat);
+    }
     bwd_.emplace(*this, node, x,
                  BnBackwardOperands{in(2), dz_nhwc, in(3), in(4), in(5), out(0), out(1), out(2)});
   }

@@ -27,7 +27,8 @@ ir::Attrs pick(const ir::Attrs& from, std::initializer_list<const char*> keys) {
 }
 
 // cbr / cbar: inputs x, w, gamma, beta, running_mean, running_var, [residual], [bias];
-// outputs y, conv_out, saved_mean, saved_invstd, running_mean_out, running_var_out.
+// outputs y, conv_out, saved_mean, saved_invstd, running_mean_out, running_var_out,
+// [relu_mask: y > 0 packed to bits].
 class FusedForward final : public Kernel {
  public:
   explicit FusedForward(const ir::Node& n)
@@ -49,6 +50,7 @@ class FusedForward final : public Kernel {
                  {y, a.out[2], a.out[3], a.out[4], a.out[5]}});
     if (cbar_) add({add_, {y, a.in[6]}, {y}});
     relu({relu_, {y}, {y}});
+    if (a.out.size() == 7) pack_relu_mask(a, y, a.out[6]);
   }
 
  private:
@@ -56,29 +58,38 @@ class FusedForward final : public Kernel {
   ir::Node conv_, bn_, add_, relu_;
 };
 
-// batchnorm_relu_backward: inputs y, dy, conv_out, gamma, saved_mean, saved_invstd;
-// outputs dconv, dgamma, dbeta, [dresidual]. dz = dy·(y > 0) goes to dresidual when there
-// is one (it is exactly the residual's gradient), else to a scratch tensor made once.
+// batchnorm_relu_backward: inputs mask (y, or its packed bits), dy, conv_out, gamma,
+// saved_mean, saved_invstd, [dy_other]; outputs dconv, dgamma, dbeta, [dresidual]. The
+// gradient dy (+ dy_other, added first as the add op does) is masked, dz = dy·(y > 0), into
+// dresidual when there is one (it is exactly the residual's gradient), else into a scratch
+// tensor made once.
 class FusedBackward final : public Kernel {
  public:
   FusedBackward(const ir::Node& n, const ir::Graph& g)
-      : relu_bwd_(sub_node(n, "relu_backward", {})),
+      : add_(sub_node(n, "add", {})),
+        relu_bwd_(sub_node(n, "relu_backward", {})),
         bn_bwd_(sub_node(n, "batchnorm2d_backward", pick(n.attrs, {"eps"}))) {
-    if (n.outputs.size() == 3) {
-      const ir::Value& v = g.value(n.inputs[1]);
-      scratch_.resize(static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype));
-    }
+    const ir::Value& v = g.value(n.inputs[1]);
+    const size_t bytes = static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
+    if (n.outputs.size() == 3) scratch_.resize(bytes);
+    if (n.inputs.size() == 7) gradient_sum_.resize(bytes);
   }
 
   void run(const KernelArgs& a) override {
     TensorView dz = a.out.size() == 4 ? a.out[3] : TensorView{scratch_.data(), a.in[1].shape, a.in[1].dtype};
-    relu_backward({relu_bwd_, {a.in[0], a.in[1]}, {dz}});
+    TensorView dy = a.in[1];
+    if (a.in.size() == 7) {
+      dy = TensorView{gradient_sum_.data(), a.in[1].shape, a.in[1].dtype};
+      add({add_, {a.in[1], a.in[6]}, {dy}});
+    }
+    if (a.in[0].dtype == DType::i32) apply_relu_mask(a, a.in[0], dy, dz);
+    else relu_backward({relu_bwd_, {a.in[0], dy}, {dz}});
     batchnorm2d_backward({bn_bwd_, {a.in[2], dz, a.in[3], a.in[4], a.in[5]}, {a.out[0], a.out[1], a.out[2]}});
   }
 
  private:
-  ir::Node relu_bwd_, bn_bwd_;
-  std::vector<std::byte> scratch_;
+  ir::Node add_, relu_bwd_, bn_bwd_;
+  std::vector<std::byte> scratch_, gradient_sum_;
 };
 
 }  // namespace

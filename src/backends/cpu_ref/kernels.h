@@ -24,6 +24,13 @@ void add(const KernelArgs& args);
 void fill(const KernelArgs& args);
 void view_copy(const KernelArgs& args);  // flatten and reshape
 
+// relu_mask.cpp: the packed ReLU mask (core/relu_mask.h), as ops and as helpers of the
+// fused kernels (`a` names the node in messages)
+void relu_mask(const KernelArgs& args);
+void relu_mask_backward(const KernelArgs& args);
+void pack_relu_mask(const KernelArgs& a, const TensorView& y, const TensorView& mask);
+void apply_relu_mask(const KernelArgs& a, const TensorView& mask, const TensorView& dy, const TensorView& dx);
+
 // pool.cpp
 void maxpool2d(const KernelArgs& args);
 void maxpool2d_backward(const KernelArgs& args);

@@ -18,6 +18,8 @@ void register_cpu_ref_kernels() {
       {"batchnorm2d_backward", cpu_ref::batchnorm2d_backward},
       {"relu", cpu_ref::relu},
       {"relu_backward", cpu_ref::relu_backward},
+      {"relu_mask", cpu_ref::relu_mask},
+      {"relu_mask_backward", cpu_ref::relu_mask_backward},
       {"add", cpu_ref::add},
       {"fill", cpu_ref::fill},
       {"flatten", cpu_ref::view_copy},

@@ -7,6 +7,7 @@
 #include "backends/cuda/device/batchnorm.h"
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/kernels.h"
+#include "core/relu_mask.h"
 
 namespace trident::cuda {
 
@@ -95,8 +96,10 @@ class BatchNormForward final : public Kernel {
 };
 
 // batchnorm2d_backward (x, dy, gamma, saved_mean, saved_invstd → dx, dgamma, dbeta) and
-// batchnorm_relu_backward (y, dy, conv_out, gamma, saved_mean, saved_invstd → dconv, dgamma,
-// dbeta, [dresidual]): the same kernels, the fused op masking dy with y > 0 first.
+// batchnorm_relu_backward (y, dy, conv_out, gamma, saved_mean, saved_invstd, [dy_other] →
+// dconv, dgamma, dbeta, [dresidual]): the same kernels, the fused op adding dy_other to dy
+// when it has one and masking the gradient with y > 0 first — y itself, or its packed bits
+// (an i32 mask input, core/relu_mask.h).
 template <bool FusedRelu>
 class BatchNormBackward final : public Kernel {
  public:
@@ -104,13 +107,23 @@ class BatchNormBackward final : public Kernel {
     residual_ = FusedRelu && node.attrs.i("residual", 0) != 0;
     constexpr size_t inputs = FusedRelu ? 6 : 5;
     const size_t outputs = residual_ ? 4 : 3;
-    expect_arity(node, inputs, inputs, outputs, outputs);
+    expect_arity(node, inputs, FusedRelu ? inputs + 1 : inputs, outputs, outputs);
+    two_gradients_ = FusedRelu && node.inputs.size() == inputs + 1;
     const ir::Value& x = input_value(node, g, kX);
     act_ = elem_of(node, x, "input");
     const auto [M, C] = rows_by_channels(node, x);
     // dy (and the relu output y of the fused op) match x; so do dx and dresidual.
     std::vector<size_t> activations{kDy};
-    if (FusedRelu) activations.push_back(0);
+    bit_mask_ = FusedRelu && input_value(node, g, 0).dtype == DType::i32;
+    if (bit_mask_) {
+      const ir::Value& mask = input_value(node, g, 0);
+      if (mask.shape != relu_mask_shape(x.shape))
+        fail(node, "the packed relu mask must have shape " + shape_str(relu_mask_shape(x.shape)));
+      mask_row_bytes_ = relu_mask_words(C) * 4;
+    } else if (FusedRelu) {
+      activations.push_back(0);
+    }
+    if (two_gradients_) activations.push_back(inputs);
     for (size_t i : activations) {
       expect_dtype(node, input_value(node, g, i), x.dtype, "input");
       expect_shape(node, input_value(node, g, i), x.shape, "input");
@@ -134,7 +147,13 @@ class BatchNormBackward final : public Kernel {
     device::BatchNormBackwardArgs args;
     args.x = a.in[kX].data;
     args.dy = a.in[kDy].data;
-    args.relu_output = FusedRelu ? a.in[0].data : nullptr;
+    if (two_gradients_) args.dy_other = a.in.back().data;
+    if (bit_mask_) {
+      args.relu_bits = a.in[0].data;
+      args.relu_bits_row_bytes = mask_row_bytes_;
+    } else if (FusedRelu) {
+      args.relu_output = a.in[0].data;
+    }
     args.dx = a.out[0].data;
     args.dresidual = residual_ ? a.out[3].data : nullptr;
     args.gamma = {a.in[kGamma].data, gamma_t_};
@@ -152,7 +171,8 @@ class BatchNormBackward final : public Kernel {
   static constexpr size_t kGamma = FusedRelu ? 3 : 2;
 
   CudaContext& ctx_;
-  bool residual_ = false;
+  bool residual_ = false, two_gradients_ = false, bit_mask_ = false;
+  int64_t mask_row_bytes_ = 0;
   ElemType act_ = ElemType::f32;
   ElemType gamma_t_{}, mean_t_{}, invstd_t_{}, dgamma_t_{}, dbeta_t_{};
   device::ChannelReductionPlan plan_;

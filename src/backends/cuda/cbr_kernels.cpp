@@ -4,8 +4,9 @@
 //      autotuning) its genstats engines are slower, the forward convolution followed by the
 //      deterministic channel-sums kernel;
 //   2. finalize: batch mean/invstd, saved and running statistics, per-channel scale/shift;
-//   3. apply: y = relu(conv_out·scale + shift [+ residual]).
-// The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0.
+//   3. apply: y = relu(conv_out·scale + shift [+ residual]), and with attribute relu_mask its
+//      packed 1-bit mask (core/relu_mask.h) in the same pass.
+// The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0 or the bits.
 #include <array>
 #include <iomanip>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/kernels.h"
+#include "core/relu_mask.h"
 
 namespace trident::cuda {
 
@@ -24,14 +26,18 @@ namespace {
 
 // Input and output positions of cbr/cbar (docs/OPS.md).
 enum Input : size_t { kX = 0, kW = 1, kGamma = 2, kBeta = 3, kRunningMean = 4, kRunningVar = 5, kResidual = 6 };
-enum Output : size_t { kY = 0, kConvOut = 1, kSavedMean = 2, kSavedInvstd = 3, kRunningMeanOut = 4, kRunningVarOut = 5 };
+enum Output : size_t {
+  kY = 0, kConvOut = 1, kSavedMean = 2, kSavedInvstd = 3, kRunningMeanOut = 4, kRunningVarOut = 5, kReluMask = 6
+};
 
 class CbrKernel final : public Kernel, public ReportsPath {
  public:
   CbrKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(&ctx) {
     cbar_ = node.op == "cbar";
     const size_t base_inputs = cbar_ ? 7 : 6;
-    expect_arity(node, base_inputs, base_inputs + 1, 6, 6);
+    bit_mask_ = node.attrs.i("relu_mask", 0) != 0;
+    outputs_ = bit_mask_ ? 7 : 6;
+    expect_arity(node, base_inputs, base_inputs + 1, outputs_, outputs_);
     has_bias_ = node.inputs.size() == base_inputs + 1;
     const ir::Value &x = input_value(node, g, kX), &w = input_value(node, g, kW);
     const ir::Value &y = output_value(node, g, kY), &conv_out = output_value(node, g, kConvOut);
@@ -51,6 +57,13 @@ class CbrKernel final : public Kernel, public ReportsPath {
     for (size_t o = kSavedMean; o <= kRunningVarOut; ++o) {
       out_types_[o] = elem_of(node, output_value(node, g, o), out_names[o]);
       expect_shape(node, output_value(node, g, o), per_channel, out_names[o]);
+    }
+    if (bit_mask_) {
+      const ir::Value& mask = output_value(node, g, kReluMask);
+      if (mask.dtype != DType::i32 || mask.shape != relu_mask_shape(y.shape))
+        fail(node, "the relu mask must be i32 " + shape_str(relu_mask_shape(y.shape)));
+      if (y.shape.back() % 8 != 0) fail(node, "a packed relu mask needs a multiple of 8 output channels");
+      mask_row_bytes_ = relu_mask_words(y.shape.back()) * 4;
     }
     if (cbar_) {
       const ir::Value& r = input_value(node, g, kResidual);
@@ -122,9 +135,9 @@ class CbrKernel final : public Kernel, public ReportsPath {
   }
 
   void run(const KernelArgs& a) override {
-    if (a.in.size() != inputs_ || a.out.size() != 6)
-      fail(a.node, "was built for " + std::to_string(inputs_) + " inputs and 6 outputs but runs with " +
-                       std::to_string(a.in.size()) + " and " + std::to_string(a.out.size()));
+    if (a.in.size() != inputs_ || a.out.size() != outputs_)
+      fail(a.node, "was built for " + std::to_string(inputs_) + " inputs and " + std::to_string(outputs_) +
+                       " outputs but runs with " + std::to_string(a.in.size()) + " and " + std::to_string(a.out.size()));
     try {
       enqueue(a);
     } catch (const Error& e) {
@@ -213,11 +226,17 @@ class CbrKernel final : public Kernel, public ReportsPath {
     apply.rows = rows;
     apply.channels = K;
     apply.relu = true;
+    if (bit_mask_) {
+      apply.mask = a.out[kReluMask].data;
+      apply.mask_row_bytes = mask_row_bytes_;
+    }
     device::launch_channel_affine(apply, ctx_->stream());
   }
 
   CudaContext* ctx_;
-  bool cbar_ = false, has_bias_ = false;
+  bool cbar_ = false, has_bias_ = false, bit_mask_ = false;
+  size_t outputs_ = 6;
+  int64_t mask_row_bytes_ = 0;
   device::ElemType io_ = device::ElemType::f32;
   std::array<device::ElemType, 6> in_types_{}, out_types_{};
   ConvProblem problem_;

@@ -109,6 +109,55 @@ __device__ __forceinline__ uint4 from_floats(const float (&f)[kWidth<T>]) {
   return v;
 }
 
+// The incoming gradient of the fused backward when it arrives as two terms (dy + dy_other):
+// added and rounded to T exactly as a separate add kernel would store it, then widened.
+template <class T>
+__device__ __forceinline__ float gradient_sum(float a, float b) {
+  return to_float(from_float<T>(__fadd_rn(a, b)));
+}
+template <class T>
+__device__ __forceinline__ void add_gradient(const uint4& other, float (&dz)[kWidth<T>]) {
+  float o[kWidth<T>];
+  to_floats<T>(other, o);
+#pragma unroll
+  for (int j = 0; j < kWidth<T>; ++j) dz[j] = gradient_sum<T>(dz[j], o[j]);
+}
+
+// Where the fused backward reads its ReLU mask: the relu output (y > 0), or the packed bits
+// (core/relu_mask.h: bit c % 8 of byte c / 8 of a row of row_bytes bytes). Neither: no mask.
+template <class T>
+struct MaskSource {
+  const T* y = nullptr;
+  const unsigned char* bits = nullptr;
+  int64_t row_bytes = 0;
+  __device__ __forceinline__ bool on(int64_t m, int64_t c, int64_t i) const {
+    if (bits) return (bits[m * row_bytes + c / 8] >> (c % 8)) & 1u;
+    return to_float(y[i]) > 0.f;
+  }
+  // The bits of channels c0, c0 + 1, … of row m from bit 0 on (c0 % 8 plus the vector's
+  // width stays within one byte: widths are 4 or 8 and c0 a multiple of the width).
+  __device__ __forceinline__ unsigned byte_from(int64_t m, int64_t c0) const {
+    return static_cast<unsigned>(bits[m * row_bytes + c0 / 8]) >> (c0 % 8);
+  }
+};
+
+// Zeroes the elements of dz whose mask is off: from a loaded y vector or a loaded mask byte.
+template <class T>
+__device__ __forceinline__ void mask_gradient(const MaskSource<T>& mask, const uint4& y, unsigned byte,
+                                              float (&dz)[kWidth<T>]) {
+  if (mask.bits) {
+#pragma unroll
+    for (int j = 0; j < kWidth<T>; ++j)
+      if (!((byte >> j) & 1u)) dz[j] = 0.f;
+    return;
+  }
+  float yf[kWidth<T>];
+  to_floats<T>(y, yf);
+#pragma unroll
+  for (int j = 0; j < kWidth<T>; ++j)
+    if (!(yf[j] > 0.f)) dz[j] = 0.f;
+}
+
 // ---- phase 1: partial sums ---------------------------------------------------------------
 
 // Adds the block's per-thread sums (N channels from c0 on) over threadIdx.y in a fixed tree
@@ -171,12 +220,13 @@ __global__ void moments_partial_kernel(int64_t M, int64_t C, int64_t rows_per_ch
   write_block_partials<1>(s1, s2, r.c, C, partial);
 }
 
-// Σdz and Σdz·(x − mean) per channel and chunk, dz = dy (masked by y > 0 when y is given)
-// (scalar path).
+// Σdz and Σdz·(x − mean) per channel and chunk, dz = dy [+ dy_other] (masked when a mask
+// is given) (scalar path).
 template <class T>
 __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_chunk, const T* __restrict__ x,
-                                        const T* __restrict__ dy, const T* __restrict__ relu_output,
-                                        ChannelTensor saved_mean, double* __restrict__ partial) {
+                                        const T* __restrict__ dy, const T* __restrict__ dy_other,
+                                        MaskSource<T> mask, ChannelTensor saved_mean,
+                                        double* __restrict__ partial) {
   const ChunkRows r = chunk_rows(M, rows_per_chunk);
   double s1[1] = {0.0}, s2[1] = {0.0};
   if (r.c < C) {
@@ -185,7 +235,8 @@ __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_c
     for (int64_t m = r.begin + threadIdx.y; m < r.end; m += blockDim.y) {
       const int64_t i = m * C + r.c;
       float dz = to_float(dy[i]);
-      if (relu_output && !(to_float(relu_output[i]) > 0.f)) dz = 0.f;
+      if (dy_other) dz = gradient_sum<T>(dz, to_float(dy_other[i]));
+      if ((mask.y || mask.bits) && !mask.on(m, r.c, i)) dz = 0.f;
       s1[0] += dz;
       s2[0] += static_cast<double>(dz) * static_cast<double>(__fsub_rn(to_float(x[i]), mean));
     }
@@ -202,7 +253,8 @@ enum class Sums { moments, gradient, masked_gradient };
 template <class T, Sums S>
 __global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int64_t C, const T* __restrict__ x,
                                                                   const T* __restrict__ dy,
-                                                                  const T* __restrict__ relu_output,
+                                                                  const T* __restrict__ dy_other,
+                                                                  MaskSource<T> mask,
                                                                   ChannelTensor saved_mean,
                                                                   double* __restrict__ partial) {
   constexpr int N = kWidth<T>;
@@ -219,7 +271,8 @@ __global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int
     }
     const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
     for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += kRows * step) {
-      uint4 xv[kRows], dv[kRows], yv[kRows];
+      uint4 xv[kRows], dv[kRows], ov[kRows], yv[kRows];
+      unsigned bv[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         const int64_t row = m + r * step;
@@ -227,7 +280,12 @@ __global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int
           const int64_t i = row * C + c0;
           xv[r] = load_vector(x + i);
           if constexpr (S != Sums::moments) dv[r] = load_vector(dy + i);
-          if constexpr (S == Sums::masked_gradient) yv[r] = load_vector(relu_output + i);
+          if constexpr (S != Sums::moments)
+            if (dy_other) ov[r] = load_vector(dy_other + i);
+          if constexpr (S == Sums::masked_gradient) {
+            if (mask.bits) bv[r] = mask.byte_from(row, c0);
+            else yv[r] = load_vector(mask.y + i);
+          }
         }
       }
 #pragma unroll
@@ -245,13 +303,8 @@ __global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int
         } else {
           float dz[N];
           to_floats<T>(dv[r], dz);
-          if constexpr (S == Sums::masked_gradient) {
-            float yf[N];
-            to_floats<T>(yv[r], yf);
-#pragma unroll
-            for (int j = 0; j < N; ++j)
-              if (!(yf[j] > 0.f)) dz[j] = 0.f;
-          }
+          if (dy_other) add_gradient<T>(ov[r], dz);
+          if constexpr (S == Sums::masked_gradient) mask_gradient<T>(mask, yv[r], bv[r], dz);
 #pragma unroll
           for (int j = 0; j < N; ++j) {
             s1[j] += dz[j];
@@ -403,8 +456,8 @@ __global__ void __launch_bounds__(kThreads) vector_affine_apply_kernel(int64_t M
 // (scalar path). Every element is read before it is written by the same thread, so outputs
 // may alias inputs.
 template <class T>
-__global__ void backward_apply_kernel(int64_t M, int64_t C, const T* x, const T* dy, const T* relu_output, T* dx,
-                                      T* dresidual, const float* __restrict__ coef) {
+__global__ void backward_apply_kernel(int64_t M, int64_t C, const T* x, const T* dy, const T* dy_other,
+                                      MaskSource<T> mask, T* dx, T* dresidual, const float* __restrict__ coef) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= C) return;
   const float g = coef[c], db = coef[C + c], k = coef[2 * C + c], mean = coef[3 * C + c];
@@ -412,7 +465,8 @@ __global__ void backward_apply_kernel(int64_t M, int64_t C, const T* x, const T*
   for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += step) {
     const int64_t i = m * C + c;
     float dz = to_float(dy[i]);
-    if (relu_output && !(to_float(relu_output[i]) > 0.f)) dz = 0.f;
+    if (dy_other) dz = gradient_sum<T>(dz, to_float(dy_other[i]));
+    if ((mask.y || mask.bits) && !mask.on(m, c, i)) dz = 0.f;
     const float centred = __fsub_rn(to_float(x[i]), mean);
     dx[i] = from_float<T>(__fmul_rn(g, __fsub_rn(__fsub_rn(dz, db), __fmul_rn(centred, k))));
     if (dresidual) dresidual[i] = from_float<T>(dz);
@@ -423,8 +477,8 @@ __global__ void backward_apply_kernel(int64_t M, int64_t C, const T* x, const T*
 // load-before-store rule as vector_affine_apply_kernel keeps aliasing outputs correct.
 template <class T, bool Masked>
 __global__ void __launch_bounds__(kThreads) vector_backward_apply_kernel(int64_t M, int64_t C, const T* x,
-                                                                         const T* dy, const T* relu_output, T* dx,
-                                                                         T* dresidual,
+                                                                         const T* dy, const T* dy_other,
+                                                                         MaskSource<T> mask, T* dx, T* dresidual,
                                                                          const float* __restrict__ coef) {
   constexpr int N = kWidth<T>, kRows = 2;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * N;
@@ -439,14 +493,19 @@ __global__ void __launch_bounds__(kThreads) vector_backward_apply_kernel(int64_t
   }
   const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
   for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += kRows * step) {
-    uint4 xv[kRows], dv[kRows], yv[kRows];
+    uint4 xv[kRows], dv[kRows], ov[kRows], yv[kRows];
+    unsigned bv[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (m + r * step < M) {
         const int64_t i = (m + r * step) * C + c0;
         xv[r] = load_vector(x + i);
         dv[r] = load_vector(dy + i);
-        if constexpr (Masked) yv[r] = load_vector(relu_output + i);
+        if (dy_other) ov[r] = load_vector(dy_other + i);
+        if constexpr (Masked) {
+          if (mask.bits) bv[r] = mask.byte_from(m + r * step, c0);
+          else yv[r] = load_vector(mask.y + i);
+        }
       }
     }
 #pragma unroll
@@ -456,13 +515,8 @@ __global__ void __launch_bounds__(kThreads) vector_backward_apply_kernel(int64_t
       float xf[N], dz[N], out[N];
       to_floats<T>(xv[r], xf);
       to_floats<T>(dv[r], dz);
-      if constexpr (Masked) {
-        float yf[N];
-        to_floats<T>(yv[r], yf);
-#pragma unroll
-        for (int j = 0; j < N; ++j)
-          if (!(yf[j] > 0.f)) dz[j] = 0.f;
-      }
+      if (dy_other) add_gradient<T>(ov[r], dz);
+      if constexpr (Masked) mask_gradient<T>(mask, yv[r], bv[r], dz);
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         const float centred = __fsub_rn(xf[j], mean[j]);
@@ -609,7 +663,7 @@ void launch_batchnorm_train(ElemType act, const ChannelReductionPlan& plan, cons
       const ChannelTiling& t = plan.vector;
       const dim3 block(t.tile_x, t.tile_y);
       vector_partial_kernel<T, Sums::moments><<<dim3(t.channel_tiles, t.row_chunks), block, 0, stream>>>(
-          plan.M, plan.C, x, nullptr, nullptr, ChannelTensor{}, partial);
+          plan.M, plan.C, x, nullptr, nullptr, MaskSource<T>{}, ChannelTensor{}, partial);
       check_launch("batchnorm vector_partial_kernel (moments)");
       train_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks,
                                                                                   partial, args, coef);
@@ -662,36 +716,40 @@ void launch_batchnorm_backward(ElemType act, const ChannelReductionPlan& plan, c
   if (plan.C <= 0) return;
   double* partial = partial_sums(workspace, plan);
   float* coef = coefficients(workspace);
-  const bool vec = use_vectors(plan, {args.x, args.dy, args.relu_output, args.dx, args.dresidual});
+  const bool vec = use_vectors(plan, {args.x, args.dy, args.dy_other, args.relu_output, args.dx, args.dresidual});
+  const bool masked = args.relu_output || args.relu_bits;
   dispatch_elem(act, [&](auto tag) {
     using T = decltype(tag);
     const T* x = static_cast<const T*>(args.x);
     const T* dy = static_cast<const T*>(args.dy);
-    const T* mask = static_cast<const T*>(args.relu_output);
+    const T* other = static_cast<const T*>(args.dy_other);
+    const MaskSource<T> mask{static_cast<const T*>(args.relu_output), static_cast<const unsigned char*>(args.relu_bits),
+                             args.relu_bits_row_bytes};
     T* dx = static_cast<T*>(args.dx);
     T* dres = static_cast<T*>(args.dresidual);
     if (vec) {
       const ChannelTiling& t = plan.vector;
       const dim3 block(t.tile_x, t.tile_y), partial_grid(t.channel_tiles, t.row_chunks);
-      if (mask)
+      if (masked)
         vector_partial_kernel<T, Sums::masked_gradient><<<partial_grid, block, 0, stream>>>(
-            plan.M, plan.C, x, dy, mask, args.saved_mean, partial);
+            plan.M, plan.C, x, dy, other, mask, args.saved_mean, partial);
       else
-        vector_partial_kernel<T, Sums::gradient><<<partial_grid, block, 0, stream>>>(plan.M, plan.C, x, dy, nullptr,
-                                                                                    args.saved_mean, partial);
+        vector_partial_kernel<T, Sums::gradient><<<partial_grid, block, 0, stream>>>(
+            plan.M, plan.C, x, dy, other, MaskSource<T>{}, args.saved_mean, partial);
       check_launch("batchnorm vector_partial_kernel (gradient)");
       backward_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks,
                                                                                      partial, args, coef);
       check_launch("batchnorm backward_finalize_kernel");
       if (plan.M > 0) {
-        if (mask) {
+        if (masked) {
           constexpr auto apply = vector_backward_apply_kernel<T, true>;
           const unsigned rows = one_wave_rows(t, plan.M, blocks_per_sm<apply>() * plan.sm_count);
-          apply<<<dim3(t.channel_tiles, rows), block, 0, stream>>>(plan.M, plan.C, x, dy, mask, dx, dres, coef);
+          apply<<<dim3(t.channel_tiles, rows), block, 0, stream>>>(plan.M, plan.C, x, dy, other, mask, dx, dres, coef);
         } else {
           constexpr auto apply = vector_backward_apply_kernel<T, false>;
           const unsigned rows = one_wave_rows(t, plan.M, blocks_per_sm<apply>() * plan.sm_count);
-          apply<<<dim3(t.channel_tiles, rows), block, 0, stream>>>(plan.M, plan.C, x, dy, nullptr, dx, dres, coef);
+          apply<<<dim3(t.channel_tiles, rows), block, 0, stream>>>(plan.M, plan.C, x, dy, other, MaskSource<T>{}, dx, dres,
+                                                                   coef);
         }
         check_launch("batchnorm vector_backward_apply_kernel");
       }
@@ -700,13 +758,13 @@ void launch_batchnorm_backward(ElemType act, const ChannelReductionPlan& plan, c
     const ChannelTiling& t = plan.scalar;
     const dim3 block(t.tile_x, t.tile_y);
     gradient_partial_kernel<T><<<dim3(t.channel_tiles, t.row_chunks), block, 0, stream>>>(
-        plan.M, plan.C, t.rows_per_chunk, x, dy, mask, args.saved_mean, partial);
+        plan.M, plan.C, t.rows_per_chunk, x, dy, other, mask, args.saved_mean, partial);
     check_launch("batchnorm gradient_partial_kernel");
     backward_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks,
                                                                                    partial, args, coef);
     check_launch("batchnorm backward_finalize_kernel");
     if (plan.M > 0) {
-      backward_apply_kernel<T><<<apply_grid(plan), block, 0, stream>>>(plan.M, plan.C, x, dy, mask, dx, dres, coef);
+      backward_apply_kernel<T><<<apply_grid(plan), block, 0, stream>>>(plan.M, plan.C, x, dy, other, mask, dx, dres, coef);
       check_launch("batchnorm backward_apply_kernel");
     }
   });

@@ -63,12 +63,17 @@ struct BatchNormInferArgs {
 void launch_batchnorm_infer(ElemType act, const ChannelReductionPlan& plan, const BatchNormInferArgs& args,
                             cudaStream_t stream);
 
-// Training backward. With relu_output set (batchnorm_relu_backward) the incoming gradient is
-// first masked, dz = dy·(y > 0), and written to dresidual when that is set as well.
+// Training backward. With relu_output or relu_bits set (batchnorm_relu_backward) the incoming
+// gradient is first masked, dz = dy·(y > 0), and written to dresidual when that is set as
+// well. With dy_other set the incoming gradient is dy + dy_other, rounded to the activation
+// dtype.
 struct BatchNormBackwardArgs {
   const void* x = nullptr;            // the batchnorm's input (conv_out for the fused op)
   const void* dy = nullptr;
+  const void* dy_other = nullptr;     // or null
   const void* relu_output = nullptr;  // y of the fused op, or null
+  const void* relu_bits = nullptr;    // or its packed mask (core/relu_mask.h), or null
+  int64_t relu_bits_row_bytes = 0;    // bytes of one row of the packed mask
   void* dx = nullptr;
   void* dresidual = nullptr;          // or null
   ChannelTensor gamma, saved_mean, saved_invstd, dgamma, dbeta;

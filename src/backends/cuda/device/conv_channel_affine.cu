@@ -1,6 +1,7 @@
 // The per-channel epilogue of the convolutions: relu?(x·scale + shift + residual), one pass,
 // f32 arithmetic. It finishes a convolution whose bias/residual/relu cuDNN would not fuse,
-// and it is cbr's apply step (BN scale/shift from the finalize kernel, then relu).
+// and it is cbr's apply step (BN scale/shift from the finalize kernel, then relu), where it
+// may also write the packed relu mask of the backward (core/relu_mask.h).
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/common.cuh"
 #include "backends/cuda/device/conv_device.h"
@@ -15,6 +16,30 @@ struct alignas(sizeof(T) * N) Pack {
   T v[N];
 };
 
+// One element: each step rounded on its own (no fused multiply-add), in the reference
+// backend's order: a fused result then sits on the same side of the ReLU's kink as the
+// unfused one.
+template <class T, class S>
+__device__ __forceinline__ T affine(T x, const float* scale, const S* shift, const T* residual_value, int64_t c,
+                                    bool relu) {
+  float v = to_float(x);
+  if (scale) v = __fmul_rn(v, scale[c]);
+  if (shift) v = __fadd_rn(v, to_float(shift[c]));
+  if (residual_value) v = __fadd_rn(v, to_float(*residual_value));
+  if (relu) v = v > 0.f ? v : 0.f;
+  return from_float<T>(v);
+}
+
+// Writes the mask byte of channels c0 … c0 + 7 of `row`, and zeroes the row's padding bytes
+// after the last channel's byte.
+__device__ __forceinline__ void store_mask_byte(unsigned char* mask, int64_t row_bytes, int64_t row, int64_t c0,
+                                                int64_t channels, unsigned bits) {
+  unsigned char* r = mask + row * row_bytes;
+  r[c0 / 8] = static_cast<unsigned char>(bits);
+  if (c0 + 8 == channels)
+    for (int64_t b = channels / 8; b < row_bytes; ++b) r[b] = 0;
+}
+
 template <class T, class S, int N>
 __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __restrict__ scale,
                                       const S* __restrict__ shift, const T* residual, T* y, int64_t packs,
@@ -27,17 +52,54 @@ __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __re
     const int64_t c0 = (i * N) % channels;  // N divides channels: a pack never wraps a row
     P out;
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-      // Each step rounded on its own (no fused multiply-add), in the reference backend's order:
-      // a fused result then sits on the same side of the ReLU's kink as the unfused one.
-      float v = to_float(in.v[j]);
-      if (scale) v = __fmul_rn(v, scale[c0 + j]);
-      if (shift) v = __fadd_rn(v, to_float(shift[c0 + j]));
-      if (residual) v = __fadd_rn(v, to_float(res.v[j]));
-      if (relu) v = v > 0.f ? v : 0.f;
-      out.v[j] = from_float<T>(v);
-    }
+    for (int j = 0; j < N; ++j) out.v[j] = affine<T, S>(in.v[j], scale, shift, residual ? &res.v[j] : nullptr, c0 + j, relu);
     reinterpret_cast<P*>(y)[i] = out;
+  }
+}
+
+// The same with the relu mask: a thread owns 8 consecutive channels of a row (one mask byte),
+// loaded as one 16-byte vector when T is 16-bit and the pointers allow (Vector), else one by one.
+template <class T, class S, bool Vector>
+__global__ void masked_channel_affine_kernel(const T* __restrict__ x, const float* __restrict__ scale,
+                                             const S* __restrict__ shift, const T* residual, T* y,
+                                             unsigned char* __restrict__ mask, int64_t row_bytes, int64_t groups,
+                                             int64_t channels) {
+  using P = Pack<T, 8>;
+  for (int64_t i = grid_start(); i < groups; i += grid_stride()) {
+    const int64_t first = i * 8, row = first / channels, c0 = first % channels;
+    T in[8], res[8], out[8];
+    if constexpr (Vector) {
+      const P p = reinterpret_cast<const P*>(x)[i];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) in[j] = p.v[j];
+      if (residual) {
+        const P q = reinterpret_cast<const P*>(residual)[i];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) res[j] = q.v[j];
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        in[j] = x[first + j];
+        if (residual) res[j] = residual[first + j];
+      }
+    }
+    unsigned bits = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      out[j] = affine<T, S>(in[j], scale, shift, residual ? &res[j] : nullptr, c0 + j, true);
+      if (to_float(out[j]) > 0.f) bits |= 1u << j;
+    }
+    if constexpr (Vector) {
+      P p;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) p.v[j] = out[j];
+      reinterpret_cast<P*>(y)[i] = p;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) y[first + j] = out[j];
+    }
+    store_mask_byte(mask, row_bytes, row, c0, channels, bits);
   }
 }
 
@@ -52,6 +114,24 @@ void launch_typed(const ChannelAffineArgs& a, cudaStream_t stream) {
   const S* shift = static_cast<const S*>(a.shift);
   const T* res = static_cast<const T*>(a.residual);
   T* y = static_cast<T*>(a.y);
+  if (a.mask) {
+    if (!a.relu || a.channels % 8 != 0) throw Error("the relu mask needs the relu and a multiple of 8 channels");
+    const int64_t groups = n / 8;
+    auto* mask = static_cast<unsigned char*>(a.mask);
+    bool vectorised = false;
+    if constexpr (sizeof(T) == 2) {
+      if (vectorise) {
+        masked_channel_affine_kernel<T, S, true><<<grid_for(groups), kThreads, 0, stream>>>(
+            x, a.scale, shift, res, y, mask, a.mask_row_bytes, groups, a.channels);
+        vectorised = true;
+      }
+    }
+    if (!vectorised)
+      masked_channel_affine_kernel<T, S, false><<<grid_for(groups), kThreads, 0, stream>>>(
+          x, a.scale, shift, res, y, mask, a.mask_row_bytes, groups, a.channels);
+    check_launch("masked_channel_affine_kernel");
+    return;
+  }
   if (vectorise) {
     const int64_t packs = n / kVec;
     channel_affine_kernel<T, S, kVec>

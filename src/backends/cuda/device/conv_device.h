@@ -29,6 +29,10 @@ struct ChannelAffineArgs {
   void* y = nullptr;
   int64_t rows = 0, channels = 0;
   bool relu = false;
+  // With relu: also the packed mask of y > 0 (core/relu_mask.h), mask_row_bytes a row, padding
+  // bits zeroed; channels must then be a multiple of 8 (one thread writes a whole byte).
+  void* mask = nullptr;
+  int64_t mask_row_bytes = 0;
 };
 void launch_channel_affine(const ChannelAffineArgs& a, cudaStream_t stream);
 
