@@ -103,3 +103,17 @@ TEST(Cli, TrainsOnSyntheticDataWithJsonEvents) {
   EXPECT_NE(r.output.find("test accuracy"), std::string::npos);
   EXPECT_EQ(r.output.find("test accuracy 0.00%"), std::string::npos) << "the test split must share the classes";
 }
+
+// explain reports the pipeline of the device asked for; --device cuda without a usable GPU
+// still compiles for the cuda pipeline (its 1-bit ReLU masks and folded gradient sums), says
+// why no kernels were built, and exits 0.
+TEST(Cli, ExplainForTheCudaPipelineNeedsNoGpu) {
+  Result r = run("explain --model resnet_cifar --mode train --batch 2 --device cuda --precision fp16 --json", false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"pipeline\":\"cuda\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("relu-bitmask"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("grad-sum"), std::string::npos) << r.output;
+  Result cpu = run("explain --model resnet_cifar --mode train --batch 2 --json", false);
+  ASSERT_EQ(cpu.code, 0) << cpu.output;
+  EXPECT_EQ(cpu.output.find("relu-bitmask"), std::string::npos) << "the CPU pipeline keeps y as the mask";
+}

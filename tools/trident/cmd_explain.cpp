@@ -40,17 +40,29 @@ int run_explain(Options o) {
   opt.disabled_passes = o.flags.disabled_passes;
   opt.dump_dir = o.flags.dump_dir;
   ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
+  // The report is made for the pipeline of the device asked for. --device cuda on a machine
+  // without a usable GPU still compiles the graph for the cuda pipeline (no kernels are built).
+  std::string no_gpu;
+  if (o.device.device != "cpu") {
+    try {
+      opt.backend = resolve_device(o.device, o.backend);
+    } catch (const Error& e) {
+      if (o.device.device != "cuda") throw;
+      no_gpu = e.what();
+      opt.backend = "cuda";
+    }
+    opt.precision = precision_dtype(o.device);
+    opt.autotune = o.device.autotune;
+    opt.winograd = o.device.winograd_mode();
+  }
   runtime::FusionReport r = runtime::explain(o.model, model, opt);
   // With a device, or for an inference graph on the CPU, the kernels are built too, and those
   // that chose a way to run say which (on the GPU: one cuDNN graph, or a convolution plus a
   // fused element-wise kernel; on the CPU: Winograd or the direct convolution).
   std::vector<std::pair<std::string, std::string>> kernels;
-  const bool build = o.device.device != "cpu" || opt.mode == passes::Mode::Infer;
+  const bool build = no_gpu.empty() && (o.device.device != "cpu" || opt.mode == passes::Mode::Infer);
   if (build) {
-    opt.backend = resolve_device(o.device, o.backend);
-    opt.precision = precision_dtype(o.device);
-    opt.autotune = o.device.autotune;
-    opt.winograd = o.device.winograd_mode();
+    if (o.device.device == "cpu") opt.backend = resolve_device(o.device, o.backend);
     opt.dump_dir.clear();
     kernels = runtime::Executable::compile(model, opt)->kernel_implementations();
   }
@@ -60,6 +72,8 @@ int run_explain(Options o) {
   }
   if (o.json) {
     nlohmann::json j = runtime::report_json(r);
+    j["pipeline"] = opt.backend;
+    if (!no_gpu.empty()) j["kernels_not_built"] = no_gpu;
     if (build) {
       j["backend"] = opt.backend;
       j["kernels"] = nlohmann::json::array();
@@ -69,6 +83,7 @@ int run_explain(Options o) {
     return 0;
   }
   std::cout << runtime::report_text(r);
+  if (!no_gpu.empty()) std::cout << "\nkernels not built: " << no_gpu << "\n";
   if (build) {
     std::cout << "\nkernels on backend " << opt.backend << " that chose how to run (" << kernels.size() << "):\n";
     for (const auto& [node, how] : kernels) std::cout << "  " << node << ": " << how << "\n";
