@@ -111,6 +111,7 @@ void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cros
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void fold_gradient_sum(ir::Graph& g, PassContext& ctx);   // training: dy + dy' into the BN backward
 void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar keep a 1-bit mask
+void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
 void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations

@@ -71,6 +71,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"attach_loss", attach_loss, true});
     if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});
+    if (opt.precision != DType::f32) pm.add({"group_weight_casts", group_weight_casts, false, true});
     if (opt.packs_relu_mask()) pm.add({"pack_relu_mask", pack_relu_mask, false, true});
     pm.add({"autodiff", autodiff, true});
     if (opt.optimizer) pm.add({"append_sgd", append_sgd, true});

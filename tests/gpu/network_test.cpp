@@ -220,10 +220,10 @@ namespace {
 // the default graph must have some.
 void expect_step_without(const std::vector<std::string>& disabled,
                          const std::function<bool(const ir::Graph&, const ir::Node&)>& rewritten,
-                         const std::string& what) {
+                         const std::string& what, DType precision = DType::f32) {
   const ir::Graph model = frontend::build_model("resnet_cifar", {8});
-  auto with = compile(model, "cuda", passes::Mode::Train);
-  auto without = compile(model, "cuda", passes::Mode::Train, disabled);
+  auto with = compile(model, "cuda", passes::Mode::Train, {}, precision);
+  auto without = compile(model, "cuda", passes::Mode::Train, disabled, precision);
   int count = 0;
   for (int id : with->graph().order()) count += rewritten(with->graph(), with->graph().node(id));
   EXPECT_GT(count, 0) << what;
@@ -231,7 +231,8 @@ void expect_step_without(const std::vector<std::string>& disabled,
     feed(*e, 10);
     e->run();
   }
-  expect_same_step(*with, *without, tf32_disabled() ? DType::f32 : DType::f16, what);
+  expect_same_step(*with, *without, precision != DType::f32 ? precision : tf32_disabled() ? DType::f32 : DType::f16,
+                   what);
 }
 
 }  // namespace
@@ -263,6 +264,18 @@ TEST(GpuNetwork, PackedReluMasksGiveTheStepOfMasksFromY) {
                         return n.op == "batchnorm_relu_backward" && g.value(n.inputs[0]).dtype == DType::i32;
                       },
                       "packed masks vs masks from y");
+}
+
+// group_weight_casts in mixed precision: one cast_group for the weights' copies and one for
+// their gradients give the step of one cast per weight and per gradient.
+TEST(GpuNetwork, GroupedWeightCastsGiveTheStepOfSingleCasts) {
+  TRIDENT_REQUIRE_GPU();
+  for (DType precision : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    expect_step_without({"group_weight_casts"},
+                        [](const ir::Graph&, const ir::Node& n) { return n.op == "cast_group"; },
+                        "grouped vs single weight casts", precision);
+  }
 }
 
 // Recorded steps (CUDA graphs) replay exactly the kernels a direct run enqueues: in f32 three

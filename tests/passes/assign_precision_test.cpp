@@ -49,14 +49,18 @@ TEST(AssignPrecision, TrainingGraphKeepsMasterWeightsStatsAndLossInF32) {
     EXPECT_EQ(g.value(p).dtype, DType::f32) << g.value(p).name;
     EXPECT_EQ(g.value(grad).dtype, DType::f32) << g.value(p).name << "'s gradient";
   }
-  // One cast per weight and bias of a convolution or linear layer, one for the images, one for
-  // the logits; their backward casts bring the weight gradients back to f32.
+  // One cast per weight and bias of a convolution or linear layer (the weights' in one
+  // cast_group), one for the images, one for the logits; their backward casts bring the weight
+  // gradients back to f32.
   int weights = 0;
   for (int v : g.values_with_role(ir::ValueRole::Parameter))
     weights += g.value(v).shape.size() >= 2 || g.value(v).name.find("fc.bias") != std::string::npos;
   int forward_casts = 0;
   for (int nid : g.order())
-    if (g.node(nid).op == "cast" && g.node(nid).name.find(".backward") == std::string::npos) ++forward_casts;
+    if (g.node(nid).name.find(".backward") == std::string::npos) {
+      if (g.node(nid).op == "cast") ++forward_casts;
+      if (g.node(nid).op == "cast_group") forward_casts += static_cast<int>(g.node(nid).inputs.size());
+    }
   EXPECT_EQ(forward_casts, weights + 2);
   EXPECT_GE(g.find_value("amp.loss_scale"), 0) << "f16 training scales the loss";
 }

@@ -54,8 +54,11 @@ void clip(const KernelArgs& args);
 void concat(const KernelArgs& args);
 void resize_channels(const KernelArgs& args);
 
-// optimizer.cpp
+// precision.cpp
 void cast(const KernelArgs& args);
+void cast_group(const KernelArgs& args);
+
+// optimizer.cpp
 void sgd_update(const KernelArgs& args);
 
 // fused.cpp: cbr / cbar forward, and batchnorm_relu_backward (kernels with state)

@@ -40,4 +40,11 @@ void cast(const KernelArgs& args) {
   for (int64_t i = 0; i < x.numel(); ++i) store(y, i, load(x, i));
 }
 
+// cast_group: cast i for every input/output pair, exactly as the single op.
+void cast_group(const KernelArgs& args) {
+  if (args.in.size() != args.out.size() || args.in.empty())
+    throw Error("node '" + args.node.name + "' (op cast_group): needs as many outputs as inputs, at least one");
+  for (size_t i = 0; i < args.in.size(); ++i) cast(KernelArgs{args.node, {args.in[i]}, {args.out[i]}});
+}
+
 }  // namespace trident::cpu_ref

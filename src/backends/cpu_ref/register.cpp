@@ -40,6 +40,7 @@ void register_cpu_ref_kernels() {
       {"clip", cpu_ref::clip},
       {"concat", cpu_ref::concat},
       {"cast", cpu_ref::cast},
+      {"cast_group", cpu_ref::cast_group},
       {"resize_channels", cpu_ref::resize_channels},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
