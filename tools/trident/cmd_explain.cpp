@@ -52,9 +52,9 @@ int run_explain(Options o) {
       opt.backend = "cuda";
     }
     opt.precision = precision_dtype(o.device);
-    opt.autotune = o.device.autotune;
-    opt.winograd = o.device.winograd_mode();
   }
+  opt.autotune = o.device.autotune;
+  opt.winograd = o.device.winograd_mode();
   runtime::FusionReport r = runtime::explain(o.model, model, opt);
   // With a device, or for an inference graph on the CPU, the kernels are built too, and those
   // that chose a way to run say which (on the GPU: one cuDNN graph, or a convolution plus a
