@@ -4,7 +4,9 @@
 // owns one context for its whole life, so caches are never process-wide mutable statics.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace trident {
@@ -40,6 +42,9 @@ class BackendContext {
     bool inference = false;  // an inference executable (weights constant between prepare()s)
     bool autotune = true;    // choose implementations by timing them once, at build
     int winograd = -1;       // CPU: Winograd convolutions, -1 by timing, 0 never, 1 always
+    // Host memory a kernel may hold while it is built (autotuning's trial tensors): what the
+    // run's memory budget leaves. A kernel times fewer candidates rather than pass it.
+    uint64_t build_bytes = UINT64_MAX;
   };
   void set_kernel_options(const KernelOptions& o) {
     kernel_options_ = o;
@@ -59,6 +64,10 @@ class BackendContext {
   virtual void discard_recording() {}
   // Most device memory held at once by this context's allocations (0 on host backends).
   virtual size_t peak_device_bytes() const { return 0; }
+  // Device memory free now, as the driver reports it; nullopt on host backends.
+  virtual std::optional<uint64_t> free_device_bytes() const { return std::nullopt; }
+  // The workspaces the kernels built so far reserved, allocated when they first run.
+  virtual size_t workspace_bytes() const { return 0; }
 
  private:
   KernelOptions kernel_options_;

@@ -8,6 +8,10 @@
 #include "core/dtype.h"
 #include "ir/graph.h"
 
+namespace trident {
+class MemoryBudget;
+}
+
 namespace trident::passes {
 
 enum class Mode { Train, Infer };
@@ -47,6 +51,9 @@ struct CompileOptions {
   // Zero-pad convolution inputs and weights whose channels do not fill 16-byte vectors (the
   // pad_channels pass): -1 automatic (on for the cuda backend), 0 off, 1 on.
   int channel_padding = -1;
+  // Where set, compile claims the plan's memory from this budget before allocating it and
+  // the kernels' workspaces once they are built (core/memory_budget.h); null: no check.
+  MemoryBudget* memory_budget = nullptr;
   bool pads_channels() const { return channel_padding < 0 ? backend == "cuda" : channel_padding != 0; }
   // Training: cbr/cbar keep a 1-bit ReLU mask for their backward instead of re-reading y (the
   // pack_relu_mask pass): -1 automatic (on for the cuda backend, where the batchnorm backward

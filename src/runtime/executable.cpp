@@ -10,8 +10,10 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "core/memory_budget.h"
 #include "core/random.h"
 #include "runtime/host_threads.h"
+#include "runtime/memory_estimate.h"
 
 namespace trident::runtime {
 
@@ -39,8 +41,17 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
   exe->plan_ = std::move(c.plan);
 
   exe->ctx_ = KernelRegistry::make_context(options.backend);
-  exe->ctx_->set_kernel_options(
-      {options.mode == passes::Mode::Infer, options.autotune, options.winograd});
+  MemoryBudget* budget = options.memory_budget;
+  const std::string graph_name = "the " + std::string(passes::mode_name(options.mode)) + " graph's ";
+  if (budget) {
+    const MemoryEstimate est = estimate_memory(exe->plan_, exe->ctx_->on_device());
+    const std::string what = graph_name + "buffers (" + est.breakdown + ")";
+    if (const std::optional<uint64_t> free = exe->ctx_->free_device_bytes())
+      budget->check_device(est.backend_bytes, *free, what);
+    budget->claim(est.host_bytes, exe->ctx_->on_device() ? graph_name + "host copies" : what);
+  }
+  exe->ctx_->set_kernel_options({options.mode == passes::Mode::Infer, options.autotune, options.winograd,
+                                 budget ? budget->headroom() : UINT64_MAX});
   // TRIDENT_POISON_ARENA=1 fills intermediate tensors with NaN before the first step, so a
   // kernel that reads an element nothing wrote shows up as NaN instead of as stale zeros.
   const char* poison = std::getenv("TRIDENT_POISON_ARENA");
@@ -56,6 +67,14 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
   exe->hoisted_steps_ = exe->build_steps(true);
   exe->active_threads_ = exe->ctx_->kernels_depend_on_threads() ? omp_get_max_threads() : 0;
   exe->steps_ = &(exe->kernel_sets_[exe->active_threads_].steps = exe->build_steps(false));
+  // Workspaces are reserved while kernels are built and allocated when they first run.
+  if (budget) {
+    const size_t workspaces = exe->ctx_->workspace_bytes();
+    if (const std::optional<uint64_t> free = exe->ctx_->free_device_bytes())
+      budget->check_device(workspaces, *free, graph_name + "kernel workspaces");
+    else
+      budget->claim(workspaces, graph_name + "kernel workspaces");
+  }
   return exe;
 }
 

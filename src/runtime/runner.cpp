@@ -80,6 +80,7 @@ Runner::Runner(const ir::Graph& model, const RunnerOptions& options) {
   opt.autotune = options.autotune;
   opt.cuda_graph = options.cuda_graph;
   opt.winograd = options.winograd;
+  opt.memory_budget = options.memory_budget;
   exe_ = Executable::compile(model, opt);
   const ir::Graph& g = exe_->graph();
   for (int v : g.values_with_role(ir::ValueRole::Input))

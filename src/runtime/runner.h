@@ -26,6 +26,7 @@ struct RunnerOptions {
   bool autotune = true;          // GPU: time cuDNN's candidate plans (CompileOptions)
   bool cuda_graph = true;        // GPU: replay each run as a recorded CUDA graph
   int winograd = -1;             // CPU: Winograd 3x3 convolutions, -1 auto / 0 off / 1 on
+  MemoryBudget* memory_budget = nullptr;  // claims the executable's memory (CompileOptions)
 };
 
 // Latency of timed iterations (milliseconds) and throughput.

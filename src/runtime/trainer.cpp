@@ -65,12 +65,14 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   train_opt.precision = config_.precision;
   train_opt.autotune = config_.autotune;
   train_opt.cuda_graph = config_.cuda_graph;
+  train_opt.memory_budget = config_.memory_budget;
   passes::CompileOptions eval_opt;
   eval_opt.mode = passes::Mode::Infer;
   eval_opt.backend = config_.backend;
   eval_opt.precision = config_.precision;
   eval_opt.autotune = config_.autotune;
   eval_opt.cuda_graph = config_.cuda_graph;
+  eval_opt.memory_budget = config_.memory_budget;
   // Evaluation keeps the direct convolutions: a run's accuracies must not depend on which
   // algorithm start-up timing happened to prefer.
   eval_opt.winograd = 0;

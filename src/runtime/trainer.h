@@ -29,6 +29,7 @@ struct TrainConfig {
   bool cuda_graph = true;                    // GPU: replay each step as a recorded CUDA graph
   std::vector<std::string> disabled_passes;  // by name, for both executables
   std::string dump_dir;                      // IR after every pass: DIR/train, DIR/infer
+  MemoryBudget* memory_budget = nullptr;     // both executables claim their memory (CompileOptions)
 };
 
 // The learning rate at a step: linear warm-up over `warmup` steps from base/10, then cosine

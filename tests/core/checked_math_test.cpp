@@ -2,22 +2,11 @@
 // extents and overflowing sums are one Error naming the tensor.
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include "core/checked_math.h"
+#include "support/error_of.h"
 
 using namespace trident;
-
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using test_support::error_of;
 
 TEST(CheckedMath, CountsUpToTheLimitAreExact) {
   EXPECT_EQ(checked_numel({}, "t"), 1);

@@ -35,6 +35,7 @@ struct Options {
   DeviceFlags device;
   CompileFlags flags;
   ThreadFlags threads;
+  std::string max_memory;
 };
 
 // One 3x3 Conv+BN+ReLU layer with a pooling+linear head. Its input is held in the run's
@@ -93,6 +94,8 @@ int run_bench(Options o) {
   opt.optimizer = !layer;  // the layer benchmark times forward+backward; models a full step
   opt.disabled_passes = o.flags.disabled_passes;
   opt.dump_dir = o.flags.dump_dir;
+  MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
+  opt.memory_budget = &budget;
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<runtime::Executable> exe = runtime::Executable::compile(model, opt);
   exe->init_parameters(1);
@@ -197,6 +200,7 @@ Runner add_bench_command(CLI::App& app) {
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
   add_thread_options(sub, o->threads);
+  add_memory_option(sub, o->max_memory);
   add_compile_flags(sub, o->flags);
   return [o] { return run_bench(*o); };
 }

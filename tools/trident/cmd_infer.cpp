@@ -34,6 +34,7 @@ struct Options {
   std::string backend = default_backend();
   DeviceFlags device;
   CompileFlags flags;
+  std::string max_memory;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -86,11 +87,13 @@ int run_infer(Options o) {
   if (o.model_file.empty()) o.model_file = o.model.empty() ? frontend::default_model() : o.model;
   o.threads.apply();
   const bool onnx = ends_with(o.model_file, ".onnx");
+  MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
 
   // The input file is read first: its batch is the default batch.
   runtime::HostTensor input;
   const bool have_input = !o.input.empty();
   if (have_input) {
+    claim_file(budget, o.input, "--input '" + o.input + "'");
     input = read_input(o.input, "images");
     if (input.shape.empty()) throw Error("'" + o.input + "' holds a scalar; the model needs a batch of inputs");
     if (o.batch == 0) o.batch = input.shape[0];
@@ -102,6 +105,7 @@ int run_infer(Options o) {
   runtime::WeightMap onnx_weights;
   std::string source = "zoo";
   if (onnx) {
+    claim_file(budget, o.model_file, "the weights of '" + o.model_file + "'");
     frontend::OnnxImport imp = frontend::import_onnx(o.model_file, {o.batch});
     model = std::move(imp.graph);
     onnx_weights = std::move(imp.weights);
@@ -111,7 +115,7 @@ int run_infer(Options o) {
   }
   runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir,
                                  precision_dtype(o.device), o.device.autotune, o.device.cuda_graph,
-                                 o.device.winograd_mode()});
+                                 o.device.winograd_mode(), &budget});
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);
@@ -121,6 +125,7 @@ int run_infer(Options o) {
   }
   if (!o.weights.empty()) {
     if (!ends_with(o.weights, ".safetensors")) throw Error("--weights '" + o.weights + "' must be a .safetensors file");
+    claim_file(budget, o.weights, "--weights '" + o.weights + "'");
     runner.load_weights(runtime::read_safetensors(o.weights), !onnx);
     weights = o.weights;
   }
@@ -219,6 +224,7 @@ Runner add_infer_command(CLI::App& app) {
   add_winograd_option(sub, o->device);
   add_backend_option(sub, o->backend, "CPU backend that runs the kernels");
   add_thread_options(sub, o->threads);
+  add_memory_option(sub, o->max_memory);
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")
       ->check(CLI::Range(0, 100000));
   add_compile_flags(sub, o->flags);

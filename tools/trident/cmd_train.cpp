@@ -36,6 +36,7 @@ struct Options {
   CompileFlags flags;
   DeviceFlags device;
   std::string save_path, resume_path, weights_path;
+  std::string max_memory;
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
 
@@ -97,8 +98,10 @@ void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset&
 
 int run_train(Options o) {
   o.threads.apply();
+  MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
   runtime::Checkpoint resume;
   if (!o.resume_path.empty()) {
+    claim_file(budget, o.resume_path, "--resume '" + o.resume_path + "'");
     resume = runtime::load_checkpoint(o.resume_path);
     adopt_checkpoint(o, resume);
   }
@@ -127,6 +130,7 @@ int run_train(Options o) {
   o.config.cuda_graph = o.device.cuda_graph;
   o.config.disabled_passes = o.flags.disabled_passes;
   o.config.dump_dir = o.flags.dump_dir;
+  o.config.memory_budget = &budget;
   ir::Graph model = frontend::build_model(o.model, {o.batch});
   runtime::Trainer trainer(model, o.config);
   int64_t first_epoch = 0;
@@ -140,6 +144,7 @@ int run_train(Options o) {
     resume.weights.clear();
   }
   if (!o.weights_path.empty()) {
+    claim_file(budget, o.weights_path, "--weights '" + o.weights_path + "'");
     const runtime::WeightMap w = runtime::read_safetensors(o.weights_path);
     try {
       trainer.train_executable().import_weights(w, false);
@@ -218,6 +223,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--train-limit", o->train_limit, "Use only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--test-limit", o->test_limit, "Use only the first N test images (0: all)")->check(CLI::NonNegativeNumber);
   add_thread_options(sub, o->threads);
+  add_memory_option(sub, o->max_memory);
   sub->add_flag("--json", o->json, "Print one JSON line per event on stdout");
   CLI::Option* save = sub->add_option(
       "--save", o->save_path,

@@ -3,6 +3,7 @@
 #pragma once
 #include <charconv>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "backends/kernel.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "runtime/device.h"
 #include "runtime/host_threads.h"
 #include "runtime/train_limits.h"
@@ -53,6 +55,33 @@ inline void add_seed_option(CLI::App* sub, uint64_t& seed, const std::string& he
           },
           ""))
       ->capture_default_str();
+}
+
+// --max-memory, for the commands that allocate a plan (train, infer, bench): the plan's
+// estimate is checked against it, or against the memory available at start, before allocating.
+inline void add_memory_option(CLI::App* sub, std::string& max_memory) {
+  sub->add_option("--max-memory", max_memory,
+                  "Most host memory the run may use, e.g. 512M or 8G (K, M, G, T are powers of "
+                  "1024); the plan's buffers, data and inputs are checked against it before they "
+                  "are allocated (default: the memory available at start, MemAvailable capped by "
+                  "the cgroup's limit). On the GPU, device buffers are checked against its free memory")
+      ->type_name("SIZE")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (parse_memory_size(s)) return "";
+            return "must be a size such as 512M, 8G or 1.5T (at least 1 byte, at most 1024P), not '" + s + "'";
+          },
+          "SIZE"));
+}
+
+// Claims what reading a whole file costs: its size for what is kept, checked once more for the
+// copy the reader holds meanwhile. A file that cannot be sized is left to its reader's sentence.
+inline void claim_file(MemoryBudget& budget, const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return;
+  budget.claim(size, what, "use a smaller file or a larger --max-memory");
+  budget.check(size, "reading " + what, "use a smaller file or a larger --max-memory");
 }
 
 // --threads and --thread-policy, for every command that runs CPU kernels.

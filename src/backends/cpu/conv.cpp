@@ -161,7 +161,7 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
     kind = Signature("|infer").add("sum", int64_t{post.sum}).add("relu", int64_t{post.relu}).str();
     const bool arena = algorithms.scratch != nullptr;  // blocked copies need it
     const ConvPlan plan = plan_inference_conv(s, post, s.sig + kind, arena ? algorithms.winograd : 0,
-                                              arena && algorithms.autotune);
+                                              arena && algorithms.autotune, algorithms.trial_bytes);
     k.set_implementation(plan.note);
     p = plan.p;
     blocked = plan.blocked;

@@ -86,12 +86,12 @@ double run_trial(std::vector<TrialStep>& steps) {
 
 // The candidate as its kernel would run it: on the NHWC tensors, or (blocked) with the
 // reorders into and out of its own layout.
+// The NHWC input and output `x`, `y` are shared by every candidate's trial.
 std::vector<TrialStep> trial(const ConvSetup& s, const CachedPrimitive& p, const std::string& key,
-                             bool blocked, bool sum) {
+                             bool blocked, bool sum, const memory& x, const memory& y) {
   std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, zeroed(p.pd.weights_desc())}};
   if (s.bias.get_size() > 0) args[DNNL_ARG_BIAS] = zeroed(s.bias);
   if (p.pd.scratchpad_desc().get_size() > 0) args[DNNL_ARG_SCRATCHPAD] = zeroed(p.pd.scratchpad_desc());
-  const memory x = zeroed(s.src), y = zeroed(s.dst);
   if (!blocked) {
     args[DNNL_ARG_SRC] = x;
     args[DNNL_ARG_DST] = y;
@@ -119,9 +119,10 @@ TimedChoice time_candidates(const ConvSetup& s, const ConvPostOps& post, const s
                             const std::vector<Candidate>& cands) {
   std::vector<std::vector<TrialStep>> trials;
   std::vector<double> best;
+  const memory x = zeroed(s.src), y = zeroed(s.dst);
   for (const Candidate& c : cands) {
     const std::string ckey = candidate_key(key, c);
-    trials.push_back(trial(s, build(s, post, key, c), ckey, c.winograd(), post.sum));
+    trials.push_back(trial(s, build(s, post, key, c), ckey, c.winograd(), post.sum, x, y));
     best.push_back(run_trial(trials.back()));
   }
   const double fastest_warmup = *std::min_element(best.begin(), best.end());
@@ -153,10 +154,23 @@ TimedChoice time_candidates(const ConvSetup& s, const ConvPostOps& post, const s
   return {static_cast<int>(choice), note};
 }
 
+// The bytes time_candidates allocates for `cands`: the shared input and output, and each
+// candidate's weights, bias, scratchpad and blocked copies.
+uint64_t trial_footprint(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
+                         const std::vector<Candidate>& cands) {
+  uint64_t bytes = s.src.get_size() + s.dst.get_size();
+  for (const Candidate& c : cands) {
+    const CachedPrimitive p = build(s, post, key, c);
+    bytes += p.pd.weights_desc().get_size() + s.bias.get_size() + p.pd.scratchpad_desc().get_size();
+    if (c.winograd()) bytes += p.pd.src_desc().get_size() + p.pd.dst_desc().get_size();
+  }
+  return bytes;
+}
+
 }  // namespace
 
 ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
-                             int winograd, bool autotune) {
+                             int winograd, bool autotune, uint64_t trial_bytes) {
   // Winograd is a candidate when requested, or when automatic and timed.
   std::vector<Candidate> cands;
   if ((winograd == 1 || (winograd < 0 && autotune)) && winograd_shape(s))
@@ -169,10 +183,20 @@ ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const 
   }
   if (cands.empty()) throw dnnl::error(dnnl_unimplemented, "no convolution implementation");
   TimedChoice choice{0, only_winograd ? cands[0].name() + ", as requested" : std::string()};
+  std::string left_out;
+  while (autotune && cands.size() > 1 && trial_footprint(s, post, key, cands) > trial_bytes) {
+    left_out += (left_out.empty() ? "" : ", ") + cands.back().name();
+    cands.pop_back();
+  }
+  if (!left_out.empty()) {
+    left_out = "; not timed for lack of memory: " + left_out;
+    if (cands.size() == 1) choice.note = cands[0].name() + left_out;
+  }
   if (autotune && cands.size() > 1) {
     std::string tkey = key + "|candidates";
     for (const Candidate& c : cands) tkey += "," + candidate_key("", c);
     choice = OnednnContext::instance().choice(tkey, [&] { return time_candidates(s, post, key, cands); });
+    choice.note += left_out;
   }
   const Candidate& c = cands[static_cast<size_t>(choice.index)];
   return {build(s, post, key, c), candidate_key(key, c), c.winograd(), choice.note};

@@ -3,6 +3,7 @@
 // Winograd F(2,3) and F(4,3) ...) and its first is not always the fastest on a given shape, so
 // each candidate is timed once per signature, as the GPU backend times cuDNN's plans.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "backends/cpu/conv_setup.h"
@@ -19,8 +20,10 @@ struct ConvPlan {
 // winograd: -1 a candidate when timed, 0 never, 1 only Winograd where oneDNN has it.
 // autotune off: the first implementation oneDNN lists (of Winograd's, with winograd = 1).
 // A Winograd implementation must beat the fastest direct one by 5 % to be chosen, so that
-// results keep the direct convolution's rounding unless it buys something.
+// results keep the direct convolution's rounding unless it buys something. Timing holds every
+// candidate's tensors at once; where they would take more than `trial_bytes`, the last
+// candidates are left out (Winograd's first), and with one left nothing is timed.
 ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
-                             int winograd, bool autotune);
+                             int winograd, bool autotune, uint64_t trial_bytes = UINT64_MAX);
 
 }  // namespace trident::onednn

@@ -30,6 +30,7 @@ class CpuContext final : public BackendContext {
   bool kernels_depend_on_threads() const override { return true; }
   // Kernels hold the arena by shared ownership: they may outlive a context made only to build them.
   const std::shared_ptr<ScratchArena>& scratch() const { return scratch_; }
+  size_t workspace_bytes() const override { return scratch_->reserved(); }
 
  private:
   std::shared_ptr<ScratchArena> scratch_ = std::make_shared<ScratchArena>();

@@ -51,9 +51,10 @@ struct ConvAlgorithms {
   int winograd = 0;
   bool autotune = false;
   std::shared_ptr<ScratchArena> scratch;
+  uint64_t trial_bytes = UINT64_MAX;  // most memory timing the candidates may take
   static ConvAlgorithms from(const CpuContext& ctx) {
     const BackendContext::KernelOptions& o = ctx.kernel_options();
-    return {o.inference, o.winograd, o.autotune, ctx.scratch()};
+    return {o.inference, o.winograd, o.autotune, ctx.scratch(), o.build_bytes};
   }
 };
 void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,

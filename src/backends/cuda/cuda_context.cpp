@@ -132,6 +132,20 @@ void CudaContext::reserve_workspace(int slot, size_t bytes) {
   reserved_[slot] = std::max(reserved_[slot], bytes);
 }
 
+std::optional<uint64_t> CudaContext::free_device_bytes() const {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return free_b;
+}
+
+size_t CudaContext::workspace_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reserved_[0] + reserved_[1];
+}
+
 void* CudaContext::workspace(int slot) {
   size_t want;
   {

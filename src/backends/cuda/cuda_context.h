@@ -95,6 +95,8 @@ class CudaContext final : public BackendContext {
 
   // Device memory held by this context's allocations and workspaces (bytes).
   size_t peak_device_bytes() const override { return peak_bytes_; }
+  std::optional<uint64_t> free_device_bytes() const override;
+  size_t workspace_bytes() const override;
   size_t live_bytes() const { return live_bytes_; }
 
  private:
