@@ -282,3 +282,32 @@ TEST(DataIdx, AFifoIsRefusedWithoutBlocking) {
   trident::test_support::expect_special_files_refused([](const std::string& p) { read_idx_images(p); }, f);
   trident::test_support::expect_refused_file([](const std::string& p) { read_idx_labels(p, 10); }, f.fifo, "FIFO");
 }
+
+// A small gzip file whose header declares 1.37 M images: with a record limit only the first
+// records are read (and only their bytes announced before allocating), whatever the header
+// claims and whether or not the rest exists; before, the whole claim was read first.
+TEST(DataIdx, ARecordLimitReadsOnlyTheFirstRecords) {
+  TempDir dir;
+  const std::vector<uint8_t> first = ramp(600 * 28 * 28, 3);
+  write_gzip(dir.file("huge.gz"), idx_bytes(kIdxImagesMagic, {1370000, 28, 28}, first));
+  int64_t announced = -1;
+  const IdxImages im = read_idx_images(dir.file("huge.gz"), {512, [&](int64_t n, int64_t bytes) {
+                                                               EXPECT_EQ(n, 512);
+                                                               announced = bytes;
+                                                             }});
+  EXPECT_EQ(announced, 512 * 28 * 28);
+  EXPECT_EQ(im.declared_count, 1370000);
+  EXPECT_EQ(im.count, 512);
+  EXPECT_EQ(im.pixels, std::vector<uint8_t>(first.begin(), first.begin() + 512 * 28 * 28));
+  // The records read must be present; all 1.37 M would pass the payload cap.
+  expect_error([&] { read_idx_images(dir.file("huge.gz"), {700, {}}); }, {dir.file("huge.gz"), "truncated"});
+  expect_error([&] { read_idx_images(dir.file("huge.gz")); }, {dir.file("huge.gz"), "absurd"});
+  // A plain file is held to the bytes present for the records read, not for the rest.
+  write_plain(dir.file("huge.idx"), idx_bytes(kIdxImagesMagic, {1370000, 2, 4}, kPixels));
+  EXPECT_EQ(read_idx_images(dir.file("huge.idx"), {3, {}}).pixels, kPixels);
+  expect_error([&] { read_idx_images(dir.file("huge.idx"), {4, {}}); }, {dir.file("huge.idx"), "truncated"});
+  // Labels alike, each label checked.
+  write_gzip(dir.file("labels.gz"), idx_bytes(kIdxLabelsMagic, {1370000}, {1, 2, 3, 4}));
+  const IdxLabels l = read_idx_labels(dir.file("labels.gz"), 10, {2, {}});
+  EXPECT_EQ(l.labels, (std::vector<uint8_t>{1, 2}));
+}

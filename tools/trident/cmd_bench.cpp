@@ -188,7 +188,7 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_option("--model", o->model, "Zoo model name, or cbr-layer (one 3x3 CBR layer, see --layer)")->capture_default_str();
   sub->add_option("--mode", o->mode, "train (forward+backward+update) or infer")
       ->check(CLI::IsMember({"train", "infer"}))->capture_default_str();
-  sub->add_option("--batch", o->batch, "Batch size")->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size")->check(within(runtime::kBatchLimit))->capture_default_str();
   sub->add_option("--layer", o->layer, "cbr-layer shape: H W C K")->expected(4)->capture_default_str();
   sub->add_option("--iterations", o->iterations, "Timed iterations")->check(CLI::Range(1, 1000000))->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000))->capture_default_str();

@@ -100,7 +100,7 @@ Runner add_explain_command(CLI::App& app) {
   sub->add_option("--model", o->model, "Model name (trident info --list) or an .onnx file")->capture_default_str();
   sub->add_option("--mode", o->mode, "train or infer (default for ONNX: infer)")->check(CLI::IsMember({"train", "infer"}))
       ->capture_default_str()->each([o](const std::string&) { o->mode_given = true; });
-  sub->add_option("--batch", o->batch, "Batch size for the byte counts")->check(CLI::Range(1, 65536))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size for the byte counts")->check(within(runtime::kBatchLimit))->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");
   add_device_options(sub, o->device);

@@ -96,6 +96,9 @@ int run_infer(Options o) {
     claim_file(budget, o.input, "--input '" + o.input + "'");
     input = read_input(o.input, "images");
     if (input.shape.empty()) throw Error("'" + o.input + "' holds a scalar; the model needs a batch of inputs");
+    if (!runtime::kBatchLimit.allows(static_cast<double>(input.shape[0])))
+      throw Error("--input '" + o.input + "' holds a batch of " + std::to_string(input.shape[0]) +
+                  ", outside --batch's range (" + runtime::kBatchLimit.range() + "); split it into smaller files");
     if (o.batch == 0) o.batch = input.shape[0];
   }
   if (o.batch == 0) o.batch = onnx ? 0 : 1;
@@ -213,7 +216,7 @@ Runner add_infer_command(CLI::App& app) {
   sub->add_option("--model", o->model, "Zoo model name or an .onnx file (default: " + frontend::default_model() + ")");
   sub->add_option("--weights", o->weights, "Weights in trident layouts (.safetensors, e.g. a training checkpoint)");
   sub->add_option("--input", o->input, "Input as .npy or .safetensors, NCHW for images (default: random)");
-  sub->add_option("--batch", o->batch, "Batch size (default: the input file's, else 1)")->check(CLI::Range(1, 65536));
+  sub->add_option("--batch", o->batch, "Batch size (default: the input file's, else 1)")->check(within(runtime::kBatchLimit));
   sub->add_option("--iterations", o->iterations, "Timed iterations")->check(CLI::Range(1, 1000000))->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000))->capture_default_str();
   sub->add_option("--topk", o->topk, "Classes to list per sample for classifiers (0: none)")->check(CLI::Range(0, 1000000))->capture_default_str();

@@ -72,11 +72,16 @@ std::string fixed(double v, int digits) {
   return os.str();
 }
 
+// Only what the limits ask for is read, its memory claimed from `budget` first.
 void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset& train,
-               data::Dataset& test) {
+               data::Dataset& test, MemoryBudget& budget) {
   if (o.synthetic) {
     // One draw split in two, so the test images share the training classes' templates.
     const int64_t n_train = o.train_limit ? o.train_limit : 4096, n_test = o.test_limit ? o.test_limit : 1024;
+    const uint64_t bytes = static_cast<uint64_t>(n_train + n_test) *
+                           (static_cast<uint64_t>(info.height) * info.width * info.channels + 1) * 4;
+    budget.claim(bytes, "the synthetic images", "lower --train-limit or --test-limit");
+    budget.check(bytes, "splitting the synthetic images", "lower --train-limit or --test-limit");
     data::Dataset all = data::make_synthetic(n_train + n_test, info.height, info.width, info.channels,
                                              info.classes, o.config.seed);
     train = data::subset(all, 0, n_train);
@@ -84,16 +89,14 @@ void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset&
     return;
   }
   const std::string dir = o.data_dir.empty() ? data::default_fashion_mnist_dir() : o.data_dir;
-  train = data::load_fashion_mnist(dir, "train");
-  test = data::load_fashion_mnist(dir, "test");
+  train = data::load_fashion_mnist(dir, "train", {o.train_limit, &budget, "use --train-limit"});
+  test = data::load_fashion_mnist(dir, "test", {o.test_limit, &budget, "use --test-limit"});
   if (train.height != info.height || train.width != info.width || train.channels != info.channels ||
       train.num_classes != info.classes)
     throw Error("model '" + info.name + "' expects " + std::to_string(info.height) + "x" +
                 std::to_string(info.width) + "x" + std::to_string(info.channels) + " images in " +
                 std::to_string(info.classes) + " classes, but Fashion-MNIST has 28x28x1 in 10; "
                 "use --synthetic for this model");
-  if (o.train_limit) train = data::subset(train, 0, std::min(o.train_limit, train.count));
-  if (o.test_limit) test = data::subset(test, 0, std::min(o.test_limit, test.count));
 }
 
 int run_train(Options o) {
@@ -115,7 +118,7 @@ int run_train(Options o) {
     if (m.name == o.model) info = &m;
   if (!info) frontend::build_model(o.model, {1});  // throws the unknown-model sentence
   data::Dataset train, test;
-  load_data(o, *info, train, test);
+  load_data(o, *info, train, test, budget);
   if (o.batch > train.count)
     throw Error("--batch " + std::to_string(o.batch) + " is larger than the " +
                 std::to_string(train.count) + " training images");
@@ -220,8 +223,8 @@ Runner add_train_command(CLI::App& app) {
   add_backend_option(sub, o->config.backend, "Backend that runs the kernels");
   sub->add_option("--data", o->data_dir, "Fashion-MNIST directory (default: the Debian package's)");
   sub->add_flag("--synthetic", o->synthetic, "Train on synthetic data of the model's input shape");
-  sub->add_option("--train-limit", o->train_limit, "Use only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--test-limit", o->test_limit, "Use only the first N test images (0: all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--train-limit", o->train_limit, "Read only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--test-limit", o->test_limit, "Read only the first N test images (0: all)")->check(CLI::NonNegativeNumber);
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   sub->add_flag("--json", o->json, "Print one JSON line per event on stdout");

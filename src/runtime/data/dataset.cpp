@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "runtime/data/idx.h"
 #include "runtime/data/random.h"
 
@@ -47,16 +48,29 @@ void validate(const Dataset& ds) {
 }
 
 Dataset load_idx_pair(const std::string& images_path, const std::string& labels_path,
-                      int num_classes, float mean, float std) {
+                      int num_classes, float mean, float std, const LoadLimits& limits) {
   if (!std::isfinite(mean) || !std::isfinite(std) || !(std > 0.0f))
     throw Error(images_path + ": cannot normalise with mean " + std::to_string(mean) +
                 " and std " + std::to_string(std) + "; the std must be positive and finite");
-  IdxImages images = read_idx_images(images_path);
-  IdxLabels labels = read_idx_labels(labels_path, num_classes);
-  if (images.count != labels.count)
-    throw Error("image file " + images_path + " holds " + std::to_string(images.count) +
+  // The budget claims what stays (floats, int32 labels) and checks the bytes read meanwhile.
+  IdxReadLimits image_limits{limits.max_samples, {}}, label_limits{limits.max_samples, {}};
+  if (MemoryBudget* budget = limits.budget) {
+    image_limits.before_payload = [budget, &images_path, &limits](int64_t count, int64_t bytes) {
+      const std::string what = "the " + std::to_string(count) + " images of " + images_path;
+      budget->claim(static_cast<uint64_t>(bytes) * sizeof(float), what, limits.advice);
+      budget->check(static_cast<uint64_t>(bytes), "reading " + what, limits.advice);
+    };
+    label_limits.before_payload = [budget, &labels_path, &limits](int64_t count, int64_t) {
+      budget->claim(static_cast<uint64_t>(count) * (sizeof(int32_t) + 1),
+                    "the " + std::to_string(count) + " labels of " + labels_path, limits.advice);
+    };
+  }
+  IdxImages images = read_idx_images(images_path, image_limits);
+  IdxLabels labels = read_idx_labels(labels_path, num_classes, label_limits);
+  if (images.declared_count != labels.declared_count)
+    throw Error("image file " + images_path + " holds " + std::to_string(images.declared_count) +
                 " images but label file " + labels_path + " holds " +
-                std::to_string(labels.count) + " labels; the two must have the same count");
+                std::to_string(labels.declared_count) + " labels; the two must have the same count");
 
   Dataset ds;
   ds.count = images.count;
@@ -75,6 +89,7 @@ Dataset load_idx_pair(const std::string& images_path, const std::string& labels_
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) dst[i] = lut[src[i]];
   ds.labels.assign(labels.labels.begin(), labels.labels.end());
+  if (limits.max_samples > 0) ds.name = subset_name(ds.name, 0, ds.count);
   return ds;
 }
 
@@ -84,7 +99,7 @@ std::string default_fashion_mnist_dir() {
   return kFashionMnistSystemDir;
 }
 
-Dataset load_fashion_mnist(const std::string& dir, const std::string& split) {
+Dataset load_fashion_mnist(const std::string& dir, const std::string& split, const LoadLimits& limits) {
   namespace fs = std::filesystem;
   if (split != "train" && split != "test")
     throw Error("unknown Fashion-MNIST split " + quoted(split) +
@@ -106,8 +121,9 @@ Dataset load_fashion_mnist(const std::string& dir, const std::string& split) {
   };
   const std::string images = pick(prefix + "-images-idx3-ubyte");
   const std::string labels = pick(prefix + "-labels-idx1-ubyte");
-  Dataset ds = load_idx_pair(images, labels, 10, kFashionMnistMean, kFashionMnistStd);
+  Dataset ds = load_idx_pair(images, labels, 10, kFashionMnistMean, kFashionMnistStd, limits);
   ds.name = "fashion-mnist/" + split;
+  if (limits.max_samples > 0) ds.name = subset_name(ds.name, 0, ds.count);
   return ds;
 }
 
@@ -200,6 +216,10 @@ Dataset make_synthetic(int64_t count, int height, int width, int channels, int n
   return ds;
 }
 
+std::string subset_name(const std::string& name, int64_t first, int64_t count) {
+  return name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
+}
+
 Dataset subset(const Dataset& ds, int64_t first, int64_t count) {
   if (first < 0 || count < 1 || first > ds.count || count > ds.count - first)
     throw Error("cannot take samples [" + std::to_string(first) + ", " +
@@ -215,7 +235,7 @@ Dataset subset(const Dataset& ds, int64_t first, int64_t count) {
   out.width = ds.width;
   out.channels = ds.channels;
   out.num_classes = ds.num_classes;
-  out.name = ds.name + "[" + std::to_string(first) + ":" + std::to_string(first + count) + "]";
+  out.name = subset_name(ds.name, first, count);
   out.images.assign(ds.images.begin() + first * sample,
                     ds.images.begin() + (first + count) * sample);
   out.labels.assign(ds.labels.begin() + first, ds.labels.begin() + first + count);

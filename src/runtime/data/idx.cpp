@@ -186,9 +186,10 @@ std::vector<int64_t> read_header(ByteSource& src, const Kind& kind) {
   return dims;
 }
 
-// Reads exactly `bytes` of payload and rejects anything after it. `what` names the payload
-// ("60000 images of 28x28", ...) and `unit` its bytes ("pixel data") for the messages.
-std::vector<uint8_t> read_payload(ByteSource& src, int64_t header_bytes, int64_t bytes,
+// Reads exactly `bytes` of payload and, when they are the whole payload (`whole`), rejects
+// anything after them. `what` names the payload ("60000 images of 28x28", ...) and `unit` its
+// bytes ("pixel data") for the messages.
+std::vector<uint8_t> read_payload(ByteSource& src, int64_t header_bytes, int64_t bytes, bool whole,
                                   const std::string& what, const std::string& unit) {
   const std::string& path = src.path();
   auto truncated = [&](int64_t have, const char* where) {
@@ -207,7 +208,7 @@ std::vector<uint8_t> read_payload(ByteSource& src, int64_t header_bytes, int64_t
     // Plain regular file: the size is known, so check it before allocating anything.
     const int64_t have = src.plain_size() - header_bytes;
     if (have < bytes) throw truncated(have, "file");
-    if (have > bytes) throw trailing(have - bytes, false);
+    if (have > bytes && whole) throw trailing(have - bytes, false);
     out.resize(static_cast<size_t>(bytes));
     const int64_t got = src.read(out.data(), bytes);
     if (got < bytes) throw truncated(got, "file");
@@ -227,11 +228,17 @@ std::vector<uint8_t> read_payload(ByteSource& src, int64_t header_bytes, int64_t
       if (got < want)
         throw truncated(done, src.gzip() ? "decompressed file" : "file");
     }
+    if (!whole) return out;
     constexpr int64_t kCountCap = int64_t{16} << 20;
     const int64_t extra = src.count_remaining(kCountCap + 1);
     if (extra > 0) throw trailing(std::min(extra, kCountCap), extra > kCountCap);
   }
   return out;
+}
+
+// How many of `declared` records a reader takes under `limits`.
+int64_t records_to_read(int64_t declared, const IdxReadLimits& limits) {
+  return limits.max_count > 0 ? std::min(declared, limits.max_count) : declared;
 }
 
 }  // namespace
@@ -241,7 +248,7 @@ bool is_gzip_file(const std::string& path) {
   return src.gzip();
 }
 
-IdxImages read_idx_images(const std::string& path) {
+IdxImages read_idx_images(const std::string& path, const IdxReadLimits& limits) {
   ByteSource src(path);
   const std::vector<int64_t> dims = read_header(src, kImages);
   const int64_t count = dims[0], height = dims[1], width = dims[2];
@@ -253,19 +260,24 @@ IdxImages read_idx_images(const std::string& path) {
   if (height > kIdxMaxSide || width > kIdxMaxSide)
     throw Error(path + ": absurd header: " + shape + " exceeds the limit of " +
                 std::to_string(kIdxMaxSide) + " pixels per side");
-  const int64_t bytes = count * height * width;  // <= 2^56, no overflow
-  if (bytes > kIdxMaxPayloadBytes)
-    throw Error(path + ": absurd header: " + shape + " need " + std::to_string(bytes) +
-                " bytes, more than the limit of " + std::to_string(kIdxMaxPayloadBytes));
   IdxImages out;
-  out.count = count;
+  out.declared_count = count;
+  out.count = records_to_read(count, limits);
   out.height = static_cast<int>(height);
   out.width = static_cast<int>(width);
-  out.pixels = read_payload(src, 4 + 4 * 3, bytes, shape, "pixel data");
+  const int64_t wanted = out.count * height * width;  // <= 2^56, no overflow
+  if (wanted > kIdxMaxPayloadBytes)
+    throw Error(path + ": absurd header: " + std::to_string(out.count) + " images of " + std::to_string(height) +
+                "x" + std::to_string(width) + " need " + std::to_string(wanted) + " bytes, more than the limit of " +
+                std::to_string(kIdxMaxPayloadBytes));
+  if (limits.before_payload) limits.before_payload(out.count, wanted);
+  out.pixels = read_payload(src, 4 + 4 * 3, wanted, out.count == count,
+                            out.count == count ? shape : shape + " (the first " + std::to_string(out.count) + " read)",
+                            "pixel data");
   return out;
 }
 
-IdxLabels read_idx_labels(const std::string& path, int num_classes) {
+IdxLabels read_idx_labels(const std::string& path, int num_classes, const IdxReadLimits& limits) {
   if (num_classes < 1 || num_classes > 256)
     throw Error(path + ": cannot check labels against " + std::to_string(num_classes) +
                 " classes; uint8 IDX labels need between 1 and 256 classes");
@@ -276,9 +288,14 @@ IdxLabels read_idx_labels(const std::string& path, int num_classes) {
     throw Error(path + ": absurd header: " + std::to_string(count) +
                 " labels exceed the limit of " + std::to_string(kIdxMaxCount));
   IdxLabels out;
-  out.count = count;
-  out.labels = read_payload(src, 4 + 4, count, std::to_string(count) + " labels", "label data");
-  for (int64_t i = 0; i < count; ++i) {
+  out.declared_count = count;
+  out.count = records_to_read(count, limits);
+  if (limits.before_payload) limits.before_payload(out.count, out.count);
+  out.labels = read_payload(src, 4 + 4, out.count, out.count == count,
+                            std::to_string(count) + " labels" +
+                                (out.count == count ? "" : " (the first " + std::to_string(out.count) + " read)"),
+                            "label data");
+  for (int64_t i = 0; i < out.count; ++i) {
     if (out.labels[static_cast<size_t>(i)] >= num_classes)
       throw Error(path + ": label " + std::to_string(out.labels[static_cast<size_t>(i)]) +
                   " at index " + std::to_string(i) + " is outside the valid range [0, " +
