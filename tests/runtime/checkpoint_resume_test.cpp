@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <csignal>
 #include <sys/wait.h>
@@ -278,4 +279,29 @@ TEST(CheckpointResume, OutOfRangeMetadataIsRefused) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   }
   EXPECT_NO_THROW(load_checkpoint(good));
+}
+
+// A checkpoint whose tensor bytes changed after it was written (one bit flipped on disk) is
+// refused by --resume and by --weights of train and infer, naming the file; before, it loaded.
+TEST(CheckpointResume, AFlippedTensorByteIsRefusedNamingTheFile) {
+  const fs::path d = temp_dir("flipped");
+  const std::string common = " train --synthetic --train-limit 64 --test-limit 32 --batch 32 --backend cpu_ref --threads 1";
+  const std::string ckpt = (d / "c.safetensors").string();
+  ASSERT_EQ(run(common + " --epochs 1 --save " + ckpt).code, 0);
+  {
+    std::fstream f(ckpt, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-100, std::ios::end);
+    const char c = static_cast<char>(f.get());
+    f.seekp(-100, std::ios::end);
+    f.put(static_cast<char>(c ^ 0x04));
+  }
+  const std::string needle = "'" + ckpt + "' is damaged: its tensor data has CRC-32C";
+  for (const std::string& args : {common + " --resume " + ckpt, common + " --weights " + ckpt,
+                                  std::string(" infer --model fmnist_cnn --weights ") + ckpt}) {
+    const Result r = run_with_stderr(args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  fs::remove_all(d);
 }

@@ -212,3 +212,39 @@ TEST(Safetensors, AFifoOrADirectoryIsRefusedWithoutBlocking) {
   const test_support::SpecialFiles f("st", "pipe.safetensors", "dir.safetensors");
   test_support::expect_special_files_refused([](const std::string& p) { read_safetensors(p); }, f);
 }
+
+// Every file trident writes records the CRC-32C of its data: a flipped tensor byte is one
+// sentence naming the file (it loaded silently before), a file without the entry (weights from
+// elsewhere) still loads, and a malformed entry is refused.
+TEST(Safetensors, TheDataChecksumIsWrittenAndVerified) {
+  const fs::path d = temp_dir("checksum");
+  const WeightMap w{{"a", tensor({4, 3}, DType::f32, 1)}, {"b", tensor({5}, DType::f64, 2)}};
+  const std::vector<std::byte> bytes = encode_safetensors(w, {{"format", "test"}});
+  const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  EXPECT_NE(text.find(std::string("\"") + kDataChecksumKey + "\":\""), std::string::npos);
+  Metadata md;
+  EXPECT_EQ(read_safetensors_from_memory(bytes, "x", &md).size(), 2u);
+  EXPECT_EQ(md, (Metadata{{"format", "test"}}));
+
+  for (size_t from_end : {1u, 40u, 80u}) {  // b's last and first bytes, one of a's
+    std::vector<std::byte> flipped = bytes;
+    flipped[flipped.size() - from_end] ^= std::byte{0x01};
+    const fs::path p = d / ("flipped" + std::to_string(from_end) + ".safetensors");
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(flipped.data()), flipped.size());
+    try {
+      read_safetensors(p.string());
+      ADD_FAILURE() << "a flipped byte " << from_end << " from the end was accepted";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("'" + p.string() + "' is damaged: its tensor data has CRC-32C"), std::string::npos) << msg;
+    }
+  }
+  // Without the entry (as safetensors files from elsewhere): loads, the flip goes unseen.
+  const std::string plain = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  EXPECT_EQ(read_safetensors(make_file(d, "plain.safetensors", plain, 8).string()).at("a").data.size(), 8u);
+  expect_rejected(make_file(d, "bad_sum.safetensors",
+                            R"({"__metadata__":{"data_crc32c":"XYZ"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                            8),
+                  "is not 8 lowercase hexadecimal digits");
+  fs::remove_all(d);
+}

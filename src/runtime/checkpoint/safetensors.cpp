@@ -4,12 +4,15 @@
 // replaces files atomically.
 #include "runtime/checkpoint/safetensors.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "runtime/checkpoint/safetensors_header.h"
@@ -52,6 +55,36 @@ class FileSource final : public Source {
   InputFile file_;
 };
 
+std::string hex32(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+// The CRC-32C of the data buffer: the tensors in offset order (they cover it exactly).
+uint32_t data_checksum(const std::vector<std::pair<uint64_t, const HostTensor*>>& by_offset) {
+  uint32_t crc = 0;
+  for (const auto& [begin, t] : by_offset) crc = crc32c(t->data.data(), t->data.size(), crc);
+  return crc;
+}
+
+// Where the metadata records a checksum, the data must match it.
+void verify_checksum(const safetensors_detail::Header& header, const WeightMap& tensors, const std::string& file,
+                     const safetensors_detail::Fail& fail) {
+  const auto it = header.metadata.find(kDataChecksumKey);
+  if (it == header.metadata.end()) return;
+  const std::string& want = it->second;
+  if (want.size() != 8 || want.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw fail(std::string("its metadata '") + kDataChecksumKey + "' is not 8 lowercase hexadecimal digits");
+  std::vector<std::pair<uint64_t, const HostTensor*>> by_offset;
+  for (const safetensors_detail::Entry& e : header.entries) by_offset.emplace_back(e.begin, &tensors.at(e.name));
+  std::sort(by_offset.begin(), by_offset.end());
+  const std::string got = hex32(data_checksum(by_offset));
+  if (got != want)
+    throw Error("'" + file + "' is damaged: its tensor data has CRC-32C " + got + " but its metadata records " + want +
+                ", so the file changed after it was written");
+}
+
 WeightMap parse(const Source& src, const std::string& file, Metadata* metadata) {
   const safetensors_detail::Fail fail = [&](const std::string& why) {
     return Error("'" + file + "' is not a valid safetensors file: " + why);
@@ -80,6 +113,8 @@ WeightMap parse(const Source& src, const std::string& file, Metadata* metadata) 
     src.read(data_start + e.begin, h.data.size(), h.data.data());
     out.emplace(e.name, std::move(h));
   }
+  verify_checksum(header, out, file, fail);
+  header.metadata.erase(kDataChecksumKey);  // the container's, not the caller's
   if (metadata) *metadata = std::move(header.metadata);
   return out;
 }
@@ -110,7 +145,12 @@ std::vector<std::byte> encode_safetensors(const WeightMap& weights, const Metada
                     {"data_offsets", {offset, offset + need}}};
     offset += need;
   }
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<std::pair<uint64_t, const HostTensor*>> by_offset;
+  uint64_t at = 0;
+  for (const auto& [name, t] : weights) by_offset.emplace_back(at++, &t);  // packed in name order
+  Metadata with_checksum = metadata;
+  with_checksum[kDataChecksumKey] = hex32(data_checksum(by_offset));
+  header["__metadata__"] = with_checksum;
   std::string text;
   try {
     text = header.dump();

@@ -18,20 +18,26 @@ using Metadata = std::map<std::string, std::string>;
 // Largest JSON header accepted (the format's own reference reader uses the same bound).
 inline constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;
 
+// The metadata entry holding the CRC-32C of the data buffer (8 lowercase hex digits): written
+// into every file trident writes, verified on reading wherever a file has it (files from
+// elsewhere usually do not, and load without it). Readers do not return it with the metadata.
+inline constexpr const char* kDataChecksumKey = "data_crc32c";
+
 // Reads every tensor of the file; `metadata`, when given, receives its "__metadata__" map.
 // Supported dtypes: F32, F64, F16, BF16, I32. Throws trident::Error naming the file (and the
-// tensor) for a missing, truncated or malformed file; allocates at most the file's size.
+// tensor) for a missing, truncated or malformed file, or data that does not match the
+// checksum its metadata records; allocates at most the file's size.
 WeightMap read_safetensors(const std::string& path, Metadata* metadata = nullptr);
 // The same on bytes already in memory; `name` stands for the file in error messages.
 WeightMap read_safetensors_from_memory(std::span<const std::byte> bytes, const std::string& name,
                                        Metadata* metadata = nullptr);
 
 // The complete file contents for `weights` (tensors in name order, packed, header padded with
-// spaces to a multiple of 8 bytes so the data is aligned).
+// spaces to a multiple of 8 bytes so the data is aligned), the data's checksum added to
+// `metadata` under kDataChecksumKey.
 std::vector<std::byte> encode_safetensors(const WeightMap& weights, const Metadata& metadata);
-// Writes `path` atomically: the bytes go to "<path>.tmp.<pid>", are flushed to disk, then the
-// temporary file is renamed over `path`. On any failure the temporary file is removed, an
-// existing `path` is left untouched, and an Error names the path and the cause.
+// Writes `path` atomically (core/atomic_file.h): on any failure an existing `path` is left
+// untouched and an Error names the path and the cause.
 void write_safetensors(const std::string& path, const WeightMap& weights, const Metadata& metadata);
 
 }  // namespace trident::runtime
