@@ -45,11 +45,22 @@ int create_temporary(const std::string& path, std::string& tmp) {
   throw Error("cannot write '" + path + "': creating a temporary file beside it failed (" + std::strerror(err) + ")");
 }
 
-}  // namespace
-
-void write_file_atomically(const std::string& path, const void* data, size_t size) {
+void refuse_unreplaceable(const std::string& path) {
   if (const char* why = not_replaceable(path))
     throw Error("cannot write '" + path + "': " + why + "; trident only replaces regular files");
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  refuse_unreplaceable(path);
+  std::string tmp;
+  ::close(create_temporary(path, tmp));
+  ::unlink(tmp.c_str());
+}
+
+void write_file_atomically(const std::string& path, const void* data, size_t size) {
+  refuse_unreplaceable(path);
   std::string tmp;
   const int fd = create_temporary(path, tmp);
   auto fail = [&](const std::string& what, int err) {

@@ -10,4 +10,9 @@ namespace trident {
 // Throws trident::Error naming `path` and the failing step; an existing file stays intact.
 void write_file_atomically(const std::string& path, const void* data, size_t size);
 
+// Checks now what write_file_atomically would find later: that `path` is absent or a regular
+// file, and that a temporary file can be created beside it (made and removed again), so a
+// run that writes at its end learns at its start that it cannot. Throws the same Errors.
+void check_writable(const std::string& path);
+
 }  // namespace trident

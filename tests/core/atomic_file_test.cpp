@@ -79,3 +79,26 @@ TEST(AtomicFile, ARegularFileIsReplacedWhole) {
   EXPECT_EQ(slurp(d / "f"), "new");
   EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator{}), 1);
 }
+
+// check_writable finds at the start what a write would find at the end, and leaves nothing.
+TEST(AtomicFile, CheckWritableRefusesWhatAWriteWouldRefuse) {
+  const fs::path d = temp_dir("check_writable");
+  EXPECT_NO_THROW(check_writable((d / "new.bin").string()));
+  std::ofstream(d / "old.bin") << "old";
+  EXPECT_NO_THROW(check_writable((d / "old.bin").string()));
+  EXPECT_EQ(slurp(d / "old.bin"), "old");
+  fs::create_directory(d / "dir.bin");
+  ASSERT_EQ(::mkfifo((d / "fifo.bin").c_str(), 0600), 0);
+  for (const auto& [name, why] : {std::pair{"dir.bin", "it is a directory"}, {"fifo.bin", "FIFO"},
+                                  {"missing/x.bin", "creating a temporary file beside it failed"}}) {
+    try {
+      check_writable((d / name).string());
+      ADD_FAILURE() << name << " passed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  // old.bin, dir.bin, fifo.bin: no temporary left
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator{}), 3);
+  fs::remove_all(d);
+}

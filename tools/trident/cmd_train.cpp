@@ -13,7 +13,9 @@
 
 #include "commands.h"
 #include "compile_flags.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/path_lock.h"
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/progress.h"
@@ -108,10 +110,18 @@ int run_train(Options o) {
     resume = runtime::load_checkpoint(o.resume_path);
     adopt_checkpoint(o, resume);
   }
+  // --save is checked, and locked against other runs, before the first epoch, not after it.
+  std::unique_ptr<PathLock> save_lock;
   if (!o.save_path.empty()) {
     const std::filesystem::path dir = std::filesystem::path(o.save_path).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))
       throw Error("--save '" + o.save_path + "': the directory '" + dir.string() + "' does not exist");
+    try {
+      check_writable(o.save_path);
+    } catch (const Error& e) {
+      throw Error(std::string("--save: ") + e.what());
+    }
+    save_lock = std::make_unique<PathLock>(o.save_path, "--save");
   }
   const frontend::ModelInfo* info = nullptr;
   for (const auto& m : frontend::model_list())
@@ -231,7 +241,8 @@ Runner add_train_command(CLI::App& app) {
   CLI::Option* save = sub->add_option(
       "--save", o->save_path,
       "Write a checkpoint (safetensors: weights, BN statistics, momentum, step, settings) after "
-      "every epoch, replacing CKPT atomically");
+      "every epoch, replacing CKPT atomically; checked before the first epoch and locked "
+      "(CKPT.lock) so a second run saving to it refuses");
   save->type_name("CKPT");
   CLI::Option* resume = sub->add_option(
       "--resume", o->resume_path,
