@@ -2,9 +2,11 @@
 // random name with O_CREAT|O_EXCL|O_NOFOLLOW (so nothing planted in a shared directory is ever
 // followed or reused), write and fsync it, rename it over the target, then fsync the directory
 // so the rename itself survives a crash. Only a regular file (or nothing) is ever replaced.
+// Before writing, the stale temporaries killed writers left beside the target are removed.
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/stale_temporaries.h"
 
 namespace trident {
 
@@ -30,16 +33,20 @@ const char* not_replaceable(const std::string& path) {
   return "it is not a regular file";
 }
 
-// Creates `<path>.tmp.<random>` exclusively; returns its descriptor and sets `tmp`.
+// Creates `<path>.tmp.<random>` exclusively and locks it (core/stale_temporaries.h: the lock
+// tells a live writer's temporary from a dead one's); returns its descriptor and sets `tmp`.
 int create_temporary(const std::string& path, std::string& tmp) {
   std::random_device rd;
   int err = EEXIST;
   for (int attempt = 0; attempt < 64 && err == EEXIST; ++attempt) {
     char suffix[17];
     std::snprintf(suffix, sizeof suffix, "%08x%08x", rd(), rd());
-    tmp = path + ".tmp." + suffix;
+    tmp = temporary_name(path, suffix);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0) return fd;
+    if (fd >= 0) {
+      ::flock(fd, LOCK_EX | LOCK_NB);  // nobody else can hold it yet
+      return fd;
+    }
     err = errno;
   }
   throw Error("cannot write '" + path + "': creating a temporary file beside it failed (" + std::strerror(err) + ")");
@@ -61,6 +68,7 @@ void check_writable(const std::string& path) {
 
 void write_file_atomically(const std::string& path, const void* data, size_t size) {
   refuse_unreplaceable(path);
+  remove_stale_temporaries(path);
   std::string tmp;
   const int fd = create_temporary(path, tmp);
   auto fail = [&](const std::string& what, int err) {
