@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/memory_budget.h"
+#include "core/printable.h"
 #include "core/random.h"
 #include "runtime/host_threads.h"
 #include "runtime/memory_estimate.h"
@@ -309,14 +310,14 @@ size_t Executable::import_weights(const WeightMap& weights, bool strict) {
     const int id = graph_.find_value(name);
     if (id < 0 || (graph_.value(id).role != ir::ValueRole::Parameter &&
                    graph_.value(id).role != ir::ValueRole::State))
-      throw Error("the weights hold '" + name + "', which this network has no parameter or state for");
+      throw Error("the weights hold " + quoted_name(name) + ", which this network has no parameter or state for");
     if (plan_.placement[id].buffer == plan::Buffer::None) continue;
     TensorView t = view(id);
     if (h.shape != t.shape || h.dtype != t.dtype)
-      throw Error("weight '" + name + "' is " + std::string(dtype_name(h.dtype)) + shape_str(h.shape) +
+      throw Error("weight " + quoted_name(name) + " is " + std::string(dtype_name(h.dtype)) + shape_str(h.shape) +
                   " but the network expects " + std::string(dtype_name(t.dtype)) + shape_str(t.shape));
     if (h.data.size() != t.bytes())
-      throw Error("weight '" + name + "' holds " + std::to_string(h.data.size()) + " bytes, expected " +
+      throw Error("weight " + quoted_name(name) + " holds " + std::to_string(h.data.size()) + " bytes, expected " +
                   std::to_string(t.bytes()));
     ++loaded;
   }

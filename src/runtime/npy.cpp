@@ -14,6 +14,7 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/printable.h"
 
 namespace trident::runtime {
 
@@ -115,9 +116,9 @@ Header parse_header(const std::string& text, const std::string& label) {
       seen = &have_shape;
       h.shape = p.shape();
     } else {
-      p.fail("unexpected key '" + key + "'");
+      p.fail("unexpected key " + quoted_name(key));
     }
-    if (*seen) p.fail("key '" + key + "' appears twice");
+    if (*seen) p.fail("key " + quoted_name(key) + " appears twice");
     *seen = true;
     if (p.eat('}')) break;
     p.expect(',');
@@ -132,9 +133,9 @@ Header parse_header(const std::string& text, const std::string& label) {
   else if (descr == "<f8") h.dtype = DType::f64;
   else if (descr == "<i4") h.dtype = DType::i32;
   else if (!descr.empty() && descr[0] == '>')
-    throw Error("'" + label + "' is big-endian ('" + descr + "'); only little-endian arrays are supported");
+    throw Error("'" + label + "' is big-endian (" + quoted_name(descr) + "); only little-endian arrays are supported");
   else
-    throw Error("'" + label + "' holds dtype '" + descr + "'; supported are float32 '<f4', float64 '<f8' and int32 '<i4'");
+    throw Error("'" + label + "' holds dtype " + quoted_name(descr) + "; supported are float32 '<f4', float64 '<f8' and int32 '<i4'");
   return h;
 }
 

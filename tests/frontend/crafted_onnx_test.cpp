@@ -57,3 +57,20 @@ TEST(CraftedOnnx, AFifoOrADirectoryIsRefusedForWhatItIs) {
 
 }  // namespace
 }  // namespace trident
+
+namespace trident {
+namespace {
+
+// Node and op names are echoed in the importer's sentences; a crafted one carried terminal
+// escape sequences and forged extra lines through.
+TEST(CraftedOnnx, NamesFromTheFileAreEscapedInMessages) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const std::string msg =
+      import_error(conv_model_bytes(2, 3, 1, 1, "conv\x1b[2J\ntrident: ok\xff", "Frob\x07nicate"), 0);
+  ASSERT_NE(msg, "");
+  EXPECT_EQ(msg.find_first_of("\x1b\n\x07"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("node 'conv\\x1b[2J\\ntrident: ok\\xff' (Frob\\x07nicate, opset 13)"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace trident

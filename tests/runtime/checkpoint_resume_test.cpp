@@ -305,3 +305,26 @@ TEST(CheckpointResume, AFlippedTensorByteIsRefusedNamingTheFile) {
   }
   fs::remove_all(d);
 }
+
+// A metadata value from the file is escaped where a sentence quotes it.
+TEST(CheckpointResume, MetadataValuesAreEscapedInMessages) {
+  const fs::path d = temp_dir("escaped");
+  const std::string good = (d / "good.ckpt").string(), bad = (d / "bad.ckpt").string();
+  {
+    Trainer t(frontend::build_model("fmnist_cnn", {32}), config());
+    save_checkpoint(good, t, info_after(t, 0));
+  }
+  Metadata md;
+  const WeightMap weights = read_safetensors(good, &md);
+  md.at("lr") = std::string("0.1") + '\n' + "trident: ok" + '\x1b' + "[2J";
+  write_safetensors(bad, weights, md);
+  try {
+    load_checkpoint(bad);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find_first_of("\x1b\n"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("has metadata 'lr' = '0.1\\ntrident: ok\\x1b[2J', which is not a number"), std::string::npos) << msg;
+  }
+  fs::remove_all(d);
+}

@@ -248,3 +248,22 @@ TEST(Safetensors, TheDataChecksumIsWrittenAndVerified) {
                   "is not 8 lowercase hexadecimal digits");
   fs::remove_all(d);
 }
+
+// Tensor names, dtypes and metadata keys are quoted in the reader's sentences, escaped: a
+// crafted name cannot send terminal escapes or forge lines.
+TEST(Safetensors, NamesFromTheFileAreEscapedInMessages) {
+  const fs::path d = temp_dir("names");
+  const fs::path p = make_file(d, "esc.safetensors",
+                               "{\"a\\u001b[31m\\n\":{\"dtype\":\"F8\\u0007\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1);
+  try {
+    read_safetensors(p.string());
+    ADD_FAILURE() << "read";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find_first_of("\x1b\n\x07"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("tensor 'a\\x1b[31m\\n' has dtype 'F8\\x07'"), std::string::npos) << msg;
+  }
+  const fs::path m = make_file(d, "meta.safetensors", "{\"__metadata__\":{\"k\\u001b\":1}}", 0);
+  expect_rejected(m, "entry 'k\\x1b' is not a string");
+  fs::remove_all(d);
+}

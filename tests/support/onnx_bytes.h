@@ -20,8 +20,10 @@ inline std::string pb_bytes(int field, const std::string& b) {
 }
 
 // A one-Conv model: input [batch (or the symbol N when batch is 0), 1, 1, 1], a float weight
-// [out_channels, 1, kernel, kernel] of ones, symmetric `pad`, opset 13.
-inline std::string conv_model_bytes(int64_t batch, int64_t out_channels, int64_t kernel, int64_t pad) {
+// [out_channels, 1, kernel, kernel] of ones, symmetric `pad`, opset 13. `node_name` and
+// `op_type` name the node (a crafted name or an unsupported op for message tests).
+inline std::string conv_model_bytes(int64_t batch, int64_t out_channels, int64_t kernel, int64_t pad,
+                                    const std::string& node_name = "conv", const std::string& op_type = "Conv") {
   const std::string n_dim = batch > 0 ? pb_int(1, uint64_t(batch)) : pb_bytes(2, "N");
   std::string shape = pb_bytes(1, n_dim);
   for (int i = 0; i < 3; ++i) shape += pb_bytes(1, pb_int(1, 1));
@@ -38,8 +40,8 @@ inline std::string conv_model_bytes(int64_t batch, int64_t out_channels, int64_t
 
   std::string pads;
   for (int i = 0; i < 4; ++i) pads += pb_int(8, uint64_t(pad));
-  const std::string node = pb_bytes(1, "x") + pb_bytes(1, "w") + pb_bytes(2, "y") + pb_bytes(3, "conv") +
-                           pb_bytes(4, "Conv") + pb_bytes(5, pb_bytes(1, "pads") + pads + pb_int(20, 7));
+  const std::string node = pb_bytes(1, "x") + pb_bytes(1, "w") + pb_bytes(2, "y") + pb_bytes(3, node_name) +
+                           pb_bytes(4, op_type) + pb_bytes(5, pb_bytes(1, "pads") + pads + pb_int(20, 7));
   const std::string graph = pb_bytes(1, node) + pb_bytes(2, "g") + pb_bytes(5, weight) + input + output;
   return pb_int(1, 8) + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13));
 }

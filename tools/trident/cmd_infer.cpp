@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/safetensors.h"
@@ -50,7 +51,7 @@ runtime::HostTensor read_input(const std::string& path, const std::string& input
     if (m.count(name)) return m.at(name);
   if (m.size() == 1) return m.begin()->second;
   std::string names;
-  for (const auto& [n, t] : m) names += (names.empty() ? "" : ", ") + n;
+  for (const auto& [n, t] : m) names += (names.empty() ? "" : ", ") + printable(n);
   throw Error("'" + path + "' holds " + std::to_string(m.size()) + " tensors (" + names + "); name the input '" +
               input_name + "' or keep only one");
 }

@@ -8,6 +8,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/input_file.h"
 #include "frontend/onnx/onnx_detail.h"
 
@@ -43,7 +44,7 @@ OnnxImport Importer::run(const onnx::ModelProto& model) {
   for (const auto& t : graph.initializer()) {
     if (t.name().empty()) throw Error(label_ + ": an initializer has no name");
     if (!consts_.emplace(t.name(), read_tensor(t, label_ + ": initializer ")).second)
-      throw Error(label_ + ": initializer '" + t.name() + "' is defined twice");
+      throw Error(label_ + ": initializer " + quoted_name(t.name()) + " is defined twice");
   }
   if (graph.sparse_initializer_size() > 0) throw Error(label_ + ": sparse initializers are not supported");
   for (const auto& n : graph.node())
@@ -68,11 +69,11 @@ void Importer::read_input(const onnx::GraphProto& graph) {
   const onnx::ValueInfoProto* input = nullptr;
   for (const auto& v : graph.input()) {
     if (is_const(v.name())) continue;  // older exporters list initializers as inputs
-    if (input) throw Error(label_ + ": the model has more than one input ('" + input->name() + "', '" + v.name() + "'); trident imports single-input networks");
+    if (input) throw Error(label_ + ": the model has more than one input (" + quoted_name(input->name()) + ", " + quoted_name(v.name()) + "); trident imports single-input networks");
     input = &v;
   }
   if (!input) throw Error(label_ + ": the model has no input");
-  const std::string what = label_ + ": input '" + input->name() + "'";
+  const std::string what = label_ + ": input " + quoted_name(input->name());
   if (!input->type().has_tensor_type()) throw Error(what + " is not a tensor");
   const auto& tt = input->type().tensor_type();
   if (tt.elem_type() != onnx::TensorProto::FLOAT)
@@ -98,7 +99,7 @@ void Importer::read_input(const onnx::GraphProto& graph) {
   if (dims.size() == 4) shape = {dims[0], dims[2], dims[3], dims[1]};  // NCHW -> NHWC
   else if (dims.size() == 2) shape = dims;
   else throw Error(what + " has rank " + std::to_string(dims.size()) + "; trident imports [N,C,H,W] or [N,F] inputs");
-  const int id = out_.graph.add_input(input->name(), shape);
+  const int id = out_.graph.add_input(printable(input->name()), shape);
   values_[input->name()] = id;
   out_.input_name = input->name();
 }
@@ -109,27 +110,27 @@ void Importer::mark_outputs(const onnx::GraphProto& graph) {
   for (const auto& o : graph.output()) {
     auto it = values_.find(o.name());
     if (it == values_.end())
-      throw Error(label_ + ": graph output '" + o.name() + "' is not produced by any supported node");
+      throw Error(label_ + ": graph output " + quoted_name(o.name()) + " is not produced by any supported node");
     ir::Value& v = out_.graph.value(it->second);
     if (v.role != ir::ValueRole::Activation)
-      throw Error(label_ + ": graph output '" + o.name() + "' is not computed by a node");
+      throw Error(label_ + ": graph output " + quoted_name(o.name()) + " is not computed by a node");
     if (chw_flattened_.count(v.id))
-      throw Error(label_ + ": graph output '" + o.name() + "' flattens [N,C,H,W] with H*W > 1, which trident "
+      throw Error(label_ + ": graph output " + quoted_name(o.name()) + " flattens [N,C,H,W] with H*W > 1, which trident "
                   "computes in NHWC order; only a Gemm or MatMul may read such a flatten");
     if (!seen.insert(v.id).second)
-      throw Error(label_ + ": graph outputs alias one tensor ('" + o.name() + "')");
-    v.name = o.name();  // an Identity before the output keeps the caller's name findable
+      throw Error(label_ + ": graph outputs alias one tensor (" + quoted_name(o.name()) + ")");
+    v.name = printable(o.name());  // an Identity before the output keeps the caller's name findable
     out_.graph.mark_output(v.id);
-    out_.output_names.push_back(o.name());
+    out_.output_names.push_back(printable(o.name()));
   }
 }
 
 void Importer::convert(const onnx::NodeProto& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
-    fail(n, "op domain '" + n.domain() + "' is not supported");
+    fail(n, "op domain " + quoted_name(n.domain()) + " is not supported");
   for (const auto& o : n.output())
     if (!o.empty() && (values_.count(o) || consts_.count(o)))
-      fail(n, "output '" + o + "' is defined twice");
+      fail(n, "output " + quoted_name(o) + " is defined twice");
   const std::string& t = n.op_type();
   if (t == "Conv") conv(n);
   else if (t == "BatchNormalization") batchnorm(n);
@@ -152,12 +153,13 @@ void Importer::convert(const onnx::NodeProto& n) {
 
 // ---- helpers ----
 
+// Printable (core/printable.h): it names the node in the IR and in every message after import.
 std::string Importer::node_name(const onnx::NodeProto& n) const {
-  return n.name().empty() ? n.op_type() + "(" + (n.output_size() ? n.output(0) : "") + ")" : n.name();
+  return printable(n.name().empty() ? n.op_type() + "(" + (n.output_size() ? n.output(0) : "") + ")" : n.name());
 }
 
 void Importer::fail(const onnx::NodeProto& n, const std::string& what) const {
-  throw Error(label_ + ": node '" + node_name(n) + "' (" + n.op_type() + ", opset " +
+  throw Error(label_ + ": node '" + node_name(n) + "' (" + printable(n.op_type()) + ", opset " +
               std::to_string(out_.opset) + "): " + what);
 }
 
@@ -165,7 +167,7 @@ void Importer::allow_attrs(const onnx::NodeProto& n, std::initializer_list<const
   for (const auto& a : n.attribute()) {
     bool ok = false;
     for (const char* k : names) ok = ok || a.name() == k;
-    if (!ok) fail(n, "attribute '" + a.name() + "' is not supported");
+    if (!ok) fail(n, "attribute " + quoted_name(a.name()) + " is not supported");
   }
 }
 
@@ -176,7 +178,7 @@ void Importer::expect_io(const onnx::NodeProto& n, int min_in, int max_in, int m
   if (n.output_size() < 1 || n.output(0).empty()) fail(n, "has no output");
   for (int i = max_out; i < n.output_size(); ++i)
     if (!n.output(i).empty() && uses_.count(n.output(i)))
-      fail(n, "output " + std::to_string(i) + " ('" + n.output(i) + "') is read, which trident does not support");
+      fail(n, "output " + std::to_string(i) + " (" + quoted_name(n.output(i)) + ") is read, which trident does not support");
 }
 
 const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n, const char* name,
@@ -229,8 +231,8 @@ const Const& Importer::constant_of(const onnx::NodeProto& n, int i) const {
   auto it = consts_.find(n.input(i));
   if (it == consts_.end()) {
     if (values_.count(n.input(i)))
-      fail(n, "input '" + n.input(i) + "' must be a constant (initializer), but it is computed");
-    fail(n, "input '" + n.input(i) + "' is neither an initializer nor an earlier node's output (missing initializer?)");
+      fail(n, "input " + quoted_name(n.input(i)) + " must be a constant (initializer), but it is computed");
+    fail(n, "input " + quoted_name(n.input(i)) + " is neither an initializer nor an earlier node's output (missing initializer?)");
   }
   return it->second;
 }
@@ -240,11 +242,11 @@ int Importer::activation(const onnx::NodeProto& n, int i) const {
   auto it = values_.find(n.input(i));
   if (it == values_.end()) {
     if (is_const(n.input(i)))
-      fail(n, "input '" + n.input(i) + "' is a constant where trident expects a computed tensor");
-    fail(n, "input '" + n.input(i) + "' is neither an initializer nor an earlier node's output (missing initializer?)");
+      fail(n, "input " + quoted_name(n.input(i)) + " is a constant where trident expects a computed tensor");
+    fail(n, "input " + quoted_name(n.input(i)) + " is neither an initializer nor an earlier node's output (missing initializer?)");
   }
   if (chw_flattened_.count(it->second) && n.op_type() != "Gemm" && n.op_type() != "MatMul")
-    fail(n, "reads '" + n.input(i) + "', an [N,C,H,W] tensor flattened with H*W > 1; trident flattens in NHWC "
+    fail(n, "reads " + quoted_name(n.input(i)) + ", an [N,C,H,W] tensor flattened with H*W > 1; trident flattens in NHWC "
             "order and reorders only the weights of a Gemm or MatMul reading it directly");
   return it->second;
 }
@@ -263,7 +265,7 @@ std::vector<int> Importer::emit(const onnx::NodeProto& n, const std::string& op,
     fail(n, e.what());
   }
   for (int v : outs)
-    if (checked_numel(out_.graph.value(v).shape, "output '" + out_.graph.value(v).name + "'") > kMaxElements)
+    if (checked_numel(out_.graph.value(v).shape, "output " + quoted_name(out_.graph.value(v).name)) > kMaxElements)
       fail(n, "its output " + shape_str(out_.graph.value(v).shape) + " is absurdly large");
   for (int i = 0; i < onnx_outputs && i < static_cast<int>(outs.size()); ++i) {
     if (!has_output(n, i)) continue;
@@ -278,16 +280,17 @@ int Importer::weight(const onnx::NodeProto& n, const Const& c, const std::string
   auto it = weights_made_.find(c.name);
   if (it != weights_made_.end()) {
     if (it->second.second != layout || out_.graph.value(it->second.first).shape != shape)
-      fail(n, "initializer '" + c.name + "' is read in two different roles, which trident does not support");
+      fail(n, "initializer " + quoted_name(c.name) + " is read in two different roles, which trident does not support");
     return it->second.first;
   }
   if (static_cast<int64_t>(data.size()) != numel(shape))
-    fail(n, "initializer '" + c.name + "' has " + std::to_string(data.size()) +
+    fail(n, "initializer " + quoted_name(c.name) + " has " + std::to_string(data.size()) +
                 " elements; expected shape " + shape_str(shape));
   int id;
   try {
-    id = state ? out_.graph.add_state(c.name, shape, {ir::Init::Zeros})
-               : out_.graph.add_parameter(c.name, shape, {ir::Init::Zeros});
+    // IR and weight names are printable (core/printable.h): every later message quotes them.
+    id = state ? out_.graph.add_state(printable(c.name), shape, {ir::Init::Zeros})
+               : out_.graph.add_parameter(printable(c.name), shape, {ir::Init::Zeros});
   } catch (const Error& e) {
     fail(n, e.what());
   }
@@ -296,7 +299,7 @@ int Importer::weight(const onnx::NodeProto& n, const Const& c, const std::string
   h.dtype = DType::f32;
   h.data.resize(data.size() * sizeof(float));
   if (!data.empty()) std::memcpy(h.data.data(), data.data(), h.data.size());
-  out_.weights[c.name] = std::move(h);
+  out_.weights[printable(c.name)] = std::move(h);
   weights_made_[c.name] = {id, layout};
   return id;
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "frontend/onnx/onnx_detail.h"
 
 namespace trident::frontend::onnx_detail {
@@ -56,7 +57,7 @@ static Window read_window(const Importer& im, const onnx::NodeProto& n,
   Window w;
   const std::string auto_pad = (im.*str)(n, "auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID")
-    (im.*fail)(n, "auto_pad '" + auto_pad + "' is not supported (only NOTSET and VALID)");
+    (im.*fail)(n, "auto_pad " + quoted_name(auto_pad) + " is not supported (only NOTSET and VALID)");
   auto k = (im.*ints)(n, "kernel_shape"), s = (im.*ints)(n, "strides"), p = (im.*ints)(n, "pads"),
        d = (im.*ints)(n, "dilations");
   if (!k.empty()) {
@@ -91,11 +92,11 @@ void Importer::conv(const onnx::NodeProto& n) {
   const int x = activation(n, 0);
   const Const& w = constant_of(n, 1);
   if (out_.graph.value(x).shape.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
-  if (!w.is_float || w.dims.size() != 4) fail(n, "weight '" + w.name + "' must be a 4-D float32 OIHW tensor");
+  if (!w.is_float || w.dims.size() != 4) fail(n, "weight " + quoted_name(w.name) + " must be a 4-D float32 OIHW tensor");
   Window win = READ_WINDOW(n);
   if (attr(n, "kernel_shape", onnx::AttributeProto::INTS) &&
       (win.kernel[0] != w.dims[2] || win.kernel[1] != w.dims[3]))
-    fail(n, "kernel_shape disagrees with weight '" + w.name + "' dims " + shape_str(w.dims));
+    fail(n, "kernel_shape disagrees with weight " + quoted_name(w.name) + " dims " + shape_str(w.dims));
   const int64_t groups = attr_int(n, "group", 1);
   if (groups < 1 || groups > kMaxAttrInt) fail(n, "group must be positive");
   std::vector<int> in{x, weight(n, w, "conv_ohwi", {w.dims[0], w.dims[2], w.dims[3], w.dims[1]},
@@ -103,7 +104,7 @@ void Importer::conv(const onnx::NodeProto& n) {
   if (has_input(n, 2)) {
     const Const& b = constant_of(n, 2);
     if (!b.is_float || b.dims != Shape{w.dims[0]})
-      fail(n, "bias '" + b.name + "' must be float32 of shape [" + std::to_string(w.dims[0]) + "]");
+      fail(n, "bias " + quoted_name(b.name) + " must be float32 of shape [" + std::to_string(w.dims[0]) + "]");
     in.push_back(weight(n, b, "vector", b.dims, b.f));
   }
   ir::Attrs a = window_attrs(win, true);
@@ -126,7 +127,7 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
   for (int i = 1; i < 5; ++i) {
     const Const& t = constant_of(n, i);
     if (!t.is_float || t.numel() != c[0] || t.dims.size() != 1)
-      fail(n, std::string(kNames[i - 1]) + " '" + t.name + "' must be float32 of shape " + shape_str(c));
+      fail(n, std::string(kNames[i - 1]) + " " + quoted_name(t.name) + " must be float32 of shape " + shape_str(c));
     in.push_back(weight(n, t, "vector", c, t.f, i >= 3));
   }
   const double eps = attr_float(n, "epsilon", 1e-5);
@@ -137,7 +138,7 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
   if (training) {  // ONNX outputs 1, 2 are the updated running statistics
     for (int i = 1; i < 3; ++i)
       if (has_output(n, i)) {
-        out_.graph.value(outs[i + 2]).name = n.output(i);
+        out_.graph.value(outs[i + 2]).name = printable(n.output(i));
         define(n, i, outs[i + 2]);
       }
   }
@@ -161,7 +162,7 @@ void Importer::clip(const onnx::NodeProto& n) {
   for (int i = 1; i < 3; ++i) {
     if (!has_input(n, i)) continue;
     const Const& b = constant_of(n, i);
-    if (!b.is_float || b.numel() != 1) fail(n, "bound '" + b.name + "' must be a float32 scalar");
+    if (!b.is_float || b.numel() != 1) fail(n, "bound " + quoted_name(b.name) + " must be a float32 scalar");
     (i == 1 ? lo : hi) = b.f[0];
   }
   if (std::isnan(lo) || std::isnan(hi) || lo > hi) fail(n, "min and max are not an interval");
@@ -210,11 +211,11 @@ void Importer::add(const onnx::NodeProto& n) {
   if (it == bare_linear_.end() || uses_[n.input(1 - ci)] != 1)
     fail(n, "adding a constant is supported only as the bias of a preceding MatMul");
   if (!b.is_float || b.numel() != out_features || b.dims.size() > 2)
-    fail(n, "bias '" + b.name + "' must be float32 with " + std::to_string(out_features) + " values");
+    fail(n, "bias " + quoted_name(b.name) + " must be float32 with " + std::to_string(out_features) + " values");
   out_.graph.node(it->second).inputs.push_back(weight(n, b, "vector", {out_features}, b.f));
   bare_linear_.erase(it);
   define(n, 0, x);
-  out_.graph.value(x).name = n.output(0);
+  out_.graph.value(x).name = printable(n.output(0));
 }
 
 void Importer::mul(const onnx::NodeProto& n) {
@@ -236,7 +237,7 @@ void Importer::mul(const onnx::NodeProto& n) {
   const int64_t expect_axis = static_cast<int64_t>(s.dims.size()) - (xs.size() == 4 ? 3 : 1);
   const bool per_channel = s.numel() == c && non_one <= 1 && (non_one == 0 || channel_axis == expect_axis);
   if (!s.is_float || !(s.numel() == 1 || per_channel))
-    fail(n, "constant '" + s.name + "' " + shape_str(s.dims) + " must be a float32 scalar or hold one value per channel");
+    fail(n, "constant " + quoted_name(s.name) + " " + shape_str(s.dims) + " must be a float32 scalar or hold one value per channel");
   std::vector<float> v = s.numel() == 1 ? std::vector<float>(c, s.f[0]) : s.f;
   emit(n, "mul", {x, weight(n, s, "channel_vector", {c}, std::move(v))}, {});
 }
@@ -257,7 +258,7 @@ void Importer::reshape(const onnx::NodeProto& n) {
   expect_io(n, 2, 2, 1);
   const int x = activation(n, 0);
   const Const& s = constant_of(n, 1);
-  if (s.is_float || s.dims.size() != 1) fail(n, "shape '" + s.name + "' must be a 1-D int64 tensor");
+  if (s.is_float || s.dims.size() != 1) fail(n, "shape " + quoted_name(s.name) + " must be a 1-D int64 tensor");
   const Shape& xs = out_.graph.value(x).shape;
   const int64_t total = numel(xs);
   // ONNX dims of the input, for the "0 copies the input extent" rule.
@@ -305,7 +306,7 @@ void Importer::gemm(const onnx::NodeProto& n) {
   const int x = activation(n, 0);
   const Const& b = constant_of(n, 1);
   if (out_.graph.value(x).shape.size() != 2) fail(n, "input A must be 2-D [N, features]");
-  if (!b.is_float || b.dims.size() != 2) fail(n, "B '" + b.name + "' must be a 2-D float32 tensor");
+  if (!b.is_float || b.dims.size() != 2) fail(n, "B " + quoted_name(b.name) + " must be a 2-D float32 tensor");
   const int64_t out_f = trans_b ? b.dims[0] : b.dims[1], in_f = trans_b ? b.dims[1] : b.dims[0];
   std::string layout = trans_b ? "linear" : "linear_from_kn";
   std::vector<float> w = match_flatten_order(n, x, trans_b ? b.f : transpose2d(b), out_f, in_f, layout);
@@ -313,7 +314,7 @@ void Importer::gemm(const onnx::NodeProto& n) {
   if (has_input(n, 2)) {
     const Const& c = constant_of(n, 2);
     if (!c.is_float || c.numel() != out_f || (c.dims.size() == 2 && c.dims[0] != 1) || c.dims.size() > 2)
-      fail(n, "C '" + c.name + "' must be float32 of shape [" + std::to_string(out_f) + "]");
+      fail(n, "C " + quoted_name(c.name) + " must be float32 of shape [" + std::to_string(out_f) + "]");
     in.push_back(weight(n, c, "vector", {out_f}, c.f));
   }
   emit(n, "linear", in, {});
@@ -325,7 +326,7 @@ void Importer::matmul(const onnx::NodeProto& n) {
   const int x = activation(n, 0);
   const Const& b = constant_of(n, 1);
   if (out_.graph.value(x).shape.size() != 2) fail(n, "input A must be 2-D [N, features]");
-  if (!b.is_float || b.dims.size() != 2) fail(n, "B '" + b.name + "' must be a 2-D float32 tensor");
+  if (!b.is_float || b.dims.size() != 2) fail(n, "B " + quoted_name(b.name) + " must be a 2-D float32 tensor");
   std::string layout = "linear_from_kn";
   std::vector<float> w = match_flatten_order(n, x, transpose2d(b), b.dims[1], b.dims[0], layout);
   const auto outs = emit(n, "linear", {x, weight(n, b, layout, {b.dims[1], b.dims[0]}, std::move(w))}, {});

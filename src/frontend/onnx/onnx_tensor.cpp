@@ -4,6 +4,7 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "frontend/onnx/onnx_detail.h"
 
 namespace trident::frontend::onnx_detail {
@@ -29,7 +30,7 @@ const char* type_name(int t) {
 Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
   Const c;
   c.name = t.name();
-  const std::string what = where + "tensor '" + t.name() + "'";
+  const std::string what = where + "tensor " + quoted_name(t.name());
   if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
     throw Error(what + " keeps its data in an external file, which trident does not read");
   if (t.has_segment()) throw Error(what + " is segmented, which trident does not read");

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "runtime/train_limits.h"
 
 namespace trident::runtime {
@@ -34,7 +35,7 @@ class Reader {
     T v{};
     const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
     if (r.ec != std::errc() || r.ptr != s.data() + s.size())
-      throw Error("checkpoint '" + path_ + "' has metadata '" + key + "' = '" + s + "', which is not a number");
+      throw Error("checkpoint '" + path_ + "' has metadata '" + key + "' = " + quoted_name(s) + ", which is not a number");
     return v;
   }
   // A number within `limit`, the range its command-line flag accepts.
@@ -42,8 +43,8 @@ class Reader {
   T limited(const TrainLimit& limit) const {
     const T v = num<T>(limit.key);
     if (!limit.allows(static_cast<double>(v)))
-      throw Error("checkpoint '" + path_ + "' has metadata '" + limit.key + "' = '" + text(limit.key) +
-                  "', but it must be " + limit.range() + " (as " + limit.flag + " must)");
+      throw Error("checkpoint '" + path_ + "' has metadata '" + limit.key + "' = " + quoted_name(text(limit.key)) +
+                  ", but it must be " + limit.range() + " (as " + limit.flag + " must)");
     return v;
   }
   int64_t count(const std::string& key) const {
@@ -97,36 +98,37 @@ Checkpoint load_checkpoint(const std::string& path) {
   auto fmt = md.find("format");
   if (fmt == md.end() || fmt->second != kCheckpointFormat)
     throw Error("'" + path + "' is a safetensors file but not a trident checkpoint (its metadata 'format' is " +
-                (fmt == md.end() ? std::string("missing") : "'" + fmt->second + "'") +
+                (fmt == md.end() ? std::string("missing") : quoted_name(fmt->second)) +
                 ", expected '" + kCheckpointFormat + "')");
   const Reader r(md, path);
   CheckpointInfo& i = ck.info;
-  i.model = r.text("model");
+  // Names from the file are kept printable (core/printable.h): later messages quote them.
+  i.model = printable(r.text("model"));
   i.epoch = r.count("epoch");
   i.config.epochs = r.limited<int64_t>(kEpochsLimit);
   if (i.epoch > i.config.epochs)
-    throw Error("checkpoint '" + path + "' has metadata 'epoch' = '" + r.text("epoch") +
-                "', but it must be from 0 to its 'epochs' (" + r.text("epochs") + ")");
+    throw Error("checkpoint '" + path + "' has metadata 'epoch' = " + quoted_name(r.text("epoch")) +
+                ", but it must be from 0 to its 'epochs' (" + r.text("epochs") + ")");
   i.batch = r.limited<int64_t>(kBatchLimit);
-  i.dataset = r.text("dataset");
+  i.dataset = printable(r.text("dataset"));
   i.train_images = r.count("train_images");
   // Every epoch takes train_images / batch steps (the last partial batch is dropped).
   i.step = r.count("step");
   const int64_t per_epoch = i.train_images / i.batch;
   if (i.epoch > 0 ? per_epoch > INT64_MAX / i.epoch || i.step != i.epoch * per_epoch : i.step != 0)
-    throw Error("checkpoint '" + path + "' has metadata 'step' = '" + r.text("step") +
-                "', but it must be 'epoch' times 'train_images' / 'batch' (" + r.text("epoch") + " x " +
-                r.text("train_images") + " / " + r.text("batch") + ")");
+    throw Error("checkpoint '" + path + "' has metadata 'step' = " + quoted_name(r.text("step")) +
+                ", but it must be 'epoch' times 'train_images' / 'batch' (" + std::to_string(i.epoch) + " x " +
+                std::to_string(i.train_images) + " / " + std::to_string(i.batch) + ")");
   i.loss_scale = r.num<double>("loss_scale");
   i.config.seed = r.num<uint64_t>("seed");
-  i.config.backend = r.text("backend");
+  i.config.backend = printable(r.text("backend"));
   i.config.lr = r.limited<double>(kLrLimit);
   i.config.momentum = r.limited<double>(kMomentumLimit);
   i.config.weight_decay = r.limited<double>(kWeightDecayLimit);
   i.config.nesterov = r.num<int>("nesterov") != 0;
   i.config.warmup_epochs = r.limited<double>(kWarmupLimit);
   if (i.loss_scale != 1)
-    throw Error("checkpoint '" + path + "' has loss scale " + r.text("loss_scale") +
+    throw Error("checkpoint '" + path + "' has loss scale " + quoted_name(r.text("loss_scale")) +
                 "; this version of trident trains without loss scaling and cannot resume it");
   return ck;
 }

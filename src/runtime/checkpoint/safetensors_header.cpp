@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "core/checked_math.h"
+#include "core/printable.h"
 
 namespace trident::runtime::safetensors_detail {
 
@@ -24,10 +25,10 @@ constexpr DTypeName kDTypes[] = {{"F32", DType::f32}, {"F64", DType::f64}, {"F16
                                  {"BF16", DType::bf16}, {"I32", DType::i32}};
 
 Entry parse_entry(const std::string& name, const json& desc, uint64_t buffer_size, const Fail& fail) {
-  const std::string t = "tensor '" + name + "'";
+  const std::string t = "tensor " + quoted_name(name);
   if (!desc.is_object()) throw fail(t + " is not described by a JSON object");
   for (const auto& [k, v] : desc.items())
-    if (k != "dtype" && k != "shape" && k != "data_offsets") throw fail(t + " has an unknown field '" + k + "'");
+    if (k != "dtype" && k != "shape" && k != "data_offsets") throw fail(t + " has an unknown field " + quoted_name(k));
   if (!desc.contains("dtype") || !desc["dtype"].is_string()) throw fail(t + " has no dtype string");
   if (!desc.contains("shape") || !desc["shape"].is_array()) throw fail(t + " has no shape array");
   if (!desc.contains("data_offsets") || !desc["data_offsets"].is_array() || desc["data_offsets"].size() != 2)
@@ -39,7 +40,7 @@ Entry parse_entry(const std::string& name, const json& desc, uint64_t buffer_siz
   const DTypeName* found = nullptr;
   for (const DTypeName& d : kDTypes)
     if (dt == d.name) found = &d;
-  if (!found) throw fail(t + " has dtype '" + dt + "', which trident does not support (F32, F64, F16, BF16, I32)");
+  if (!found) throw fail(t + " has dtype " + quoted_name(dt) + ", which trident does not support (F32, F64, F16, BF16, I32)");
   e.dtype = found->dtype;
 
   uint64_t count = 1;
@@ -101,12 +102,12 @@ class Handler final : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     if (depth_ == 1) {
       if (!names_.insert(k).second)
-        throw fail_("its JSON header has the key '" + k + "' twice" + (k == "__metadata__" ? "" : " (a duplicate tensor name)"));
+        throw fail_("its JSON header has the key " + quoted_name(k) + " twice" + (k == "__metadata__" ? "" : " (a duplicate tensor name)"));
       if (k != "__metadata__" && ++tensors_ > kMaxTensors)
         throw fail_("it describes more than " + std::to_string(kMaxTensors) + " tensors");
       name_ = k;
     } else if (!stack_.empty()) {
-      if (stack_.back()->contains(k)) throw fail_("its JSON header has the key '" + k + "' twice");
+      if (stack_.back()->contains(k)) throw fail_("its JSON header has the key " + quoted_name(k) + " twice");
       key_ = k;
     }
     return true;
@@ -155,7 +156,7 @@ class Handler final : public nlohmann::json_sax<json> {
     json& parent = *stack_.back();
     if (parent.is_array()) {
       if (parent.size() >= kMaxRank)
-        throw fail_("tensor '" + name_ + "' has an array of more than " + std::to_string(kMaxRank) +
+        throw fail_("tensor " + quoted_name(name_) + " has an array of more than " + std::to_string(kMaxRank) +
                     " entries in its description (the most a shape may have)");
       parent.push_back(std::move(v));
       return &parent.back();
@@ -171,7 +172,7 @@ class Handler final : public nlohmann::json_sax<json> {
     }
     if (!v.is_object()) throw fail_("its __metadata__ is not a JSON object");
     for (const auto& [k, s] : v.items()) {
-      if (!s.is_string()) throw fail_("its __metadata__ entry '" + k + "' is not a string");
+      if (!s.is_string()) throw fail_("its __metadata__ entry " + quoted_name(k) + " is not a string");
       out_.metadata.emplace(k, s.get<std::string>());
     }
   }
@@ -200,7 +201,7 @@ void check_coverage(const std::vector<Entry>& entries, uint64_t buffer_size, con
   for (size_t i = 0; i < by_offset.size(); ++i) {
     const Entry& e = *by_offset[i];
     if (e.begin < covered)
-      throw fail("tensors '" + by_offset[i - 1]->name + "' and '" + e.name + "' overlap in the data buffer");
+      throw fail("tensors " + quoted_name(by_offset[i - 1]->name) + " and " + quoted_name(e.name) + " overlap in the data buffer");
     if (e.begin > covered)
       throw fail("bytes [" + std::to_string(covered) + ", " + std::to_string(e.begin) +
                  ") of the data buffer belong to no tensor");
