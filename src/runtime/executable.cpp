@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,6 +14,7 @@
 #include "core/memory_budget.h"
 #include "core/printable.h"
 #include "core/random.h"
+#include "ir/op_registry.h"
 #include "runtime/host_threads.h"
 #include "runtime/memory_estimate.h"
 
@@ -304,7 +306,34 @@ WeightMap Executable::export_weights() const {
   return out;
 }
 
+namespace {
+// The values that are some node's running variance (the "running_var" input of batchnorm2d,
+// the fused cbr/cbar and fold_batchnorm, as their schemas name it).
+std::vector<char> running_variances(const ir::Graph& g) {
+  std::vector<char> is_var(static_cast<size_t>(g.num_values()), 0);
+  for (int nid : g.order()) {
+    const ir::Node& n = g.node(nid);
+    const std::vector<std::string>& names = ir::OpRegistry::get(n.op).inputs;
+    for (size_t i = 0; i < n.inputs.size() && i < names.size(); ++i)
+      if (names[i] == "running_var") is_var[static_cast<size_t>(n.inputs[i])] = 1;
+  }
+  return is_var;
+}
+
+// A running variance must be finite and not negative: normalising by the square root of a
+// negative one makes every output NaN.
+template <class T>
+void check_variance(const std::string& name, const T* v, int64_t n) {
+  for (int64_t c = 0; c < n; ++c)
+    if (!std::isfinite(v[c]) || v[c] < 0)
+      throw Error("weight " + quoted_name(name) + " is a batch normalisation's running variance but holds " +
+                  std::to_string(v[c]) + " at channel " + std::to_string(c) +
+                  "; a variance must be finite and not negative (the outputs would be NaN)");
+}
+}  // namespace
+
 size_t Executable::import_weights(const WeightMap& weights, bool strict) {
+  const std::vector<char> is_var = running_variances(graph_);
   size_t loaded = 0;
   for (const auto& [name, h] : weights) {
     const int id = graph_.find_value(name);
@@ -319,6 +348,10 @@ size_t Executable::import_weights(const WeightMap& weights, bool strict) {
     if (h.data.size() != t.bytes())
       throw Error("weight " + quoted_name(name) + " holds " + std::to_string(h.data.size()) + " bytes, expected " +
                   std::to_string(t.bytes()));
+    if (is_var[static_cast<size_t>(id)] && h.dtype == DType::f32)
+      check_variance(name, reinterpret_cast<const float*>(h.data.data()), numel(h.shape));
+    if (is_var[static_cast<size_t>(id)] && h.dtype == DType::f64)
+      check_variance(name, reinterpret_cast<const double*>(h.data.data()), numel(h.shape));
     ++loaded;
   }
   if (strict)

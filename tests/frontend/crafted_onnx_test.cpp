@@ -2,6 +2,8 @@
 // Error naming the node, never a wrapped count that would size a buffer too small.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "frontend/onnx/onnx_import.h"
 #include "support/onnx_bytes.h"
@@ -70,6 +72,26 @@ TEST(CraftedOnnx, NamesFromTheFileAreEscapedInMessages) {
   ASSERT_NE(msg, "");
   EXPECT_EQ(msg.find_first_of("\x1b\n\x07"), std::string::npos) << msg;
   EXPECT_NE(msg.find("node 'conv\\x1b[2J\\ntrident: ok\\xff' (Frob\\x07nicate, opset 13)"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace trident
+
+namespace trident {
+namespace {
+
+// A BatchNormalization with a negative or non-finite running variance made every output NaN
+// and `trident infer` exit 0; the import now refuses it naming the node and the initializer.
+TEST(CraftedOnnx, ANegativeOrNonFiniteRunningVarianceIsRefused) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  EXPECT_EQ(import_error(test_support::conv_bn_model_bytes(1.0f), 0), "");
+  EXPECT_EQ(import_error(test_support::conv_bn_model_bytes(0.0f), 0), "");
+  for (float bad : {-1.0f, std::nanf(""), INFINITY}) {
+    const std::string msg = import_error(test_support::conv_bn_model_bytes(bad), 0);
+    EXPECT_NE(msg.find("crafted.onnx: node 'bn' (BatchNormalization"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("input_var 'var' holds"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("must be finite and not negative"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

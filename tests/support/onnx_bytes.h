@@ -46,4 +46,33 @@ inline std::string conv_model_bytes(int64_t batch, int64_t out_channels, int64_t
   return pb_int(1, 8) + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13));
 }
 
+// A float initializer (TensorProto) of `dims` holding `values`.
+inline std::string pb_float_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                                   const std::vector<float>& values) {
+  std::string t;
+  for (int64_t d : dims) t += pb_int(1, uint64_t(d));
+  std::string raw(values.size() * 4, '\0');
+  std::memcpy(raw.data(), values.data(), raw.size());
+  return t + pb_int(2, 1) + pb_bytes(8, name) + pb_bytes(9, raw);
+}
+
+// Conv (1 -> 2 channels, 1x1, on a [1, 1, 2, 2] input) then an inference BatchNormalization whose
+// running variance is `var` for both channels (scale 1, bias 0, mean 0), opset 13.
+inline std::string conv_bn_model_bytes(float var) {
+  std::string shape;
+  for (int64_t d : {1, 1, 2, 2}) shape += pb_bytes(1, pb_int(1, uint64_t(d)));
+  const std::string type = pb_bytes(1, pb_int(1, 1) + pb_bytes(2, shape));
+  const std::string input = pb_bytes(11, pb_bytes(1, "x") + pb_bytes(2, type));
+  const std::string output = pb_bytes(12, pb_bytes(1, "z"));
+  const std::string conv = pb_bytes(1, "x") + pb_bytes(1, "w") + pb_bytes(2, "y") + pb_bytes(3, "conv") + pb_bytes(4, "Conv");
+  std::string bn;
+  for (const char* in : {"y", "scale", "bias", "mean", "var"}) bn += pb_bytes(1, in);
+  bn += pb_bytes(2, "z") + pb_bytes(3, "bn") + pb_bytes(4, "BatchNormalization");
+  std::string inits = pb_bytes(5, pb_float_tensor("w", {2, 1, 1, 1}, {1, 1}));
+  inits += pb_bytes(5, pb_float_tensor("scale", {2}, {1, 1})) + pb_bytes(5, pb_float_tensor("bias", {2}, {0, 0}));
+  inits += pb_bytes(5, pb_float_tensor("mean", {2}, {0, 0})) + pb_bytes(5, pb_float_tensor("var", {2}, {var, var}));
+  const std::string graph = pb_bytes(1, conv) + pb_bytes(1, bn) + pb_bytes(2, "g") + inits + input + output;
+  return pb_int(1, 8) + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13));
+}
+
 }  // namespace trident::test_support

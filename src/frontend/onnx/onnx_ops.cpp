@@ -128,6 +128,12 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
     const Const& t = constant_of(n, i);
     if (!t.is_float || t.numel() != c[0] || t.dims.size() != 1)
       fail(n, std::string(kNames[i - 1]) + " " + quoted_name(t.name) + " must be float32 of shape " + shape_str(c));
+    // A non-finite statistic or a negative variance makes every output NaN.
+    for (size_t k = 0; k < t.f.size(); ++k)
+      if (!std::isfinite(t.f[k]) || (i == 4 && t.f[k] < 0))
+        fail(n, std::string(kNames[i - 1]) + " " + quoted_name(t.name) + " holds " + std::to_string(t.f[k]) +
+                    " at channel " + std::to_string(k) + "; it must be finite" +
+                    (i == 4 ? " and not negative (the outputs would be NaN)" : ""));
     in.push_back(weight(n, t, "vector", c, t.f, i >= 3));
   }
   const double eps = attr_float(n, "epsilon", 1e-5);
