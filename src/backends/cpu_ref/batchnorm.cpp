@@ -62,7 +62,9 @@ void affine_rows(const T* X, T* Y, int64_t M, int64_t C, const std::vector<T>& s
 template <class T>
 void bn_forward(const KernelArgs& a) {
   const TensorView& x = a.in[0];
-  const auto [M, C] = bn_shape(a, x);
+  // Named variables, not a structured binding: clang 14 cannot capture bindings in lambdas.
+  const BnShape bs = bn_shape(a, x);
+  const int64_t M = bs.M, C = bs.C;
   const bool training = a.node.attrs.i("training", a.out.size() == 5 ? 1 : 0) != 0;
   expect_arity(a, 5, training ? 5 : 1);
   const char* names[] = {"x", "gamma", "beta", "running_mean", "running_var"};
@@ -123,7 +125,9 @@ template <class T>
 void bn_backward(const KernelArgs& a) {
   expect_arity(a, 5, 3);
   const TensorView &x = a.in[0], &dy = a.in[1];
-  const auto [M, C] = bn_shape(a, x);
+  // Named variables, not a structured binding: clang 14 cannot capture bindings in lambdas.
+  const BnShape bs = bn_shape(a, x);
+  const int64_t M = bs.M, C = bs.C;
   if (dy.shape != x.shape || a.out[0].shape != x.shape)
     throw Error("node '" + a.node.name + "' (op " + a.node.op + "): x, dy and dx must share a shape");
   expect_dtype(a, dy, x.dtype, "dy");
