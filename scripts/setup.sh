@@ -18,10 +18,10 @@ packages=(
   dataset-fashion-mnist      # the default training data, in /usr/share/datasets/fashion-mnist
 )
 
-# The libFuzzer build (fuzz/README.md) needs clang and its runtime: installed only on request,
+# The libFuzzer build (fuzz/README.md) needs clang, its runtime and its OpenMP: installed only on request,
 # with TRIDENT_FUZZ=1, which also builds the fuzz targets into build-fuzz/.
 if [ "${TRIDENT_FUZZ:-0}" = 1 ]; then
-  packages+=(clang libclang-rt-dev)
+  packages+=(clang libclang-rt-dev libomp-dev)
 fi
 
 missing=()
