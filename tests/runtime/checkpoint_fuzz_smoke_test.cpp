@@ -3,11 +3,11 @@
 // files must each be read or rejected with trident::Error, never crash. fuzz/ runs it longer.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <random>
 
 #include "core/error.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "support/mutate.h"
 
 using namespace trident;
 using namespace trident::runtime;
@@ -25,24 +25,6 @@ std::vector<std::vector<std::byte>> seeds() {
           encode_safetensors({}, {})};
 }
 
-void mutate(std::vector<std::byte>& b, std::mt19937_64& rng) {
-  const int edits = 1 + static_cast<int>(rng() % 4);
-  for (int k = 0; k < edits && !b.empty(); ++k) {
-    switch (rng() % 6) {
-      case 0: b[rng() % b.size()] ^= static_cast<std::byte>(1u << (rng() % 8)); break;  // bit flip
-      case 1: b[rng() % b.size()] = static_cast<std::byte>(rng()); break;              // byte
-      case 2: b.resize(rng() % b.size()); break;                                       // truncate
-      case 3: b[rng() % std::min<size_t>(8, b.size())] = static_cast<std::byte>(rng()); break;  // length
-      case 4: {  // a digit in the header becomes another (offsets, shapes)
-        const size_t i = rng() % b.size();
-        if (std::isdigit(static_cast<int>(b[i]))) b[i] = static_cast<std::byte>('0' + rng() % 10);
-        break;
-      }
-      default: b.insert(b.begin() + static_cast<std::ptrdiff_t>(rng() % b.size()), static_cast<std::byte>(rng()));
-    }
-  }
-}
-
 }  // namespace
 
 TEST(SafetensorsFuzzSmoke, MutatedFilesAreReadOrRejected) {
@@ -51,7 +33,7 @@ TEST(SafetensorsFuzzSmoke, MutatedFilesAreReadOrRejected) {
   int accepted = 0, rejected = 0;
   for (int i = 0; i < 2000; ++i) {
     std::vector<std::byte> b = base[i % base.size()];
-    mutate(b, rng);
+    test_support::mutate(b, rng, /*header=*/64);
     try {
       Metadata md;
       const WeightMap w = read_safetensors_from_memory(b, "mutant", &md);
