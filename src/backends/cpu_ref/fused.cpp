@@ -69,18 +69,19 @@ class FusedBackward final : public Kernel {
       : add_(sub_node(n, "add", {})),
         relu_bwd_(sub_node(n, "relu_backward", {})),
         bn_bwd_(sub_node(n, "batchnorm2d_backward", pick(n.attrs, {"eps"}))) {
-    const ir::Value& v = g.value(n.inputs[1]);
-    const size_t bytes = static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
-    if (n.outputs.size() == 3) scratch_.resize(bytes);
-    if (n.inputs.size() == 7) gradient_sum_.resize(bytes);
+    if (n.outputs.size() == 3) {
+      const ir::Value& v = g.value(n.inputs[1]);
+      scratch_.resize(static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype));
+    }
   }
 
   void run(const KernelArgs& a) override {
     TensorView dz = a.out.size() == 4 ? a.out[3] : TensorView{scratch_.data(), a.in[1].shape, a.in[1].dtype};
+    // Two gradients: their sum is made in dz and masked there in place (element by element).
     TensorView dy = a.in[1];
     if (a.in.size() == 7) {
-      dy = TensorView{gradient_sum_.data(), a.in[1].shape, a.in[1].dtype};
-      add({add_, {a.in[1], a.in[6]}, {dy}});
+      add({add_, {a.in[1], a.in[6]}, {dz}});
+      dy = dz;
     }
     if (a.in[0].dtype == DType::i32) apply_relu_mask(a, a.in[0], dy, dz);
     else relu_backward({relu_bwd_, {a.in[0], dy}, {dz}});
@@ -89,7 +90,7 @@ class FusedBackward final : public Kernel {
 
  private:
   ir::Node add_, relu_bwd_, bn_bwd_;
-  std::vector<std::byte> scratch_, gradient_sum_;
+  std::vector<std::byte> scratch_;
 };
 
 }  // namespace
