@@ -49,10 +49,11 @@ void OpDef::check_arity(const Node& n) const {
   if (variadic) return;
   size_t max_in = inputs.size();
   size_t min_in = max_in;
-  if (!inputs.empty() && inputs.back().back() == '?') min_in = max_in - 1;
+  while (min_in > 0 && inputs[min_in - 1].back() == '?') --min_in;  // trailing optional inputs
   if (n.inputs.size() < min_in || n.inputs.size() > max_in)
     throw Error("expects " + std::to_string(min_in) +
-                (min_in != max_in ? " or " + std::to_string(max_in) : "") + " inputs, got " +
+                (min_in + 1 == max_in ? " or " + std::to_string(max_in) : min_in != max_in ? " to " + std::to_string(max_in) : "") +
+                " inputs, got " +
                 std::to_string(n.inputs.size()));
 }
 

@@ -26,7 +26,7 @@ using BackwardFn =
 
 struct OpDef {
   std::string name;
-  std::vector<std::string> inputs;   // names; a trailing "?" marks an optional last input
+  std::vector<std::string> inputs;   // names; a trailing "?" marks an optional input (the last ones only)
   std::vector<std::string> outputs;  // names of the outputs in their maximal form
   bool variadic = false;             // any number of inputs (the optimizer step)
   bool view = false;                 // output 0 is input 0 reinterpreted: no kernel work

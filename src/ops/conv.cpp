@@ -100,11 +100,20 @@ void register_conv_ops() {
 
   ir::OpDef wgrad;
   wgrad.name = "conv2d_backward_weight";
-  wgrad.inputs = {"x", "dy"};
+  // x_affine (attribute prologue = 1, defer_bn_apply): x is a raw convolution output and the
+  // convolution's input was relu(x·scale + shift) of it (bn_apply_relu), recomputed here.
+  wgrad.inputs = {"x", "dy", "x_affine?"};
   wgrad.outputs = {"dw", "db"};
   wgrad.summary = "gradient of conv2d with respect to its weight (and bias)";
   wgrad.infer = [](const Node& n, const Graph& g) {
     const auto &x = in_value(g, n, 0), &dy = in_value(g, n, 1);
+    const bool prologue = n.attrs.i("prologue", 0) != 0;
+    if (prologue != (n.inputs.size() == 3))
+      throw Error("attribute prologue needs exactly one more input, the input's affine");
+    if (prologue) {
+      expect_rank(x, 4, "input");
+      expect_affine(in_value(g, n, 2), x.shape[3], "the input's affine");
+    }
     Shape w = n.attrs.ints("weight_shape");
     if (w.size() != 4) throw Error("attribute 'weight_shape' must have 4 extents");
     if (conv_out_shape(x.shape, w, conv_geom(n.attrs)) != dy.shape)
@@ -116,6 +125,13 @@ void register_conv_ops() {
   };
   wgrad.macs = [](const Node& n, const Graph& g) {
     return conv_macs(in_value(g, n, 1).shape, g.value(n.outputs[0]).shape);
+  };
+  wgrad.decompose = [](Graph& g, const Node& n) {
+    Attrs a = n.attrs;
+    a.set("prologue", int64_t{0});
+    int x = n.inputs[0];
+    if (n.inputs.size() == 3) x = g.add_node1("bn_apply_relu", {x, n.inputs[2]}, {}, n.name + ".prologue");
+    return g.add_node("conv2d_backward_weight", {x, n.inputs[1]}, a, n.name + ".plain");
   };
   ir::OpRegistry::add(wgrad);
 }

@@ -4,57 +4,86 @@
 // the batchnorm output before the relu is never kept. The mask of the backward is the relu
 // output y (kept anyway as the next layer's input), or, with attribute relu_mask = 1, a 1-bit
 // mask the forward writes beside y (core/relu_mask.h), which the backward reads in 1/16 of
-// the bytes of an f16 y. Each op carries its unfused decomposition.
+// the bytes of an f16 y.
+//
+// Cross-layer fusion (defer_bn_apply) adds two forms: conv_bn_stats, a cbr that stops at the
+// batch statistics and hands the next convolution its affine (ops/bn_apply.cpp) instead of y,
+// and attribute prologue = 1, under which a fused op's x is such a raw convolution output and
+// its convolution reads relu(x·scale + shift) of it. Both appear only after autodiff, so
+// they have no backward rule. Each op carries its unfused decomposition.
+#include <algorithm>
+
 #include "core/relu_mask.h"
+#include "ops/cbr_operands.h"
 #include "ops/op_helpers.h"
 
 namespace trident::ops {
 
 namespace {
 
-// Inputs: x, w, gamma, beta, running_mean, running_var, [residual (cbar)], [bias].
 bool is_cbar(const Node& n) { return n.op == "cbar"; }
-size_t residual_index(const Node&) { return 6; }
-int bias_input(const Node& n) {
-  const size_t with_bias = is_cbar(n) ? 8 : 7;
-  return n.inputs.size() == with_bias ? n.inputs.back() : -1;
-}
+bool is_stats_only(const Node& n) { return n.op == "conv_bn_stats"; }
 
 bool keeps_bit_mask(const Node& n) { return n.attrs.i("relu_mask", 0) != 0; }
 
 Attrs conv_attrs(const Attrs& a) { return copy_attrs(a, {"stride", "padding", "dilation", "groups"}); }
 
-std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
+// The convolution of a fused node as a plain conv2d node (x, w, [b]) on `x`.
+Node conv_of(const Node& n, int x) {
   Node conv;
   conv.op = "conv2d";
-  conv.inputs = {n.inputs[0], n.inputs[1]};
-  if (bias_input(n) >= 0) conv.inputs.push_back(bias_input(n));
+  conv.name = n.name;
+  conv.inputs = {x, n.inputs[cbr_in::w]};
+  if (cbr_operands(n).bias >= 0) conv.inputs.push_back(n.inputs[cbr_operands(n).bias]);
   conv.attrs = conv_attrs(n.attrs);
-  const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv, g).at(0);
+  return conv;
+}
+
+std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
+  const CbrOperands o = cbr_operands(n);
+  const int given = static_cast<int>(n.inputs.size());
+  const int wanted = (is_cbar(n) ? 7 : 6) + (o.bias >= 0) + (o.x_affine >= 0);
+  if (given != wanted || std::max({o.residual, o.bias, o.x_affine}) >= given)
+    throw Error("expects x, w, gamma, beta, running_mean, running_var" + std::string(is_cbar(n) ? ", residual" : "") +
+                ", [b]" + (has_prologue(n) ? ", x_affine" : "") + "; got " + std::to_string(given) + " inputs");
+  const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv_of(n, n.inputs[cbr_in::x]), g).at(0);
+  if (o.x_affine >= 0)
+    expect_affine(g.value(n.inputs[o.x_affine]), in_value(g, n, cbr_in::x).shape.back(), "the input's affine");
   const Shape c{y.shape[3]};
   for (size_t i = 2; i < 6; ++i)
     if (in_value(g, n, i).shape != c)
       throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
-  if (is_cbar(n) && in_value(g, n, residual_index(n)).shape != y.shape)
-    throw Error("the residual " + shape_str(in_value(g, n, residual_index(n)).shape) +
+  if (is_cbar(n) && in_value(g, n, o.residual).shape != y.shape)
+    throw Error("the residual " + shape_str(in_value(g, n, o.residual).shape) +
                 " must match the convolution output " + shape_str(y.shape));
   if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
   const DType stats = in_value(g, n, 2).dtype;  // gamma's: f32 also under mixed precision
   std::vector<TypeInfo> out{y, y, {c, stats}, {c, stats}, {c, stats}, {c, stats}};
+  if (is_stats_only(n)) {
+    if (keeps_bit_mask(n)) throw Error("conv_bn_stats writes no relu output to mask");
+    out[cbr_out::affine] = {Shape{2, y.shape[3]}, DType::f32};
+  }
   if (keeps_bit_mask(n)) out.push_back({relu_mask_shape(y.shape), DType::i32});
   return out;
 }
 
 std::vector<int> decompose_fused(Graph& g, const Node& n) {
-  std::vector<int> conv_in{n.inputs[0], n.inputs[1]};
-  if (bias_input(n) >= 0) conv_in.push_back(bias_input(n));
-  const int conv = g.add_node1("conv2d", conv_in, conv_attrs(n.attrs), n.name + ".conv");
+  const CbrOperands o = cbr_operands(n);
+  int x = n.inputs[cbr_in::x];
+  if (o.x_affine >= 0) x = g.add_node1("bn_apply_relu", {x, n.inputs[o.x_affine]}, {}, n.name + ".prologue");
+  const Node c = conv_of(n, x);
+  const int conv = g.add_node1("conv2d", c.inputs, c.attrs, n.name + ".conv");
   Attrs bn_attrs = copy_attrs(n.attrs, {"eps", "momentum"});
   bn_attrs.set("training", int64_t{1});
   auto bn = g.add_node("batchnorm2d", {conv, n.inputs[2], n.inputs[3], n.inputs[4], n.inputs[5]},
                        bn_attrs, n.name + ".bn");
+  if (is_stats_only(n)) {
+    const int affine = g.add_node1("batchnorm_affine", {conv, n.inputs[cbr_in::gamma], n.inputs[cbr_in::beta]},
+                                   copy_attrs(n.attrs, {"eps"}), n.name + ".affine");
+    return {affine, conv, bn[1], bn[2], bn[3], bn[4]};
+  }
   int z = bn[0];
-  if (is_cbar(n)) z = g.add_node1("add", {z, n.inputs[residual_index(n)]}, {}, n.name + ".add");
+  if (is_cbar(n)) z = g.add_node1("add", {z, n.inputs[o.residual]}, {}, n.name + ".add");
   const int y = g.add_node1("relu", {z}, {}, n.name + ".relu");
   std::vector<int> out{y, conv, bn[1], bn[2], bn[3], bn[4]};
   if (keeps_bit_mask(n)) out.push_back(g.add_node1("relu_mask", {y}, {}, n.name + ".mask"));
@@ -62,6 +91,10 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
 }
 
 std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>& dys) {
+  if (has_prologue(n))
+    throw Error("'" + n.name + "' reads its input through a prologue, which defer_bn_apply forms after autodiff; "
+                "it has no backward rule");
+  const CbrOperands o = cbr_operands(n);
   std::vector<int> grads(n.inputs.size(), -1);
   if (dys[0] < 0) return grads;
   Attrs a = copy_attrs(n.attrs, {"eps"});
@@ -71,19 +104,13 @@ std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>&
                       {mask, dys[0], n.outputs[1], n.inputs[2], n.outputs[2], n.outputs[3]},
                       a, n.name + ".bn_relu_backward");
   // The convolution's gradients, exactly as conv2d's own rule emits them.
-  Node conv;
-  conv.op = "conv2d";
-  conv.name = n.name;
-  conv.inputs = {n.inputs[0], n.inputs[1]};
-  if (bias_input(n) >= 0) conv.inputs.push_back(bias_input(n));
-  conv.attrs = conv_attrs(n.attrs);
-  std::vector<int> conv_grads = ir::OpRegistry::get("conv2d").backward(g, conv, {r[0]});
+  std::vector<int> conv_grads = ir::OpRegistry::get("conv2d").backward(g, conv_of(n, n.inputs[cbr_in::x]), {r[0]});
   grads[0] = conv_grads[0];
   grads[1] = conv_grads[1];
-  if (bias_input(n) >= 0) grads.back() = conv_grads[2];
+  if (o.bias >= 0) grads[o.bias] = conv_grads[2];
   grads[2] = r[1];
   grads[3] = r[2];
-  if (is_cbar(n)) grads[residual_index(n)] = r[3];
+  if (is_cbar(n)) grads[o.residual] = r[3];
   return grads;
 }
 
@@ -93,17 +120,20 @@ ir::OpDef fused_def(const std::string& name, const std::string& summary) {
   d.inputs = {"x", "w", "gamma", "beta", "running_mean", "running_var"};
   if (name == "cbar") d.inputs.push_back("residual");
   d.inputs.push_back("b?");
-  d.outputs = {"y", "conv_out", "saved_mean", "saved_invstd", "running_mean_out", "running_var_out", "relu_mask"};
+  d.inputs.push_back("x_affine?");
+  d.outputs = {name == "conv_bn_stats" ? "affine" : "y", "conv_out", "saved_mean", "saved_invstd",
+               "running_mean_out", "running_var_out"};
+  if (name != "conv_bn_stats") d.outputs.push_back("relu_mask");
   d.summary = summary;
   d.infer = infer_fused;
   d.aliases = [](const Node&) { return std::vector<std::pair<int, int>>{{4, 4}, {5, 5}}; };
   d.side_effects = [](const Node&) { return true; };
   d.macs = [](const Node& n, const Graph& g) {
-    const Shape& y = g.value(n.outputs[0]).shape;
+    const Shape& y = g.value(n.outputs[cbr_out::conv_out]).shape;
     const Shape& w = in_value(g, n, 1).shape;
     return numel(y) * w[1] * w[2] * w[3];
   };
-  d.backward = backward_fused;
+  if (name != "conv_bn_stats") d.backward = backward_fused;
   d.decompose = decompose_fused;
   return d;
 }
@@ -114,13 +144,16 @@ void register_fused_cbr_ops() {
   ir::OpRegistry::add(fused_def("cbr", "fused conv → batchnorm (training) → relu"));
   ir::OpRegistry::add(
       fused_def("cbar", "fused conv → batchnorm (training) → add residual → relu"));
+  ir::OpRegistry::add(fused_def(
+      "conv_bn_stats", "fused conv → batchnorm statistics (training); the next convolution applies its affine"));
 
   ir::OpDef bwd;
   bwd.name = "batchnorm_relu_backward";
   // dy_other: a second gradient of y (the residual branch's, in a ResNet), added to dy as a
   // separate add would (rounded to the activation dtype) while the kernel reads both, so the
   // sum is never written (fold_gradient_sum).
-  // mask: the relu output y, or its packed 1-bit mask (i32, core/relu_mask.h).
+  // mask: the relu output y, its packed 1-bit mask (i32, core/relu_mask.h), or the layer's
+  // affine [2, C] f32 (defer_bn_apply), from which y > 0 is recomputed as bn_apply_relu's.
   bwd.inputs = {"mask", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd", "dy_other?"};
   bwd.outputs = {"dconv", "dgamma", "dbeta", "dresidual"};
   bwd.summary = "relu backward (mask from the output) fused with training batchnorm backward";
@@ -128,7 +161,9 @@ void register_fused_cbr_ops() {
     const auto &mask = in_value(g, n, 0), &dy = in_value(g, n, 1), &x = in_value(g, n, 2);
     expect_rank(x, 4, "conv output");
     expect_same_shape(dy, x, "the gradient and the conv output");
-    if (mask.dtype == DType::i32) {
+    if (mask.shape.size() == 2) {
+      expect_affine(mask, x.shape[3], "the affine that gives the relu mask");
+    } else if (mask.dtype == DType::i32) {
       if (mask.shape != relu_mask_shape(x.shape))
         throw Error("the packed relu mask must have shape " + shape_str(relu_mask_shape(x.shape)));
     } else {
@@ -152,7 +187,10 @@ void register_fused_cbr_ops() {
     int dy = n.inputs[1];
     if (n.inputs.size() == 7) dy = g.add_node1("add", {dy, n.inputs[6]}, {}, n.name + ".gradient_sum");
     const bool packed = g.value(n.inputs[0]).dtype == DType::i32;
-    const int dz = g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {n.inputs[0], dy}, {}, n.name + ".relu");
+    int mask = n.inputs[0];
+    if (g.value(mask).shape.size() == 2)
+      mask = g.add_node1("bn_apply_relu", {n.inputs[2], mask}, {}, n.name + ".recomputed_output");
+    const int dz = g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {mask, dy}, {}, n.name + ".relu");
     auto r = g.add_node("batchnorm2d_backward", {n.inputs[2], dz, n.inputs[3], n.inputs[4], n.inputs[5]},
                         copy_attrs(n.attrs, {"eps"}), n.name + ".bn");
     std::vector<int> out{r[0], r[1], r[2]};

@@ -27,6 +27,10 @@ void expect_same_shape(const ir::Value& a, const ir::Value& b, const std::string
 int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
                    const std::string& axis);
 
+// An affine [2, C] f32 (row 0 scale, row 1 shift per channel: ops/bn_apply.cpp); `what`
+// names it in the message.
+void expect_affine(const ir::Value& affine, int64_t channels, const std::string& what);
+
 // Copies the attributes named in `keys` (when present) from `from` into a new Attrs.
 Attrs copy_attrs(const Attrs& from, std::initializer_list<const char*> keys);
 

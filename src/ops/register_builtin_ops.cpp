@@ -17,6 +17,7 @@ void register_tensor_ops();
 void register_precision_ops();
 void register_channel_ops();
 void register_relu_mask_ops();
+void register_bn_apply_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -37,6 +38,7 @@ void register_builtin_ops() {
   ops::register_precision_ops();
   ops::register_channel_ops();
   ops::register_relu_mask_ops();
+  ops::register_bn_apply_ops();
 }
 
 }  // namespace trident::ir

@@ -60,6 +60,11 @@ struct CompileOptions {
   // is bandwidth-bound), 0 off, 1 on.
   int relu_bit_mask = -1;
   bool packs_relu_mask() const { return relu_bit_mask < 0 ? backend == "cuda" : relu_bit_mask != 0; }
+  // Training: a cbr whose output only the next convolution reads hands that convolution its
+  // batchnorm affine instead, and the output is never stored (the defer_bn_apply pass): -1
+  // automatic (on for the cuda backend), 0 off, 1 on (cuda and cpu_ref have its kernels).
+  int bn_apply_prologue = -1;
+  bool defers_bn_apply() const { return bn_apply_prologue < 0 ? backend == "cuda" : bn_apply_prologue != 0; }
   bool uses_loss_scaling() const { return loss_scaling < 0 ? precision == DType::f16 : loss_scaling != 0; }
 };
 
@@ -118,6 +123,7 @@ void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cros
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void fold_gradient_sum(ir::Graph& g, PassContext& ctx);   // training: dy + dy' into the BN backward
 void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar keep a 1-bit mask
+void defer_bn_apply(ir::Graph& g, PassContext& ctx);      // training: BN apply into the next conv
 void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);

@@ -76,6 +76,11 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"autodiff", autodiff, true});
     if (opt.optimizer) pm.add({"append_sgd", append_sgd, true});
     pm.add({"fold_gradient_sum", fold_gradient_sum, false, true});
+    if (opt.defers_bn_apply()) {
+      if (opt.backend != "cuda" && opt.backend != "cpu_ref")
+        throw Error("defer_bn_apply runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
+      pm.add({"defer_bn_apply", defer_bn_apply, false, true});
+    }
   }
   pm.add({"dce", dead_code_elimination, false});
   pm.add({"fuse_elementwise", fuse_elementwise, false, true});

@@ -75,10 +75,14 @@ TEST(CudaBatchNorm, BackwardMatchesReference) {
 
 // two_gradients: the incoming gradient arrives as dy + dy_other (fold_gradient_sum's form);
 // packed: the mask is the 1-bit relu mask (random bits) instead of y.
-ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual, bool two_gradients = false, bool packed = false) {
+// affine: the mask is recomputed from conv_out through the layer's affine (defer_bn_apply).
+ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual, bool two_gradients = false, bool packed = false,
+                           bool affine = false) {
   ir::Graph g;
   const Shape c{s[3]};
-  const int mask = packed ? g.add_input("relu_mask", relu_mask_shape(s), DType::i32) : g.add_input("y", s, d);
+  const int mask = affine   ? g.add_input("affine", {2, s[3]})
+                   : packed ? g.add_input("relu_mask", relu_mask_shape(s), DType::i32)
+                            : g.add_input("y", s, d);
   std::vector<int> in{mask,                       g.add_input("dy", s, d),         g.add_input("conv_out", s, d),
                       g.add_input("gamma", c, d), g.add_input("saved_mean", c, d), g.add_input("saved_invstd", c, d)};
   if (two_gradients) in.push_back(g.add_input("dy_other", s, d));
@@ -111,6 +115,19 @@ TEST(CudaBatchNorm, FusedReluBackwardFromAPackedMask) {
         SCOPED_TRACE(shape_str(s) + (two_gradients ? " dy+dy_other " : " ") + std::string(dtype_name(t)));
         check_against_reference([&](DType d) { return bn_relu_backward(d, s, true, two_gradients, true); }, t,
                                 {"brb.dconv", "brb.dgamma", "brb.dbeta", "brb.dresidual"}, 27);
+      }
+}
+
+// The backward recomputing its relu mask from conv_out and the affine, on the vector and the
+// scalar paths, with one and two incoming gradients.
+TEST(CudaBatchNorm, FusedReluBackwardFromTheAffine) {
+  TRIDENT_REQUIRE_GPU();
+  for (const Shape& s : kShapes)
+    for (bool two_gradients : {false, true})
+      for (DType t : {DType::f32, DType::f16}) {
+        SCOPED_TRACE(shape_str(s) + (two_gradients ? " dy+dy_other " : " ") + std::string(dtype_name(t)));
+        check_against_reference([&](DType d) { return bn_relu_backward(d, s, true, two_gradients, false, true); }, t,
+                                {"brb.dconv", "brb.dgamma", "brb.dbeta", "brb.dresidual"}, 28);
       }
 }
 

@@ -51,9 +51,10 @@ Shape output_shape(const CbrCase& c) {
   return {c.x[0], extent(c.x[1], c.w[1]), extent(c.x[2], c.w[2]), c.w[0]};
 }
 
-// A graph holding one cbr/cbar node named "fused"; inputs x, w, gamma, beta, running_mean,
-// running_var, [residual], [b].
-ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType dt, bool relu_mask = false) {
+// A graph holding one cbr/cbar/conv_bn_stats node named "fused"; inputs x, w, gamma, beta,
+// running_mean, running_var, [residual], [b], [x_affine (prologue)].
+ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType dt, bool relu_mask = false,
+                      bool prologue = false) {
   ir::Graph g;
   const Shape k{c.w[0]};
   std::vector<int> in{g.add_input("x", c.x, dt),
@@ -69,14 +70,18 @@ ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType 
           {"eps", 1e-5},
           {"momentum", 0.1}};
   if (relu_mask) a.set("relu_mask", int64_t{1});
+  if (prologue) {
+    in.push_back(g.add_input("x_affine", {2, c.x[3]}));
+    a.set("prologue", int64_t{1});
+  }
   g.add_node(op, in, a, "fused");
   return g;
 }
 
 // The same graph with the fused node replaced by its registered decomposition, whose values
 // take the fused outputs' names (so the comparison finds them).
-ir::Graph decomposed_graph(const std::string& op, const CbrCase& c, bool bias) {
-  ir::Graph g = fused_graph(op, c, bias, DType::f32);
+ir::Graph decomposed_graph(const std::string& op, const CbrCase& c, bool bias, bool prologue = false) {
+  ir::Graph g = fused_graph(op, c, bias, DType::f32, false, prologue);
   const ir::Node fused = g.node(g.order().back());
   const std::vector<int> outs = ir::OpRegistry::get(op).decompose(g, fused);
   g.remove_from_order({fused.id});
@@ -129,6 +134,59 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuCbr,
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param).name + "_" +
                                   std::string(dtype_name(std::get<2>(info.param)));
                          });
+
+// The cross-layer forms (defer_bn_apply): cbr and cbar reading their input through the
+// prologue relu(x·scale + shift), and conv_bn_stats, which stops at the statistics and
+// outputs its affine, with and without a prologue of its own. Whichever path the kernel
+// chose (cuDNN's prologue graph or the apply kernel first) must match the decomposition.
+TEST_P(GpuCbr, CrossLayerFormsMatchTheirDecomposition) {
+  TRIDENT_REQUIRE_GPU();
+  const auto& [op, c, dt] = GetParam();
+  for (const std::string& form : {op, std::string("conv_bn_stats")})
+    for (bool prologue : {false, true}) {
+      if (form != "conv_bn_stats" && !prologue) continue;
+      SCOPED_TRACE(form + (prologue ? " with prologue" : ""));
+      const ir::Graph gpu = fused_graph(form, c, false, dt, false, prologue);
+#ifdef TRIDENT_HAVE_CUDA
+      const std::string path = kernel_path(gpu);
+      std::cout << form << (prologue ? "+prologue " : " ") << c.name << " " << dtype_name(dt) << ": " << path << "\n";
+#endif
+      std::vector<std::string> compared = compared_values();
+      if (form == "conv_bn_stats") compared[0] = "fused.affine";
+      compare_with_cpu_ref(gpu, decomposed_graph(form, c, false, prologue), compared, DType::f16, 54);
+    }
+}
+
+// The weight gradient of a convolution whose input went through the prologue, recomputing
+// that input (cuDNN's ConvBNwgrad graph or the apply kernel first), against its decomposition.
+TEST_P(GpuCbr, WeightGradientThroughThePrologueMatchesItsDecomposition) {
+  TRIDENT_REQUIRE_GPU();
+  const auto& [op, c, dt] = GetParam();
+  if (op != "cbr") GTEST_SKIP() << "one weight gradient per shape";
+  auto build = [&](DType d, bool decomposed) {
+    ir::Graph g;
+    const int x = g.add_input("x", c.x, d), dy = g.add_input("dy", output_shape(c), d);
+    const int affine = g.add_input("x_affine", {2, c.x[3]});
+    Attrs a{{"stride", std::vector<int64_t>{c.stride, c.stride}},
+            {"padding", std::vector<int64_t>{c.pad, c.pad}},
+            {"weight_shape", c.w},
+            {"has_bias", int64_t{0}},
+            {"prologue", int64_t{1}}};
+    const std::vector<int> out = g.add_node("conv2d_backward_weight", {x, dy, affine}, a, "wgrad");
+    if (!decomposed) return g;
+    const ir::Node n = g.node(g.value(out[0]).producer);
+    const std::vector<int> parts = ir::OpRegistry::get(n.op).decompose(g, n);
+    g.remove_from_order({n.id});
+    g.value(out[0]).name = "wgrad.unused";
+    g.value(parts[0]).name = "wgrad";
+    return g;
+  };
+  const ir::Graph gpu = build(dt, false);
+#ifdef TRIDENT_HAVE_CUDA
+  std::cout << "wgrad+prologue " << c.name << " " << dtype_name(dt) << ": " << kernel_path(gpu) << "\n";
+#endif
+  compare_with_cpu_ref(gpu, build(DType::f32, true), {"wgrad"}, DType::f16, 55);
+}
 
 // With relu_mask the apply step also writes the packed mask: its bits are exactly the signs of
 // the y it wrote (and 0 past the last channel), y and the statistics still match the

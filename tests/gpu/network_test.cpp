@@ -266,6 +266,18 @@ TEST(GpuNetwork, PackedReluMasksGiveTheStepOfMasksFromY) {
                       "packed masks vs masks from y");
 }
 
+// defer_bn_apply on the GPU (on by default there): the step in which each basic block's first
+// layer hands its affine to the second convolution (prologue forward and weight gradient, mask
+// recomputed in the backward) equals the step that stores the first layer's output.
+TEST(GpuNetwork, DeferredBatchnormApplyGivesTheStepThatStoresTheOutput) {
+  TRIDENT_REQUIRE_GPU();
+  for (DType precision : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    expect_step_without({"defer_bn_apply"}, [](const ir::Graph&, const ir::Node& n) { return n.op == "conv_bn_stats"; },
+                        "deferred vs stored batchnorm apply", precision);
+  }
+}
+
 // group_weight_casts in mixed precision: one cast_group for the weights' copies and one for
 // their gradients give the step of one cast per weight and per gradient.
 TEST(GpuNetwork, GroupedWeightCastsGiveTheStepOfSingleCasts) {

@@ -105,7 +105,8 @@ TEST(Cli, TrainsOnSyntheticDataWithJsonEvents) {
 }
 
 // explain reports the pipeline of the device asked for; --device cuda without a usable GPU
-// still compiles for the cuda pipeline (its 1-bit ReLU masks and folded gradient sums), says
+// still compiles for the cuda pipeline (its 1-bit ReLU masks, folded gradient sums and
+// batchnorm applies deferred into the next convolution), says
 // why no kernels were built, and exits 0.
 TEST(Cli, ExplainForTheCudaPipelineNeedsNoGpu) {
   Result r = run("explain --model resnet_cifar --mode train --batch 2 --device cuda --precision fp16 --json", false);
@@ -113,6 +114,7 @@ TEST(Cli, ExplainForTheCudaPipelineNeedsNoGpu) {
   EXPECT_NE(r.output.find("\"pipeline\":\"cuda\""), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("relu-bitmask"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("grad-sum"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bn-apply-prologue"), std::string::npos) << r.output;
   Result cpu = run("explain --model resnet_cifar --mode train --batch 2 --json", false);
   ASSERT_EQ(cpu.code, 0) << cpu.output;
   EXPECT_EQ(cpu.output.find("relu-bitmask"), std::string::npos) << "the CPU pipeline keeps y as the mask";

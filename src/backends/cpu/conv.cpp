@@ -225,6 +225,8 @@ class Conv2dBackwardWeight final : public PrimitiveKernel {
  public:
   Conv2dBackwardWeight(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
+    if (node.inputs.size() != 2)
+      fail(node, "a weight gradient through a batchnorm prologue (defer_bn_apply) runs on cuda and cpu_ref only");
     const bool has_bias = node.outputs.size() == 2;
     if (has_bias != (node.attrs.i("has_bias", has_bias ? 1 : 0) != 0))
       fail(node, "attribute has_bias disagrees with the number of outputs");

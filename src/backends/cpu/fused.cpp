@@ -18,6 +18,8 @@ class FusedForward final : public PrimitiveKernel {
  public:
   FusedForward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
+    if (node.attrs.i("prologue", 0) != 0)
+      fail(node, "a convolution input through a batchnorm prologue (defer_bn_apply) runs on cuda and cpu_ref only");
     const bool cbar = node.op == "cbar";
     const size_t base = cbar ? 7 : 6;
     if ((node.inputs.size() != base && node.inputs.size() != base + 1) || node.outputs.size() != 6)
@@ -54,6 +56,8 @@ class FusedBackward final : public PrimitiveKernel {
     expect_f32(node, g);
     if ((node.inputs.size() != 6 && node.inputs.size() != 7) || (node.outputs.size() != 3 && node.outputs.size() != 4))
       fail(node, "expected 6 or 7 inputs and 3 or 4 outputs");
+    if (in_shape(node, g, 0).size() == 2)
+      fail(node, "a relu mask recomputed from the affine (defer_bn_apply) runs on cuda and cpu_ref only");
     const Shape& x = in_shape(node, g, 2);
     const int64_t n = trident::numel(x);
     Operand dz_flat = out(3), dz_nhwc = out(3);

@@ -1,6 +1,8 @@
 // Reference 2-D batch normalization over NHWC tensors (statistics per channel over N·H·W).
 // Statistics are accumulated in double, two passes (mean, then squared deviations), with
-// threads splitting the channel axis so every sum runs in a fixed order.
+// threads splitting the channel axis so every sum runs in a fixed order. batchnorm_affine
+// (ops/bn_apply.cpp) gives the scale and shift a training batchnorm applies, from the same
+// statistics and formula, so a deferred apply rounds exactly as the batchnorm does.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -59,6 +61,30 @@ void affine_rows(const T* X, T* Y, int64_t M, int64_t C, const std::vector<T>& s
   }
 }
 
+// Batch mean and (biased) variance per channel of an [M, C] view, in double, two passes.
+template <class T>
+void batch_statistics(const KernelArgs& a, const T* X, int64_t M, int64_t C, std::vector<double>& mean,
+                      std::vector<double>& var) {
+  if (M < 2)
+    throw Error("node '" + a.node.name + "' (" + a.node.op + "): training needs more than one value " +
+                "per channel (N·H·W = " + std::to_string(M) + ")");
+  channel_sums(M, C, mean, [&](int64_t m, int64_t c) { return static_cast<double>(X[m * C + c]); });
+  for (double& v : mean) v /= static_cast<double>(M);
+  channel_sums(M, C, var, [&](int64_t m, int64_t c) {
+    const double d = X[m * C + c] - mean[c];
+    return d * d;
+  });
+  for (double& v : var) v /= static_cast<double>(M);
+}
+
+// The scale and shift a training batchnorm applies to channel c (one formula for the
+// batchnorm and batchnorm_affine, so the two agree bit for bit).
+template <class T>
+void training_affine(double mean, double invstd, T gamma, T beta, T& scale, T& shift) {
+  scale = static_cast<T>(invstd * gamma);
+  shift = static_cast<T>(beta - mean * invstd * gamma);
+}
+
 template <class T>
 void bn_forward(const KernelArgs& a) {
   const TensorView& x = a.in[0];
@@ -88,18 +114,9 @@ void bn_forward(const KernelArgs& a) {
     return;
   }
 
-  if (M < 2)
-    throw Error("node '" + a.node.name + "' (batchnorm2d): training needs more than one value " +
-                "per channel (N·H·W = " + std::to_string(M) + ")");
   for (int i = 1; i < 5; ++i) expect_channels(a, a.out[i], C, "an output statistic");
   std::vector<double> mean, var;
-  channel_sums(M, C, mean, [&](int64_t m, int64_t c) { return static_cast<double>(X[m * C + c]); });
-  for (double& v : mean) v /= static_cast<double>(M);
-  channel_sums(M, C, var, [&](int64_t m, int64_t c) {
-    const double d = X[m * C + c] - mean[c];
-    return d * d;
-  });
-  for (double& v : var) v /= static_cast<double>(M);
+  batch_statistics(a, X, M, C, mean, var);
 
   const double momentum = a.node.attrs.f("momentum", 0.1);
   const T* rm_in = a.in[3].as<T>();
@@ -113,12 +130,35 @@ void bn_forward(const KernelArgs& a) {
     const double invstd = 1.0 / std::sqrt(var[c] + eps);
     saved_mean[c] = static_cast<T>(mean[c]);
     saved_invstd[c] = static_cast<T>(invstd);
-    scale[c] = static_cast<T>(invstd * gamma[c]);
-    shift[c] = static_cast<T>(beta[c] - mean[c] * invstd * gamma[c]);
+    training_affine(mean[c], invstd, gamma[c], beta[c], scale[c], shift[c]);
     rm_out[c] = static_cast<T>((1.0 - momentum) * rm_in[c] + momentum * mean[c]);
     rv_out[c] = static_cast<T>((1.0 - momentum) * rv_in[c] + momentum * var[c] * unbias);
   }
   affine_rows(X, a.out[0].as<T>(), M, C, scale, shift);
+}
+
+template <class T>
+void bn_affine(const KernelArgs& a) {
+  expect_arity(a, 3, 1);
+  const TensorView& x = a.in[0];
+  const BnShape bs = bn_shape(a, x);
+  const int64_t M = bs.M, C = bs.C;
+  expect_channels(a, a.in[1], C, "gamma");
+  expect_channels(a, a.in[2], C, "beta");
+  expect_dtype(a, a.out[0], DType::f32, "the affine");
+  if (a.out[0].shape != Shape{2, C})
+    throw Error("node '" + a.node.name + "' (op " + a.node.op + "): the affine must be [2," + std::to_string(C) + "]");
+  std::vector<double> mean, var;
+  batch_statistics(a, x.as<T>(), M, C, mean, var);
+  const double eps = a.node.attrs.f("eps", 1e-5);
+  const T *gamma = a.in[1].as<T>(), *beta = a.in[2].as<T>();
+  float* out = a.out[0].as<float>();
+  for (int64_t c = 0; c < C; ++c) {
+    T scale, shift;
+    training_affine(mean[c], 1.0 / std::sqrt(var[c] + eps), gamma[c], beta[c], scale, shift);
+    out[c] = static_cast<float>(scale);
+    out[C + c] = static_cast<float>(shift);
+  }
 }
 
 template <class T>
@@ -175,6 +215,10 @@ void bn_backward(const KernelArgs& a) {
 void batchnorm2d(const KernelArgs& args) {
   expect_arity(args, 5, 5, 1, 5);
   dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_forward<decltype(tag)>(args); });
+}
+
+void batchnorm_affine(const KernelArgs& args) {
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_affine<decltype(tag)>(args); });
 }
 
 void batchnorm2d_backward(const KernelArgs& args) {

@@ -6,6 +6,7 @@
 
 #include "backends/cpu_ref/kernels.h"
 #include "core/error.h"
+#include "ops/cbr_operands.h"
 
 namespace trident::cpu_ref {
 
@@ -26,39 +27,60 @@ ir::Attrs pick(const ir::Attrs& from, std::initializer_list<const char*> keys) {
   return out;
 }
 
-// cbr / cbar: inputs x, w, gamma, beta, running_mean, running_var, [residual], [bias];
-// outputs y, conv_out, saved_mean, saved_invstd, running_mean_out, running_var_out,
-// [relu_mask: y > 0 packed to bits].
+// cbr / cbar / conv_bn_stats: operands as ops/cbr_operands.h lays them out. With a prologue
+// the convolution reads bn_apply_relu(x, x_affine), made in a scratch tensor; conv_bn_stats
+// writes the batchnorm's result to scratch and outputs its affine (batchnorm_affine) instead.
 class FusedForward final : public Kernel {
  public:
-  explicit FusedForward(const ir::Node& n)
+  FusedForward(const ir::Node& n, const ir::Graph& g)
       : cbar_(n.op == "cbar"),
+        stats_only_(n.op == "conv_bn_stats"),
+        operands_(ops::cbr_operands(n)),
         conv_(sub_node(n, "conv2d", pick(n.attrs, {"stride", "padding", "dilation", "groups"}))),
         bn_(sub_node(n, "batchnorm2d", pick(n.attrs, {"eps", "momentum"}))),
         add_(sub_node(n, "add", {})),
-        relu_(sub_node(n, "relu", {})) {
+        relu_(sub_node(n, "relu", {})),
+        affine_(sub_node(n, "batchnorm_affine", pick(n.attrs, {"eps"}))) {
     bn_.attrs.set("training", int64_t{1});
+    const auto bytes = [&](int value) {
+      const ir::Value& v = g.value(value);
+      return static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
+    };
+    if (operands_.x_affine >= 0) activated_.resize(bytes(n.inputs[ops::cbr_in::x]));
+    if (stats_only_) normalized_.resize(bytes(n.outputs[ops::cbr_out::conv_out]));
   }
 
   void run(const KernelArgs& a) override {
-    const TensorView &y = a.out[0], &conv_out = a.out[1];
-    const size_t with_bias = cbar_ ? 8 : 7;
-    std::vector<TensorView> conv_in{a.in[0], a.in[1]};
-    if (a.in.size() == with_bias) conv_in.push_back(a.in.back());
+    const TensorView& conv_out = a.out[ops::cbr_out::conv_out];
+    TensorView x = a.in[ops::cbr_in::x];
+    if (operands_.x_affine >= 0) {
+      const TensorView activated{activated_.data(), x.shape, x.dtype};
+      apply_bn_relu(a, x, a.in[operands_.x_affine], activated);
+      x = activated;
+    }
+    std::vector<TensorView> conv_in{x, a.in[ops::cbr_in::w]};
+    if (operands_.bias >= 0) conv_in.push_back(a.in[operands_.bias]);
     conv2d({conv_, conv_in, {conv_out}});
-    batchnorm2d({bn_, {conv_out, a.in[2], a.in[3], a.in[4], a.in[5]},
-                 {y, a.out[2], a.out[3], a.out[4], a.out[5]}});
-    if (cbar_) add({add_, {y, a.in[6]}, {y}});
+    const TensorView y = stats_only_ ? TensorView{normalized_.data(), conv_out.shape, conv_out.dtype} : a.out[0];
+    batchnorm2d({bn_, {conv_out, a.in[2], a.in[3], a.in[4], a.in[5]}, {y, a.out[2], a.out[3], a.out[4], a.out[5]}});
+    if (stats_only_) {
+      batchnorm_affine({affine_, {conv_out, a.in[2], a.in[3]}, {a.out[ops::cbr_out::affine]}});
+      return;
+    }
+    if (cbar_) add({add_, {y, a.in[operands_.residual]}, {y}});
     relu({relu_, {y}, {y}});
     if (a.out.size() == 7) pack_relu_mask(a, y, a.out[6]);
   }
 
  private:
-  bool cbar_;
-  ir::Node conv_, bn_, add_, relu_;
+  bool cbar_, stats_only_;
+  ops::CbrOperands operands_;
+  ir::Node conv_, bn_, add_, relu_, affine_;
+  std::vector<std::byte> activated_, normalized_;
 };
 
-// batchnorm_relu_backward: inputs mask (y, or its packed bits), dy, conv_out, gamma,
+// batchnorm_relu_backward: inputs mask (y, its packed bits, or the affine that recomputes y
+// from conv_out into dz before dz is overwritten), dy, conv_out, gamma,
 // saved_mean, saved_invstd, [dy_other]; outputs dconv, dgamma, dbeta, [dresidual]. The
 // gradient dy (+ dy_other, added first as the add op does) is masked, dz = dy·(y > 0), into
 // dresidual when there is one (it is exactly the residual's gradient), else into a scratch
@@ -69,10 +91,10 @@ class FusedBackward final : public Kernel {
       : add_(sub_node(n, "add", {})),
         relu_bwd_(sub_node(n, "relu_backward", {})),
         bn_bwd_(sub_node(n, "batchnorm2d_backward", pick(n.attrs, {"eps"}))) {
-    if (n.outputs.size() == 3) {
-      const ir::Value& v = g.value(n.inputs[1]);
-      scratch_.resize(static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype));
-    }
+    const ir::Value& v = g.value(n.inputs[1]);
+    const size_t bytes = static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
+    if (n.outputs.size() == 3) scratch_.resize(bytes);
+    if (g.value(n.inputs[0]).shape.size() == 2) recomputed_.resize(bytes);
   }
 
   void run(const KernelArgs& a) override {
@@ -83,20 +105,28 @@ class FusedBackward final : public Kernel {
       add({add_, {a.in[1], a.in[6]}, {dz}});
       dy = dz;
     }
-    if (a.in[0].dtype == DType::i32) apply_relu_mask(a, a.in[0], dy, dz);
-    else relu_backward({relu_bwd_, {a.in[0], dy}, {dz}});
+    if (a.in[0].dtype == DType::i32) {
+      apply_relu_mask(a, a.in[0], dy, dz);
+    } else if (a.in[0].shape.size() == 2) {
+      // y recomputed from the affine: into its own scratch, since dz may already hold dy.
+      const TensorView y{recomputed_.data(), a.in[2].shape, a.in[2].dtype};
+      apply_bn_relu(a, a.in[2], a.in[0], y);
+      relu_backward({relu_bwd_, {y, dy}, {dz}});
+    } else {
+      relu_backward({relu_bwd_, {a.in[0], dy}, {dz}});
+    }
     batchnorm2d_backward({bn_bwd_, {a.in[2], dz, a.in[3], a.in[4], a.in[5]}, {a.out[0], a.out[1], a.out[2]}});
   }
 
  private:
   ir::Node add_, relu_bwd_, bn_bwd_;
-  std::vector<std::byte> scratch_;
+  std::vector<std::byte> scratch_, recomputed_;
 };
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_fused_forward(const ir::Node& n, const ir::Graph&) {
-  return std::make_unique<FusedForward>(n);
+std::unique_ptr<Kernel> make_fused_forward(const ir::Node& n, const ir::Graph& g) {
+  return std::make_unique<FusedForward>(n, g);
 }
 
 std::unique_ptr<Kernel> make_fused_backward(const ir::Node& n, const ir::Graph& g) {

@@ -16,6 +16,7 @@ void conv2d_backward_weight(const KernelArgs& args);
 // batchnorm.cpp
 void batchnorm2d(const KernelArgs& args);
 void batchnorm2d_backward(const KernelArgs& args);
+void batchnorm_affine(const KernelArgs& args);  // the affine batchnorm2d (training) applies
 
 // elementwise.cpp
 void relu(const KernelArgs& args);
@@ -31,6 +32,11 @@ void relu_mask_backward(const KernelArgs& args);
 void pack_relu_mask(const KernelArgs& a, const TensorView& y, const TensorView& mask);
 void apply_relu_mask(const KernelArgs& a, const TensorView& mask, const TensorView& dy, const TensorView& dx);
 
+// bn_apply.cpp: the cross-layer fusion's pieces (ops/bn_apply.cpp); apply_bn_relu is the
+// helper the fused kernels share; the weight gradient may recompute its input (prologue)
+void bn_apply_relu(const KernelArgs& args);
+void apply_bn_relu(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y);
+std::unique_ptr<Kernel> make_conv2d_backward_weight(const ir::Node& n, const ir::Graph& g);
 // pool.cpp
 void maxpool2d(const KernelArgs& args);
 void maxpool2d_backward(const KernelArgs& args);
@@ -61,7 +67,7 @@ void cast_group(const KernelArgs& args);
 // optimizer.cpp
 void sgd_update(const KernelArgs& args);
 
-// fused.cpp: cbr / cbar forward, and batchnorm_relu_backward (kernels with state)
+// fused.cpp: cbr / cbar / conv_bn_stats forward, and batchnorm_relu_backward (kernels with state)
 std::unique_ptr<Kernel> make_fused_forward(const ir::Node& n, const ir::Graph& g);
 std::unique_ptr<Kernel> make_fused_backward(const ir::Node& n, const ir::Graph& g);
 

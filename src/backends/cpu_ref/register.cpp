@@ -13,13 +13,14 @@ void register_cpu_ref_kernels() {
   static const Entry entries[] = {
       {"conv2d", cpu_ref::conv2d},
       {"conv2d_backward_data", cpu_ref::conv2d_backward_data},
-      {"conv2d_backward_weight", cpu_ref::conv2d_backward_weight},
       {"batchnorm2d", cpu_ref::batchnorm2d},
       {"batchnorm2d_backward", cpu_ref::batchnorm2d_backward},
       {"relu", cpu_ref::relu},
       {"relu_backward", cpu_ref::relu_backward},
       {"relu_mask", cpu_ref::relu_mask},
       {"relu_mask_backward", cpu_ref::relu_mask_backward},
+      {"bn_apply_relu", cpu_ref::bn_apply_relu},
+      {"batchnorm_affine", cpu_ref::batchnorm_affine},
       {"add", cpu_ref::add},
       {"fill", cpu_ref::fill},
       {"flatten", cpu_ref::view_copy},
@@ -46,6 +47,8 @@ void register_cpu_ref_kernels() {
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
   KernelRegistry::add("cpu_ref", "cbr", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
   KernelRegistry::add("cpu_ref", "cbar", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
+  KernelRegistry::add("cpu_ref", "conv_bn_stats", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
+  KernelRegistry::add("cpu_ref", "conv2d_backward_weight", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_conv2d_backward_weight(n, g); });
   KernelRegistry::add("cpu_ref", "batchnorm_relu_backward", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_backward(n, g); });
   cpu_ref::register_fused_inference_kernels();
   KernelRegistry::add("cpu_ref", "elementwise", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_elementwise(n, g); });

@@ -98,8 +98,9 @@ class BatchNormForward final : public Kernel {
 // batchnorm2d_backward (x, dy, gamma, saved_mean, saved_invstd → dx, dgamma, dbeta) and
 // batchnorm_relu_backward (y, dy, conv_out, gamma, saved_mean, saved_invstd, [dy_other] →
 // dconv, dgamma, dbeta, [dresidual]): the same kernels, the fused op adding dy_other to dy
-// when it has one and masking the gradient with y > 0 first — y itself, or its packed bits
-// (an i32 mask input, core/relu_mask.h).
+// when it has one and masking the gradient with y > 0 first — y itself, its packed bits
+// (an i32 mask input, core/relu_mask.h), or the affine [2, C] f32 that recomputes y from
+// conv_out (defer_bn_apply).
 template <bool FusedRelu>
 class BatchNormBackward final : public Kernel {
  public:
@@ -115,7 +116,12 @@ class BatchNormBackward final : public Kernel {
     // dy (and the relu output y of the fused op) match x; so do dx and dresidual.
     std::vector<size_t> activations{kDy};
     bit_mask_ = FusedRelu && input_value(node, g, 0).dtype == DType::i32;
-    if (bit_mask_) {
+    affine_mask_ = FusedRelu && input_value(node, g, 0).shape.size() == 2;
+    if (affine_mask_) {
+      const ir::Value& affine = input_value(node, g, 0);
+      if (affine.dtype != DType::f32 || affine.shape != Shape{2, C})
+        fail(node, "the affine that gives the relu mask must be f32 [2," + std::to_string(C) + "]");
+    } else if (bit_mask_) {
       const ir::Value& mask = input_value(node, g, 0);
       if (mask.shape != relu_mask_shape(x.shape))
         fail(node, "the packed relu mask must have shape " + shape_str(relu_mask_shape(x.shape)));
@@ -148,7 +154,9 @@ class BatchNormBackward final : public Kernel {
     args.x = a.in[kX].data;
     args.dy = a.in[kDy].data;
     if (two_gradients_) args.dy_other = a.in.back().data;
-    if (bit_mask_) {
+    if (affine_mask_) {
+      args.relu_affine = static_cast<const float*>(a.in[0].data);
+    } else if (bit_mask_) {
       args.relu_bits = a.in[0].data;
       args.relu_bits_row_bytes = mask_row_bytes_;
     } else if (FusedRelu) {
@@ -171,7 +179,7 @@ class BatchNormBackward final : public Kernel {
   static constexpr size_t kGamma = FusedRelu ? 3 : 2;
 
   CudaContext& ctx_;
-  bool residual_ = false, two_gradients_ = false, bit_mask_ = false;
+  bool residual_ = false, two_gradients_ = false, bit_mask_ = false, affine_mask_ = false;
   int64_t mask_row_bytes_ = 0;
   ElemType act_ = ElemType::f32;
   ElemType gamma_t_{}, mean_t_{}, invstd_t_{}, dgamma_t_{}, dbeta_t_{};

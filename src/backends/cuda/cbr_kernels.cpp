@@ -1,11 +1,16 @@
-// The fused training ops cbr and cbar on the GPU, in three steps on one stream:
+// The fused training ops cbr, cbar and conv_bn_stats on the GPU, in three steps on one stream:
+//   0. with a prologue (defer_bn_apply), the convolution reads relu(x·scale + shift) of the raw
+//      x: inside cuDNN's graph (scale → bias → relu → conv_fprop → genstats, "ConvBNfprop"),
+//      or, where cuDNN refuses it or (timed) it is slower, made first by the apply kernel in
+//      scratch — never stored past this node either way;
 //   1. conv_out = conv2d(x, w, b?) and its per-channel Σ, Σ² — one cuDNN graph
 //      (conv_fprop [+ bias] + genstats), or, where cuDNN refuses genstats or (timed when
 //      autotuning) its genstats engines are slower, the forward convolution followed by the
 //      deterministic channel-sums kernel;
 //   2. finalize: batch mean/invstd, saved and running statistics, per-channel scale/shift;
 //   3. apply: y = relu(conv_out·scale + shift [+ residual]), and with attribute relu_mask its
-//      packed 1-bit mask (core/relu_mask.h) in the same pass.
+//      packed 1-bit mask (core/relu_mask.h) in the same pass. conv_bn_stats stops before it:
+//      its finalize writes scale/shift to its affine output for the next convolution.
 // The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0 or the bits.
 #include <array>
 #include <iomanip>
@@ -17,36 +22,55 @@
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/conv_device.h"
+#include "backends/cuda/input_prologue.h"
 #include "backends/cuda/kernels.h"
 #include "core/relu_mask.h"
+#include "ops/cbr_operands.h"
 
 namespace trident::cuda {
 
 namespace {
 
-// Input and output positions of cbr/cbar (docs/OPS.md).
-enum Input : size_t { kX = 0, kW = 1, kGamma = 2, kBeta = 3, kRunningMean = 4, kRunningVar = 5, kResidual = 6 };
+// Input and output positions of cbr/cbar/conv_bn_stats (ops/cbr_operands.h).
+enum Input : size_t { kX = 0, kW = 1, kGamma = 2, kBeta = 3, kRunningMean = 4, kRunningVar = 5 };
 enum Output : size_t {
-  kY = 0, kConvOut = 1, kSavedMean = 2, kSavedInvstd = 3, kRunningMeanOut = 4, kRunningVarOut = 5, kReluMask = 6
+  kY = 0, kAffine = 0, kConvOut = 1, kSavedMean = 2, kSavedInvstd = 3, kRunningMeanOut = 4, kRunningVarOut = 5,
+  kReluMask = 6
 };
+
 
 class CbrKernel final : public Kernel, public ReportsPath {
  public:
   CbrKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(&ctx) {
     cbar_ = node.op == "cbar";
-    const size_t base_inputs = cbar_ ? 7 : 6;
+    stats_only_ = node.op == "conv_bn_stats";
+    operands_ = ops::cbr_operands(node);
+    const size_t base_inputs = (cbar_ ? 7 : 6) + (operands_.x_affine >= 0 ? 1 : 0);
     bit_mask_ = node.attrs.i("relu_mask", 0) != 0;
     outputs_ = bit_mask_ ? 7 : 6;
     expect_arity(node, base_inputs, base_inputs + 1, outputs_, outputs_);
-    has_bias_ = node.inputs.size() == base_inputs + 1;
+    has_bias_ = operands_.bias >= 0;
     const ir::Value &x = input_value(node, g, kX), &w = input_value(node, g, kW);
-    const ir::Value &y = output_value(node, g, kY), &conv_out = output_value(node, g, kConvOut);
+    const ir::Value& conv_out = output_value(node, g, kConvOut);
     io_ = elem_of(node, x, "the input");
     expect_dtype(node, w, x.dtype, "the weight");
-    expect_dtype(node, y, x.dtype, "the output y");
     expect_dtype(node, conv_out, x.dtype, "conv_out");
-    expect_shape(node, conv_out, y.shape, "conv_out");
-    problem_ = conv_problem(node, x.shape, w.shape, y.shape, x.dtype);
+    if (stats_only_) {
+      const ir::Value& affine = output_value(node, g, kAffine);
+      if (affine.dtype != DType::f32 || affine.shape != Shape{2, conv_out.shape.back()})
+        fail(node, "the affine output must be f32 [2," + std::to_string(conv_out.shape.back()) + "]");
+    } else {
+      const ir::Value& y = output_value(node, g, kY);
+      expect_dtype(node, y, x.dtype, "the output y");
+      expect_shape(node, conv_out, y.shape, "conv_out");
+    }
+    if (operands_.x_affine >= 0) {
+      const ir::Value& affine = input_value(node, g, operands_.x_affine);
+      if (affine.dtype != DType::f32 || affine.shape != Shape{2, x.shape.back()})
+        fail(node, "the input's affine must be f32 [2," + std::to_string(x.shape.back()) + "]");
+    }
+    const Shape& y_shape = conv_out.shape;
+    problem_ = conv_problem(node, x.shape, w.shape, y_shape, x.dtype);
     const Shape per_channel{problem_.K};
     const char* in_names[] = {"", "", "gamma", "beta", "running_mean", "running_var"};
     for (size_t i = kGamma; i <= kRunningVar; ++i) {
@@ -60,19 +84,19 @@ class CbrKernel final : public Kernel, public ReportsPath {
     }
     if (bit_mask_) {
       const ir::Value& mask = output_value(node, g, kReluMask);
-      if (mask.dtype != DType::i32 || mask.shape != relu_mask_shape(y.shape))
-        fail(node, "the relu mask must be i32 " + shape_str(relu_mask_shape(y.shape)));
-      if (y.shape.back() % 8 != 0) fail(node, "a packed relu mask needs a multiple of 8 output channels");
-      mask_row_bytes_ = relu_mask_words(y.shape.back()) * 4;
+      if (mask.dtype != DType::i32 || mask.shape != relu_mask_shape(y_shape))
+        fail(node, "the relu mask must be i32 " + shape_str(relu_mask_shape(y_shape)));
+      if (y_shape.back() % 8 != 0) fail(node, "a packed relu mask needs a multiple of 8 output channels");
+      mask_row_bytes_ = relu_mask_words(y_shape.back()) * 4;
     }
     if (cbar_) {
-      const ir::Value& r = input_value(node, g, kResidual);
+      const ir::Value& r = input_value(node, g, operands_.residual);
       expect_dtype(node, r, x.dtype, "the residual");
-      expect_shape(node, r, y.shape, "the residual");
+      expect_shape(node, r, y_shape, "the residual");
     }
     ConvEpilogue bias_only;
     if (has_bias_) {
-      const ir::Value& b = input_value(node, g, node.inputs.size() - 1);
+      const ir::Value& b = input_value(node, g, operands_.bias);
       elem_of(node, b, "the bias");
       if (b.dtype != x.dtype && b.dtype != DType::f32)
         fail(node, "the bias '" + b.name + "' is " + std::string(dtype_name(b.dtype)) + "; it must be f32 or " +
@@ -113,18 +137,24 @@ class CbrKernel final : public Kernel, public ReportsPath {
         }
       }
     }
+    statistics_ms_ = stats.graph ? stats.graph->tuned_ms() : 0.f;
     if (stats.graph) {
       stats_graph_ = stats.graph;
       cudnn_offset_ = layout.add(stats_graph_->workspace_bytes());
-      path_ = "one cuDNN graph: " + with_stats.describe() + ", then finalize and apply kernels" + timing;
+      path_ = "one cuDNN graph: " + with_stats.describe() + ", then " + tail_kernels() + timing;
     } else {
       conv_.emplace(node, problem_, bias_only, ctx, layout);
+      if (conv_->tuned_ms() > 0.f) {
+        const float sums_ms = time_channel_sums(ctx);
+        statistics_ms_ = sums_ms > 0.f ? conv_->tuned_ms() + sums_ms : 0.f;
+      }
       partials_offset_ = layout.add(device::channel_sums_scratch_bytes(problem_.output_rows(), problem_.K));
       path_ = conv_->path() + ", channel-sums kernel (genstats " +
-              (stats.failure.rfind("slower", 0) == 0 ? stats.failure : "refused: " + stats.failure) +
-              "), then finalize and apply kernels";
+              (stats.failure.rfind("slower", 0) == 0 ? stats.failure : "refused: " + stats.failure) + "), then " +
+              tail_kernels();
       if (verbose()) verbose_note("node '" + node.name + "': " + path_);
     }
+    if (operands_.x_affine >= 0) choose_prologue(node, ctx, with_stats, layout);
     const size_t channel_bytes = static_cast<size_t>(problem_.K) * sizeof(float);
     sum_offset_ = layout.add(channel_bytes);
     sq_sum_offset_ = layout.add(channel_bytes);
@@ -168,26 +198,81 @@ class CbrKernel final : public Kernel, public ReportsPath {
     });
   }
 
+  // Chooses how the prologue runs: inside cuDNN's graph where it builds and (timed) beats the
+  // apply kernel plus the plain statistics path chosen above; otherwise the apply kernel
+  // writes the activated input to scratch first.
+  void choose_prologue(const ir::Node& node, CudaContext& ctx, const FpropFusion& plain, WorkspaceLayout& layout) {
+    PrologueGraph fused = build_prologue_graph(ctx, problem_.dtype, [&](const InputPrologue& p) {
+      FpropFusion f = plain;
+      f.prologue = p;
+      return fprop_graph(problem_, f);
+    });
+    FpropFusion fusion = plain;
+    fusion.prologue = fused.prologue;
+    std::string timing;
+    if (fused.build.graph && fused.build.graph->tuned_ms() > 0.f && statistics_ms_ > 0.f) {
+      const float apply_ms = time_input_apply(problem_, ctx);
+      if (apply_ms > 0.f) {
+        std::ostringstream t;
+        t << std::fixed << std::setprecision(3) << " (timed: " << fused.build.graph->tuned_ms()
+          << " ms, against apply " << apply_ms << " ms + " << statistics_ms_ << " ms)";
+        timing = t.str();
+        if (apply_ms + statistics_ms_ < fused.build.graph->tuned_ms()) {
+          fused.build.failure = "slower" + timing;
+          fused.build.graph.reset();
+        }
+      }
+    }
+    if (fused.build.graph) {
+      prologue_graph_ = fused.build.graph;
+      prologue_ = fused.prologue;
+      prologue_offset_ = layout.add(prologue_graph_->workspace_bytes());
+      affine_copy_offset_ = layout.add(affine_copy_bytes(problem_, prologue_));
+      path_ = "one cuDNN graph: " + fusion.describe() + ", then " + tail_kernels() + timing;
+      return;
+    }
+    activated_offset_ = layout.add(input_bytes(problem_));
+    const std::string& why = fused.build.failure;
+    path_ = "input apply kernel (prologue graph " + (why.rfind("slower", 0) == 0 ? why : "refused: " + why) +
+            "), then " + path_;
+    if (verbose()) verbose_note("node '" + node.name + "': " + path_);
+  }
+
+  // What runs after the statistics: conv_bn_stats hands its affine on instead of applying it.
+  std::string tail_kernels() const { return stats_only_ ? "the finalize kernel" : "finalize and apply kernels"; }
+
   void enqueue(const KernelArgs& a) {
     void* ws = ctx_->workspace(0);
-    const void* bias = has_bias_ ? a.in.back().data : nullptr;
+    const void* bias = has_bias_ ? a.in[operands_.bias].data : nullptr;
     void* conv_out = a.out[kConvOut].data;
     float* sum = at_offset<float>(ws, sum_offset_);
     float* sq_sum = at_offset<float>(ws, sq_sum_offset_);
     const int64_t rows = problem_.output_rows(), K = problem_.K;
+    const void* x = a.in[kX].data;
+    const bool prologue = operands_.x_affine >= 0;
 
-    if (stats_graph_) {
+    if (prologue && !prologue_graph_) {
+      void* activated = at_offset(ws, activated_offset_);
+      enqueue_input_apply(problem_, x, a.in[operands_.x_affine].data, activated, *ctx_);
+      x = activated;
+    }
+    if (prologue_graph_ || stats_graph_) {
+      // One cuDNN graph: the statistics graph, or the same with the prologue in front.
       std::array<void*, kMaxGraphUid + 1> ptr{};
-      ptr[conv_uid::x] = a.in[kX].data;
+      if (prologue_graph_)
+        bind_prologue_affine(problem_, prologue_, a.in[operands_.x_affine].data, at_offset(ws, affine_copy_offset_),
+                             ptr, *ctx_);
+      ptr[conv_uid::x] = const_cast<void*>(x);
       ptr[conv_uid::w] = a.in[kW].data;
       ptr[conv_uid::bias] = const_cast<void*>(bias);
       ptr[conv_uid::y] = conv_out;
       ptr[conv_uid::sum] = sum;
       ptr[conv_uid::sq_sum] = sq_sum;
-      stats_graph_->execute(ctx_->cudnn(), ptr, at_offset(ws, cudnn_offset_));
+      const CudnnGraph& graph = prologue_graph_ ? *prologue_graph_ : *stats_graph_;
+      graph.execute(ctx_->cudnn(), ptr, at_offset(ws, prologue_graph_ ? prologue_offset_ : cudnn_offset_));
     } else {
       ConvForward::Pointers p;
-      p.x = a.in[kX].data;
+      p.x = x;
       p.w = a.in[kW].data;
       p.bias = bias;
       p.y = conv_out;
@@ -211,9 +296,11 @@ class CbrKernel final : public Kernel, public ReportsPath {
     f.saved_invstd = {a.out[kSavedInvstd].data, out_types_[kSavedInvstd]};
     f.running_mean_out = {a.out[kRunningMeanOut].data, out_types_[kRunningMeanOut]};
     f.running_var_out = {a.out[kRunningVarOut].data, out_types_[kRunningVarOut]};
-    f.scale = at_offset<float>(ws, scale_offset_);
-    f.shift = at_offset<float>(ws, shift_offset_);
+    f.scale = stats_only_ ? static_cast<float*>(a.out[kAffine].data) : at_offset<float>(ws, scale_offset_);
+    f.shift = stats_only_ ? f.scale + K : at_offset<float>(ws, shift_offset_);
+    f.affine_in_f16 = stats_only_ && io_ == device::ElemType::f16;
     device::launch_bn_finalize(f, ctx_->stream());
+    if (stats_only_) return;
 
     device::ChannelAffineArgs apply;
     apply.io = io_;
@@ -221,7 +308,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     apply.scale = f.scale;
     apply.shift = f.shift;
     apply.shift_type = device::ElemType::f32;
-    apply.residual = cbar_ ? a.in[kResidual].data : nullptr;
+    apply.residual = cbar_ ? a.in[operands_.residual].data : nullptr;
     apply.y = a.out[kY].data;
     apply.rows = rows;
     apply.channels = K;
@@ -234,7 +321,8 @@ class CbrKernel final : public Kernel, public ReportsPath {
   }
 
   CudaContext* ctx_;
-  bool cbar_ = false, has_bias_ = false, bit_mask_ = false;
+  bool cbar_ = false, stats_only_ = false, has_bias_ = false, bit_mask_ = false;
+  ops::CbrOperands operands_;
   size_t outputs_ = 6;
   int64_t mask_row_bytes_ = 0;
   device::ElemType io_ = device::ElemType::f32;
@@ -243,6 +331,10 @@ class CbrKernel final : public Kernel, public ReportsPath {
   double eps_ = 1e-5, momentum_ = 0.1;
   std::shared_ptr<const CudnnGraph> stats_graph_;  // conv [+ bias] + genstats, when cuDNN builds it
   std::optional<ConvForward> conv_;                // otherwise: the forward convolution alone
+  std::shared_ptr<const CudnnGraph> prologue_graph_;  // prologue + conv [+ bias] + genstats, where chosen
+  float statistics_ms_ = 0.f;  // timed cost of the statistics path without a prologue (0: untimed)
+  InputPrologue prologue_;  // the variant of the prologue graph
+  size_t prologue_offset_ = 0, activated_offset_ = 0, affine_copy_offset_ = 0;
   size_t cudnn_offset_ = 0, partials_offset_ = 0;
   size_t sum_offset_ = 0, sq_sum_offset_ = 0, scale_offset_ = 0, shift_offset_ = 0;
   size_t inputs_ = 0;
@@ -254,6 +346,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
 void register_cbr_kernels() {
   add_kernel<CbrKernel>("cbr");
   add_kernel<CbrKernel>("cbar");
+  add_kernel<CbrKernel>("conv_bn_stats");
 }
 
 }  // namespace trident::cuda

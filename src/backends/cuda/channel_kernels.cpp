@@ -1,7 +1,9 @@
-// The cuda backend's resize_channels: the channel padding the pad_channels pass inserts in
-// front of convolutions (and its backward, which drops the padded channels again).
+// The cuda backend's per-channel ops: resize_channels, the channel padding the pad_channels
+// pass inserts in front of convolutions (and its backward, which drops the padded channels
+// again), and bn_apply_relu, relu(x·scale + shift) from an affine [2, C] (ops/bn_apply.cpp).
 #include "backends/cuda/device/channel_resize.h"
 #include "backends/cuda/device/checks.h"
+#include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/kernels.h"
 
 namespace trident::cuda {
@@ -35,8 +37,41 @@ class ResizeChannels final : public Kernel {
   size_t element_bytes_ = 0;
 };
 
+class BnApplyRelu final : public Kernel {
+ public:
+  BnApplyRelu(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 2, 2, 1, 1);
+    const ir::Value &x = input_value(node, g, 0), &affine = input_value(node, g, 1), &y = output_value(node, g, 0);
+    args_.io = elem_of(node, x, "the input");
+    expect_dtype(node, y, x.dtype, "the output");
+    expect_shape(node, y, x.shape, "the output");
+    if (x.shape.size() != 4) fail(node, "the input must be [N,H,W,C]");
+    args_.channels = x.shape.back();
+    args_.rows = numel(x.shape) / args_.channels;
+    if (affine.dtype != DType::f32 || affine.shape != Shape{2, args_.channels})
+      fail(node, "the affine must be f32 [2," + std::to_string(args_.channels) + "]");
+    args_.shift_type = device::ElemType::f32;
+    args_.relu = true;
+  }
+  void run(const KernelArgs& a) override {
+    device::ChannelAffineArgs args = args_;
+    args.x = a.in[0].data;
+    args.scale = static_cast<const float*>(a.in[1].data);
+    args.shift = args.scale + args.channels;
+    args.y = a.out[0].data;
+    device::launch_channel_affine(args, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  device::ChannelAffineArgs args_;
+};
+
 }  // namespace
 
-void register_channel_kernels() { add_kernel<ResizeChannels>("resize_channels"); }
+void register_channel_kernels() {
+  add_kernel<ResizeChannels>("resize_channels");
+  add_kernel<BnApplyRelu>("bn_apply_relu");
+}
 
 }  // namespace trident::cuda

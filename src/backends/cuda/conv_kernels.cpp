@@ -3,13 +3,16 @@
 // conv2d_backward_data (dgrad) and conv2d_backward_weight (wgrad, with db = Σdy per channel
 // from a deterministic reduction kernel). run() binds pointers and enqueues; nothing else.
 #include <array>
+#include <iomanip>
 #include <optional>
+#include <sstream>
 
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/input_prologue.h"
 #include "backends/cuda/kernels.h"
 
 namespace trident::cuda {
@@ -176,11 +179,15 @@ class ConvDgradKernel final : public Kernel {
   CudaContext::StreamFork fork_;
 };
 
-// conv2d_backward_weight: x, dy → dw [K,R,S,C/g], and db [K] = Σ dy when has_bias.
-class ConvWgradKernel final : public Kernel {
+// conv2d_backward_weight: x, dy[, x_affine] → dw [K,R,S,C/g], and db [K] = Σ dy when
+// has_bias. With x_affine (defer_bn_apply) the convolution's input was relu(x·scale + shift):
+// recomputed inside cuDNN's graph (ConvBNwgrad) where it builds and, timed, beats the apply
+// kernel into scratch followed by the plain wgrad; otherwise that way.
+class ConvWgradKernel final : public Kernel, public ReportsPath {
  public:
   ConvWgradKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(&ctx) {
-    expect_arity(node, 2, 2, 1, 2);
+    expect_arity(node, 2, 3, 1, 2);
+    prologue_ = node.inputs.size() == 3;
     has_bias_ = node.outputs.size() == 2;
     if (has_bias_ != (node.attrs.i("has_bias", has_bias_ ? 1 : 0) != 0))
       fail(node, "attribute has_bias disagrees with the number of outputs");
@@ -189,10 +196,16 @@ class ConvWgradKernel final : public Kernel {
     expect_dtype(node, dy, x.dtype, "dy");
     expect_dtype(node, dw, x.dtype, "dw");
     problem_ = conv_problem(node, x.shape, dw.shape, dy.shape, x.dtype);
+    if (prologue_) {
+      const ir::Value& affine = input_value(node, g, 2);
+      if (affine.dtype != DType::f32 || affine.shape != Shape{2, problem_.C})
+        fail(node, "the input's affine must be f32 [2," + std::to_string(problem_.C) + "]");
+    }
     GraphBuild b = cached_graph(ctx, wgrad_graph(problem_));
     if (!b.graph) fail(node, b.failure);
     graph_ = b.graph;
     WorkspaceLayout layout;
+    if (prologue_) choose_prologue(ctx, layout);
     cudnn_offset_ = layout.add(graph_->workspace_bytes());
     if (has_bias_) {
       const ir::Value& db = output_value(node, g, 1);
@@ -208,11 +221,17 @@ class ConvWgradKernel final : public Kernel {
   }
 
   void run(const KernelArgs& a) override {
-    expect_views(a, 2, has_bias_ ? 2 : 1);
+    expect_views(a, prologue_ ? 3 : 2, has_bias_ ? 2 : 1);
     naming_node(a.node, [&] {
       void* ws = ctx_->workspace(0);
       std::array<void*, kMaxGraphUid + 1> ptr{};
       ptr[conv_uid::x] = a.in[0].data;
+      if (prologue_ && !fused_prologue_) {
+        ptr[conv_uid::x] = at_offset(ws, activated_offset_);
+        enqueue_input_apply(problem_, a.in[0].data, a.in[2].data, ptr[conv_uid::x], *ctx_);
+      } else if (prologue_) {
+        bind_prologue_affine(problem_, prologue_graph_, a.in[2].data, at_offset(ws, affine_copy_offset_), ptr, *ctx_);
+      }
       ptr[conv_uid::dy] = a.in[1].data;
       ptr[conv_uid::dw] = a.out[0].data;
       graph_->execute(ctx_->cudnn(), ptr, at_offset(ws, cudnn_offset_));
@@ -227,10 +246,51 @@ class ConvWgradKernel final : public Kernel {
     });
   }
 
+  // Only a prologue has two paths to report.
+  bool fell_back() const override { return prologue_ && !fused_prologue_; }
+  std::string path() const override { return path_; }
+  std::string implementation() const override { return path_; }
+
  private:
+  void choose_prologue(CudaContext& ctx, WorkspaceLayout& layout) {
+    PrologueGraph fused =
+        build_prologue_graph(ctx, problem_.dtype, [&](const InputPrologue& p) { return wgrad_graph(problem_, p); });
+    std::string timing;
+    if (fused.build.graph && fused.build.graph->tuned_ms() > 0.f && graph_->tuned_ms() > 0.f) {
+      const float apply_ms = time_input_apply(problem_, ctx);
+      if (apply_ms > 0.f) {
+        std::ostringstream t;
+        t << std::fixed << std::setprecision(3) << " (timed: " << fused.build.graph->tuned_ms()
+          << " ms, against apply " << apply_ms << " ms + wgrad " << graph_->tuned_ms() << " ms)";
+        timing = t.str();
+        if (apply_ms + graph_->tuned_ms() < fused.build.graph->tuned_ms()) {
+          fused.build.failure = "slower" + timing;
+          fused.build.graph.reset();
+        }
+      }
+    }
+    if (fused.build.graph) {
+      graph_ = fused.build.graph;
+      prologue_graph_ = fused.prologue;
+      fused_prologue_ = true;
+      affine_copy_offset_ = layout.add(affine_copy_bytes(problem_, prologue_graph_));
+      path_ = "one cuDNN graph: scale+shift(" +
+              std::string(dtype_name(prologue_graph_.affine)) + ")+relu+conv_wgrad" + timing;
+      return;
+    }
+    activated_offset_ = layout.add(input_bytes(problem_));
+    const std::string& why = fused.build.failure;
+    path_ = "input apply kernel, then cuDNN conv_wgrad (prologue graph " +
+            (why.rfind("slower", 0) == 0 ? why : "refused: " + why) + ")";
+  }
+
   CudaContext* ctx_;
   ConvProblem problem_;
   std::shared_ptr<const CudnnGraph> graph_;
+  bool prologue_ = false, fused_prologue_ = false;
+  InputPrologue prologue_graph_;  // the variant of the fused prologue graph
+  size_t activated_offset_ = 0, affine_copy_offset_ = 0;
+  std::string path_;
   bool has_bias_ = false;
   device::ElemType io_ = device::ElemType::f32, db_type_ = device::ElemType::f32;
   size_t cudnn_offset_ = 0, partials_offset_ = 0, sum_offset_ = 0;

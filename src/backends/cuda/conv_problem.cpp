@@ -27,6 +27,36 @@ GraphTensor ConvProblem::output(int uid, DType t) const {
 
 GraphTensor ConvProblem::per_channel(int uid, DType t) const { return {uid, {1, K, 1, 1}, {K, 1, K, K}, t}; }
 
+GraphTensor ConvProblem::per_input_channel(int uid, DType t) const { return {uid, {1, C, 1, 1}, {C, 1, C, C}, t}; }
+
+namespace {
+
+// x, or relu(x·scale + shift) of it when the prologue is on: the index of the tensor the
+// convolution reads.
+int convolution_input(GraphDesc& d, const ConvProblem& p, const InputPrologue& prologue) {
+  const int x = d.add_tensor(p.input(conv_uid::x));
+  if (!prologue.on) return x;
+  const int scale = d.add_tensor(p.per_input_channel(conv_uid::x_scale, prologue.affine));
+  const int shift = d.add_tensor(p.per_input_channel(conv_uid::x_shift, prologue.affine));
+  const int scaled = d.add_tensor(p.input(0));
+  d.tensors[scaled].dtype = DType::f32;
+  const int shifted = d.add_tensor(d.tensors[scaled]);
+  const int activated = d.add_tensor(d.tensors[scaled]);
+  d.tensors[activated].dtype = prologue.activated;
+  d.add_op(GraphOpKind::mul, {x, scale}, {scaled});
+  d.add_op(GraphOpKind::add, {scaled, shift}, {shifted});
+  d.add_op(GraphOpKind::relu, {shifted}, {activated});
+  return activated;
+}
+
+std::string prologue_text(const InputPrologue& prologue) {
+  return prologue.on ? "scale+shift(" + std::string(dtype_name(prologue.affine)) + ")+relu(" +
+                           std::string(dtype_name(prologue.activated)) + ")+"
+                     : "";
+}
+
+}  // namespace
+
 std::string ConvProblem::describe() const {
   return std::string(dtype_name(dtype)) + " x" + shape_text({N, H, W, C}) + " w" + shape_text({K, R, S, Cg}) +
          " y" + shape_text({N, P, Q, K}) + " stride " + std::to_string(window.stride[0]) + "," +
@@ -72,7 +102,7 @@ ConvProblem conv_problem(const ir::Node& node, const Shape& x, const Shape& w, c
 }
 
 std::string FpropFusion::describe() const {
-  std::string s = "conv_fprop";
+  std::string s = prologue_text(prologue) + "conv_fprop";
   if (bias) s += "+bias";
   if (residual) s += "+residual";
   if (relu) s += "+relu";
@@ -85,7 +115,7 @@ GraphDesc fprop_graph(const ConvProblem& p, const FpropFusion& f) {
   d.purpose = f.describe() + " (" + p.describe() + ")";
   d.io = p.dtype;
   d.window = p.window;
-  const int x = d.add_tensor(p.input(conv_uid::x));
+  const int x = convolution_input(d, p, f.prologue);
   const int w = d.add_tensor(p.filter(conv_uid::w));
   // Each step writes a virtual f32 tensor, except the last, which is y.
   const int steps = 1 + (f.bias ? 1 : 0) + (f.residual ? 1 : 0) + (f.relu ? 1 : 0);
@@ -133,12 +163,12 @@ GraphDesc dgrad_graph(const ConvProblem& p) {
   return d;
 }
 
-GraphDesc wgrad_graph(const ConvProblem& p) {
+GraphDesc wgrad_graph(const ConvProblem& p, const InputPrologue& prologue) {
   GraphDesc d;
-  d.purpose = "conv_wgrad (" + p.describe() + ")";
+  d.purpose = prologue_text(prologue) + "conv_wgrad (" + p.describe() + ")";
   d.io = p.dtype;
   d.window = p.window;
-  const int x = d.add_tensor(p.input(conv_uid::x));
+  const int x = convolution_input(d, p, prologue);
   const int dy = d.add_tensor(p.output(conv_uid::dy, p.dtype));
   const int dw = d.add_tensor(p.filter(conv_uid::dw));
   d.add_op(GraphOpKind::conv_wgrad, {x, dy}, {dw});

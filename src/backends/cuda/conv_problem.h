@@ -14,7 +14,10 @@ namespace trident::cuda {
 
 // Uids of the tensors of the convolution graphs (pointers are bound by uid at execute time).
 namespace conv_uid {
-enum : int { x = 1, w = 2, bias = 3, residual = 4, y = 5, sum = 6, sq_sum = 7, dy = 8, dx = 9, dw = 10 };
+enum : int {
+  x = 1, w = 2, bias = 3, residual = 4, y = 5, sum = 6, sq_sum = 7, dy = 8, dx = 9, dw = 10,
+  x_scale = 11, x_shift = 12,  // the input prologue's per-channel affine (f32)
+};
 }
 
 struct ConvProblem {
@@ -34,6 +37,7 @@ struct ConvProblem {
   GraphTensor filter(int uid) const;
   GraphTensor output(int uid, DType t) const;
   GraphTensor per_channel(int uid, DType t) const;
+  GraphTensor per_input_channel(int uid, DType t) const;  // [1,C,1,1]
   // "f16 x[8,32,32,3] w[16,3,3,3] stride 1,1 pad 1,1 dil 1,1 groups 1", for messages.
   std::string describe() const;
 };
@@ -44,7 +48,18 @@ struct ConvProblem {
 ConvProblem conv_problem(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y, DType dtype);
 
 // What a forward graph computes after the convolution.
+// The input prologue of a convolution whose x is a raw convolution output (defer_bn_apply):
+// it reads relu(x·scale + shift), scale and shift per input channel in `affine` (f32, or f16
+// as cuDNN's ConvBNfprop/ConvBNwgrad engines on sm_90 take them), computed in f32 and handed
+// to the convolution as `activated` (the io dtype, or f32).
+struct InputPrologue {
+  bool on = false;
+  DType affine = DType::f32;
+  DType activated = DType::f16;
+};
+
 struct FpropFusion {
+  InputPrologue prologue;
   bool bias = false;
   DType bias_dtype = DType::f32;
   bool residual = false;
@@ -59,8 +74,8 @@ struct FpropFusion {
 GraphDesc fprop_graph(const ConvProblem& p, const FpropFusion& f);
 // conv_dgrad(dy, w) → dx.
 GraphDesc dgrad_graph(const ConvProblem& p);
-// conv_wgrad(x, dy) → dw.
-GraphDesc wgrad_graph(const ConvProblem& p);
+// conv_wgrad(x, dy) → dw, x through the prologue when it is on.
+GraphDesc wgrad_graph(const ConvProblem& p, const InputPrologue& prologue = {});
 
 // Carves one kernel's scratch regions out of the context's workspace (slot 0): offsets are
 // fixed when the kernel is built, and the kernel reserves total() bytes.

@@ -89,7 +89,7 @@ void describe_output(const TensorPtr& t, const GraphTensor& want, int index) {
   if (want.uid > 0) {
     t->set_output(true).set_uid(want.uid).set_data_type(frontend_type(want.dtype));
   } else {
-    t->set_is_virtual(true).set_data_type(fe::DataType_t::FLOAT);
+    t->set_is_virtual(true).set_data_type(frontend_type(want.dtype));
   }
 }
 

@@ -19,7 +19,8 @@ namespace trident::cuda {
 
 // One tensor of a graph, in cuDNN's logical order ([N,C,H,W] for activations, [K,C/g,R,S] for
 // filters) with the strides of its real layout. uid > 0: bound to a pointer at execute time;
-// uid == 0: a virtual intermediate that never reaches memory (computed in f32).
+// uid == 0: a virtual intermediate that never reaches memory, held in its dtype (f32 unless a
+// graph asks for the io dtype, as cuDNN's fused prologues want).
 struct GraphTensor {
   int uid = 0;
   std::vector<int64_t> dims, strides;

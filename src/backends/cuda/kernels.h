@@ -41,8 +41,8 @@ void register_loss_kernels();         // softmax cross-entropy, forward and back
 void register_optimizer_kernels();    // sgd_update over the flat buffers
 void register_batchnorm_kernels();    // batchnorm2d, its backward, batchnorm_relu_backward, fold
 void register_conv_kernels();         // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
-void register_cbr_kernels();          // cbr, cbar (conv+genstats, finalize, apply)
+void register_cbr_kernels();          // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
 void register_precision_kernels();    // cast (mixed precision)
-void register_channel_kernels();      // resize_channels (channel padding for convolutions)
+void register_channel_kernels();      // resize_channels (channel padding), bn_apply_relu
 
 }  // namespace trident::cuda

@@ -123,15 +123,26 @@ __device__ __forceinline__ void add_gradient(const uint4& other, float (&dz)[kWi
   for (int j = 0; j < kWidth<T>; ++j) dz[j] = gradient_sum<T>(dz[j], o[j]);
 }
 
-// Where the fused backward reads its ReLU mask: the relu output (y > 0), or the packed bits
-// (core/relu_mask.h: bit c % 8 of byte c / 8 of a row of row_bytes bytes). Neither: no mask.
+// Where the fused backward reads its ReLU mask: the relu output (y > 0), the packed bits
+// (core/relu_mask.h: bit c % 8 of byte c / 8 of a row of row_bytes bytes), or the layer's
+// affine (scale[C], shift[C]), from which y = relu(x·scale + shift), rounded to T, is
+// recomputed from the batchnorm input x as the next convolution's prologue computed it
+// (defer_bn_apply). None of them: no mask.
 template <class T>
 struct MaskSource {
   const T* y = nullptr;
   const unsigned char* bits = nullptr;
   int64_t row_bytes = 0;
-  __device__ __forceinline__ bool on(int64_t m, int64_t c, int64_t i) const {
+  const float* affine = nullptr;
+  int64_t channels = 0;
+  __host__ __device__ bool any() const { return y || bits || affine; }
+  __device__ __forceinline__ bool recomputed_on(float x, int64_t c) const {
+    const float v = __fadd_rn(__fmul_rn(x, affine[c]), affine[channels + c]);
+    return to_float(from_float<T>(v)) > 0.f;
+  }
+  __device__ __forceinline__ bool on(int64_t m, int64_t c, int64_t i, float x) const {
     if (bits) return (bits[m * row_bytes + c / 8] >> (c % 8)) & 1u;
+    if (affine) return recomputed_on(x, c);
     return to_float(y[i]) > 0.f;
   }
   // The bits of channels c0, c0 + 1, … of row m from bit 0 on (c0 % 8 plus the vector's
@@ -141,14 +152,38 @@ struct MaskSource {
   }
 };
 
-// Zeroes the elements of dz whose mask is off: from a loaded y vector or a loaded mask byte.
+// The affine of a vector's channels c0, c0 + 1, …, loaded once per thread (vector paths).
+template <class T>
+struct VectorAffine {
+  float scale[kWidth<T>], shift[kWidth<T>];
+  __device__ __forceinline__ void load(const MaskSource<T>& mask, int64_t c0) {
+    if (!mask.affine) return;
+#pragma unroll
+    for (int j = 0; j < kWidth<T>; ++j) {
+      scale[j] = mask.affine[c0 + j];
+      shift[j] = mask.affine[mask.channels + c0 + j];
+    }
+  }
+};
+
+// Zeroes the elements of dz whose mask is off: from a loaded y vector, a loaded mask byte,
+// or the loaded x vector through the affine of its channels.
 template <class T>
 __device__ __forceinline__ void mask_gradient(const MaskSource<T>& mask, const uint4& y, unsigned byte,
+                                              const float (&x)[kWidth<T>], const VectorAffine<T>& affine,
                                               float (&dz)[kWidth<T>]) {
   if (mask.bits) {
 #pragma unroll
     for (int j = 0; j < kWidth<T>; ++j)
       if (!((byte >> j) & 1u)) dz[j] = 0.f;
+    return;
+  }
+  if (mask.affine) {
+#pragma unroll
+    for (int j = 0; j < kWidth<T>; ++j) {
+      const float v = __fadd_rn(__fmul_rn(x[j], affine.scale[j]), affine.shift[j]);
+      if (!(to_float(from_float<T>(v)) > 0.f)) dz[j] = 0.f;
+    }
     return;
   }
   float yf[kWidth<T>];
@@ -234,11 +269,12 @@ __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_c
 #pragma unroll 4
     for (int64_t m = r.begin + threadIdx.y; m < r.end; m += blockDim.y) {
       const int64_t i = m * C + r.c;
+      const float xf = to_float(x[i]);
       float dz = to_float(dy[i]);
       if (dy_other) dz = gradient_sum<T>(dz, to_float(dy_other[i]));
-      if ((mask.y || mask.bits) && !mask.on(m, r.c, i)) dz = 0.f;
+      if (mask.any() && !mask.on(m, r.c, i, xf)) dz = 0.f;
       s1[0] += dz;
-      s2[0] += static_cast<double>(dz) * static_cast<double>(__fsub_rn(to_float(x[i]), mean));
+      s2[0] += static_cast<double>(dz) * static_cast<double>(__fsub_rn(xf, mean));
     }
   }
   write_block_partials<1>(s1, s2, r.c, C, partial);
@@ -265,10 +301,12 @@ __global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int
   for (int j = 0; j < N; ++j) s1[j] = s2[j] = 0.0;
   if (c0 < C) {
     float mean[N];
+    VectorAffine<T> affine;
     if constexpr (S != Sums::moments) {
 #pragma unroll
       for (int j = 0; j < N; ++j) mean[j] = load(saved_mean, c0 + j);
     }
+    if constexpr (S == Sums::masked_gradient) affine.load(mask, c0);
     const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
     for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += kRows * step) {
       uint4 xv[kRows], dv[kRows], ov[kRows], yv[kRows];
@@ -284,7 +322,7 @@ __global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int
             if (dy_other) ov[r] = load_vector(dy_other + i);
           if constexpr (S == Sums::masked_gradient) {
             if (mask.bits) bv[r] = mask.byte_from(row, c0);
-            else yv[r] = load_vector(mask.y + i);
+            else if (mask.y) yv[r] = load_vector(mask.y + i);
           }
         }
       }
@@ -304,7 +342,7 @@ __global__ void __launch_bounds__(kThreads) vector_partial_kernel(int64_t M, int
           float dz[N];
           to_floats<T>(dv[r], dz);
           if (dy_other) add_gradient<T>(ov[r], dz);
-          if constexpr (S == Sums::masked_gradient) mask_gradient<T>(mask, yv[r], bv[r], dz);
+          if constexpr (S == Sums::masked_gradient) mask_gradient<T>(mask, yv[r], bv[r], xf, affine, dz);
 #pragma unroll
           for (int j = 0; j < N; ++j) {
             s1[j] += dz[j];
@@ -464,10 +502,11 @@ __global__ void backward_apply_kernel(int64_t M, int64_t C, const T* x, const T*
   const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
   for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += step) {
     const int64_t i = m * C + c;
+    const float xf = to_float(x[i]);
     float dz = to_float(dy[i]);
     if (dy_other) dz = gradient_sum<T>(dz, to_float(dy_other[i]));
-    if ((mask.y || mask.bits) && !mask.on(m, c, i)) dz = 0.f;
-    const float centred = __fsub_rn(to_float(x[i]), mean);
+    if (mask.any() && !mask.on(m, c, i, xf)) dz = 0.f;
+    const float centred = __fsub_rn(xf, mean);
     dx[i] = from_float<T>(__fmul_rn(g, __fsub_rn(__fsub_rn(dz, db), __fmul_rn(centred, k))));
     if (dresidual) dresidual[i] = from_float<T>(dz);
   }
@@ -491,6 +530,8 @@ __global__ void __launch_bounds__(kThreads) vector_backward_apply_kernel(int64_t
     k[j] = coef[2 * C + c0 + j];
     mean[j] = coef[3 * C + c0 + j];
   }
+  VectorAffine<T> affine;
+  if constexpr (Masked) affine.load(mask, c0);
   const int64_t step = static_cast<int64_t>(gridDim.y) * blockDim.y;
   for (int64_t m = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; m < M; m += kRows * step) {
     uint4 xv[kRows], dv[kRows], ov[kRows], yv[kRows];
@@ -504,7 +545,7 @@ __global__ void __launch_bounds__(kThreads) vector_backward_apply_kernel(int64_t
         if (dy_other) ov[r] = load_vector(dy_other + i);
         if constexpr (Masked) {
           if (mask.bits) bv[r] = mask.byte_from(m + r * step, c0);
-          else yv[r] = load_vector(mask.y + i);
+          else if (mask.y) yv[r] = load_vector(mask.y + i);
         }
       }
     }
@@ -516,7 +557,7 @@ __global__ void __launch_bounds__(kThreads) vector_backward_apply_kernel(int64_t
       to_floats<T>(xv[r], xf);
       to_floats<T>(dv[r], dz);
       if (dy_other) add_gradient<T>(ov[r], dz);
-      if constexpr (Masked) mask_gradient<T>(mask, yv[r], bv[r], dz);
+      if constexpr (Masked) mask_gradient<T>(mask, yv[r], bv[r], xf, affine, dz);
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         const float centred = __fsub_rn(xf[j], mean[j]);
@@ -717,14 +758,14 @@ void launch_batchnorm_backward(ElemType act, const ChannelReductionPlan& plan, c
   double* partial = partial_sums(workspace, plan);
   float* coef = coefficients(workspace);
   const bool vec = use_vectors(plan, {args.x, args.dy, args.dy_other, args.relu_output, args.dx, args.dresidual});
-  const bool masked = args.relu_output || args.relu_bits;
+  const bool masked = args.relu_output || args.relu_bits || args.relu_affine;
   dispatch_elem(act, [&](auto tag) {
     using T = decltype(tag);
     const T* x = static_cast<const T*>(args.x);
     const T* dy = static_cast<const T*>(args.dy);
     const T* other = static_cast<const T*>(args.dy_other);
     const MaskSource<T> mask{static_cast<const T*>(args.relu_output), static_cast<const unsigned char*>(args.relu_bits),
-                             args.relu_bits_row_bytes};
+                             args.relu_bits_row_bytes, args.relu_affine, plan.C};
     T* dx = static_cast<T*>(args.dx);
     T* dres = static_cast<T*>(args.dresidual);
     if (vec) {

@@ -74,6 +74,7 @@ struct BatchNormBackwardArgs {
   const void* relu_output = nullptr;  // y of the fused op, or null
   const void* relu_bits = nullptr;    // or its packed mask (core/relu_mask.h), or null
   int64_t relu_bits_row_bytes = 0;    // bytes of one row of the packed mask
+  const float* relu_affine = nullptr; // or the affine [2, C] that recomputes y from x, or null
   void* dx = nullptr;
   void* dresidual = nullptr;          // or null
   ChannelTensor gamma, saved_mean, saved_invstd, dgamma, dbeta;

@@ -1,6 +1,8 @@
 // cbr's batch-norm finalize: from the per-channel Σ and Σ² of the convolution output to the
 // saved statistics, the running statistics (PyTorch momentum, unbiased variance) and the f32
 // scale/shift that the apply step uses. One thread per channel, f64 arithmetic: it is tiny.
+#include <cuda_fp16.h>
+
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/common.cuh"
 #include "backends/cuda/device/conv_device.h"
@@ -23,9 +25,15 @@ __global__ void bn_finalize_kernel(BnFinalizeArgs a) {
     var = var > 0.0 ? var : 0.0;
     const double invstd = 1.0 / sqrt(var + a.eps);
     const double scale = load(a.gamma, c) * invstd;
-    a.scale[c] = static_cast<float>(scale);
+    float scale_f = static_cast<float>(scale);
     // In the reference backend's order, so the shift rounds to the same f32 value.
-    a.shift[c] = static_cast<float>(load(a.beta, c) - mean * invstd * load(a.gamma, c));
+    float shift_f = static_cast<float>(load(a.beta, c) - mean * invstd * load(a.gamma, c));
+    if (a.affine_in_f16) {
+      scale_f = __half2float(__float2half_rn(scale_f));
+      shift_f = __half2float(__float2half_rn(shift_f));
+    }
+    a.scale[c] = scale_f;
+    a.shift[c] = shift_f;
     const double running_mean = load(a.running_mean_in, c), running_var = load(a.running_var_in, c);
     store(a.saved_mean, c, mean);
     store(a.saved_invstd, c, invstd);

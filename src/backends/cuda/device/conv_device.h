@@ -72,6 +72,9 @@ struct BnFinalizeArgs {
   TypedChannels saved_mean, saved_invstd, running_mean_out, running_var_out;
   float* scale = nullptr;
   float* shift = nullptr;
+  // Round scale and shift to f16 values (kept in f32): what cuDNN's f16 prologue graphs read,
+  // so every reader of a deferred layer's affine applies the same numbers.
+  bool affine_in_f16 = false;
 };
 void launch_bn_finalize(const BnFinalizeArgs& a, cudaStream_t stream);
 

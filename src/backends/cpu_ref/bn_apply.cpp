@@ -1,0 +1,84 @@
+// Reference kernels of the cross-layer fusion's pieces (ops/bn_apply.cpp): bn_apply_relu
+// (relu(x·scale + shift), each step rounded, as the batchnorm kernel applies its affine), and
+// the weight gradient whose input is recomputed through that prologue (batchnorm_affine lives
+// with the batchnorm kernels, whose statistics it shares). The fused reference kernels call the same helper, so a fused op and its
+// decomposition share one definition.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernels.h"
+
+namespace trident::cpu_ref {
+
+namespace {
+
+void expect_affine_of(const KernelArgs& a, const TensorView& affine, int64_t channels) {
+  expect_dtype(a, affine, DType::f32, "the affine");
+  if (affine.shape != Shape{2, channels})
+    throw Error("node '" + a.node.name + "' (op " + a.node.op + "): the affine has shape " + shape_str(affine.shape) +
+                " but must be [2," + std::to_string(channels) + "]");
+}
+
+template <class T>
+void apply_t(const TensorView& x, const TensorView& affine, const TensorView& y) {
+  const int64_t C = x.shape.back(), rows = C > 0 ? x.numel() / C : 0;
+  const float* scale = affine.as<const float>();
+  const float* shift = scale + C;
+  const T* in = x.as<const T>();
+  T* out = y.as<T>();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      // Two roundings, never one fused multiply-add: the GPU kernels round the same way.
+      volatile T scaled = in[r * C + c] * static_cast<T>(scale[c]);
+      const T v = scaled + static_cast<T>(shift[c]);
+      out[r * C + c] = v > T(0) ? v : T(0);
+    }
+}
+
+// conv2d_backward_weight: x, dy[, x_affine] → dw[, db]. With the affine, the convolution's
+// input is bn_apply_relu(x, x_affine), made once per run in a scratch tensor.
+class WeightGradient final : public Kernel {
+ public:
+  WeightGradient(const ir::Node& n, const ir::Graph& g) : plain_(n) {
+    plain_.attrs.set("prologue", int64_t{0});
+    if (n.inputs.size() == 3) {
+      const ir::Value& x = g.value(n.inputs[0]);
+      scratch_.resize(static_cast<size_t>(numel(x.shape)) * dtype_size(x.dtype));
+    }
+  }
+
+  void run(const KernelArgs& a) override {
+    if (a.in.size() != 3) return conv2d_backward_weight(a);
+    const TensorView activated{scratch_.data(), a.in[0].shape, a.in[0].dtype};
+    apply_bn_relu(a, a.in[0], a.in[2], activated);
+    conv2d_backward_weight({plain_, {activated, a.in[1]}, a.out});
+  }
+
+ private:
+  ir::Node plain_;
+  std::vector<std::byte> scratch_;
+};
+
+}  // namespace
+
+void apply_bn_relu(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y) {
+  expect_rank(a, x, 4, "x");
+  expect_affine_of(a, affine, x.shape.back());
+  if (y.shape != x.shape) throw Error("node '" + a.node.name + "' (op " + a.node.op + "): y must have x's shape");
+  expect_dtype(a, y, x.dtype, "y");
+  dispatch_float(a, x.dtype, [&](auto tag) { apply_t<decltype(tag)>(x, affine, y); });
+}
+
+void bn_apply_relu(const KernelArgs& a) {
+  expect_arity(a, 2, 1);
+  apply_bn_relu(a, a.in[0], a.in[1], a.out[0]);
+}
+
+std::unique_ptr<Kernel> make_conv2d_backward_weight(const ir::Node& n, const ir::Graph& g) {
+  return std::make_unique<WeightGradient>(n, g);
+}
+
+}  // namespace trident::cpu_ref

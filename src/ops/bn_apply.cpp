@@ -1,0 +1,51 @@
+// A training batchnorm's normalisation as data: batchnorm_affine gives the per-channel affine
+// [2, C] f32 that a training batchnorm of x applies (row 0 scale = γ·invstd, row 1 shift =
+// β − μ·invstd·γ, from the batch statistics of x), and bn_apply_relu applies
+// relu(x·scale + shift). They are
+// the decomposition of the cross-layer fusion (defer_bn_apply): a producer hands its affine
+// to the next convolution, which applies it while reading its input, so the activated tensor
+// is never stored.
+#include "ops/op_helpers.h"
+
+namespace trident::ops {
+
+void expect_affine(const ir::Value& affine, int64_t channels, const std::string& what) {
+  if (affine.dtype != DType::f32 || affine.shape != Shape{2, channels})
+    throw Error(what + " '" + affine.name + "' must be f32 [2," + std::to_string(channels) + "] (scale, shift), not " +
+                std::string(dtype_name(affine.dtype)) + " " + shape_str(affine.shape));
+}
+
+void register_bn_apply_ops() {
+  ir::OpDef apply;
+  apply.name = "bn_apply_relu";
+  apply.inputs = {"x", "affine"};
+  apply.outputs = {"y"};
+  apply.summary = "relu(x·scale + shift) per channel, from an affine [2, C] (each step rounded to f32)";
+  apply.infer = [](const Node& n, const Graph& g) {
+    const ir::Value& x = in_value(g, n, 0);
+    expect_rank(x, 4, "input");
+    expect_float(x, "input");
+    expect_affine(in_value(g, n, 1), x.shape[3], "the affine");
+    return std::vector<TypeInfo>{{x.shape, x.dtype}};
+  };
+  ir::OpRegistry::add(apply);
+
+  ir::OpDef affine;
+  affine.name = "batchnorm_affine";
+  affine.inputs = {"x", "gamma", "beta"};
+  affine.outputs = {"affine"};
+  affine.summary = "the scale and shift a training batchnorm of x applies (batch statistics)";
+  affine.infer = [](const Node& n, const Graph& g) {
+    const ir::Value& x = in_value(g, n, 0);
+    expect_rank(x, 4, "input");
+    expect_float(x, "input");
+    const Shape c{x.shape[3]};
+    for (size_t i = 1; i < 3; ++i)
+      if (in_value(g, n, i).shape != c) throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
+    if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
+    return std::vector<TypeInfo>{{Shape{2, x.shape[3]}, DType::f32}};
+  };
+  ir::OpRegistry::add(affine);
+}
+
+}  // namespace trident::ops

@@ -1,0 +1,118 @@
+// Training, after autodiff: cross-layer fusion of a cbr's batchnorm apply into the next
+// convolution. Where the only readers of a cbr's output y are the next fused convolution (as
+// its input), that convolution's weight gradient, and the cbr's own backward (as its relu
+// mask), y need not exist: the cbr stops at its batch statistics (conv_bn_stats, which hands
+// on the per-channel affine of ops/bn_apply.cpp), the next convolution applies
+// relu(x·scale + shift) while it reads the raw convolution output (attribute prologue; on the
+// GPU cuDNN's scale → bias → relu → conv_fprop → genstats graph), its weight gradient
+// recomputes the same input, and the backward recomputes the relu mask from the convolution
+// output it reads anyway.
+//
+//   cbr_i ──► y ──► cbr_j (x)                conv_bn_stats_i ──► conv_out, affine ──► cbr_j (prologue)
+//             ├──► wgrad_j (x)          ⇒                            └──────────────► wgrad_j (prologue)
+//             └──► bn_relu_backward_i                                └──────────────► bn_relu_backward_i
+//
+// Neither y nor its mask is written or kept for the backward: the memory of one activation
+// per fused pair. Every cbr whose y has another reader (a pooling, a shortcut, a plain
+// convolution, a graph output) keeps it and is recorded with the reason.
+#include <algorithm>
+
+#include "ops/cbr_operands.h"
+#include "passes/pass.h"
+
+namespace trident::passes {
+
+namespace {
+
+constexpr const char* kPattern = "bn-apply-prologue";
+
+bool is_fused_forward(const std::string& op) { return op == "cbr" || op == "cbar" || op == "conv_bn_stats"; }
+
+struct Readers {
+  int consumer = -1;               // the fused forward reading y as its x
+  std::vector<int> wgrads;         // weight gradients reading y as their x
+  std::vector<int> mask_readers;   // backward ops reading y (or the packed mask) as their mask
+};
+
+std::string describe(const ir::Graph& g, int node) { return "'" + g.node(node).name + "' (" + g.node(node).op + ")"; }
+
+// Empty when cbr `id` may hand its affine to its reader, else the reason.
+std::string classify(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,
+                     const ir::Node& cbr, Readers& r) {
+  const int y = cbr.outputs[ops::cbr_out::y];
+  const int mask = cbr.outputs.size() > ops::cbr_out::relu_mask ? cbr.outputs[ops::cbr_out::relu_mask] : -1;
+  if (is_output[y]) return "its output '" + g.value(y).name + "' is a graph output";
+  if (mask >= 0 && is_output[mask]) return "its relu mask is a graph output";
+  for (int u : users[y]) {
+    const ir::Node& n = g.node(u);
+    const bool only_at = std::count(n.inputs.begin(), n.inputs.end(), y) == 1 && n.inputs[0] == y;  // as input 0
+    if (is_fused_forward(n.op) && only_at && !ops::has_prologue(n)) {
+      if (r.consumer >= 0) return "its output is the input of two convolutions";
+      r.consumer = u;
+    } else if (n.op == "conv2d_backward_weight" && only_at && n.inputs.size() == 2) {
+      r.wgrads.push_back(u);
+    } else if (n.op == "batchnorm_relu_backward" && only_at) {
+      r.mask_readers.push_back(u);
+    } else {
+      return "its output is also read by " + describe(g, u);
+    }
+  }
+  if (mask >= 0)
+    for (int u : users[mask]) {
+      const ir::Node& n = g.node(u);
+      if (n.op != "batchnorm_relu_backward" || n.inputs[0] != mask) return "its relu mask is also read by " + describe(g, u);
+      r.mask_readers.push_back(u);
+    }
+  if (r.consumer < 0) return "its output feeds no fused convolution";
+  return "";
+}
+
+std::string stats_node_name(const std::string& cbr_name) {
+  const std::string suffix = ".cbr";
+  const bool ends = cbr_name.size() > suffix.size() && cbr_name.compare(cbr_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (ends ? cbr_name.substr(0, cbr_name.size() - suffix.size()) : cbr_name) + ".conv_bn_stats";
+}
+
+// Gives node `id` (a fused forward or a weight gradient reading y as input 0) the raw
+// convolution output and its affine.
+void read_through_prologue(ir::Graph& g, int id, int conv_out, int affine) {
+  ir::Node& n = g.node(id);
+  n.inputs[0] = conv_out;
+  n.inputs.push_back(affine);
+  g.set_attr_and_grow(id, "prologue", int64_t{1});
+}
+
+}  // namespace
+
+void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
+  for (int id : std::vector<int>(g.order())) {
+    if (g.node(id).op != "cbr") continue;
+    const auto users = g.users();
+    std::vector<char> is_output(g.num_values(), 0);
+    for (int v : g.outputs()) is_output[v] = 1;
+    const ir::Node cbr = g.node(id);
+    Readers r;
+    const std::string reason = classify(g, users, is_output, cbr, r);
+    if (!reason.empty()) {
+      ctx.rejections.push_back({"defer_bn_apply", kPattern, cbr.name, reason});
+      continue;
+    }
+    ir::Attrs attrs = cbr.attrs;
+    attrs.set("relu_mask", int64_t{0});
+    const std::vector<int> outs = g.add_node("conv_bn_stats", cbr.inputs, attrs, stats_node_name(cbr.name));
+    const int stats = g.value(outs[0]).producer;
+    const auto& cur = g.order();
+    g.move_to(stats, static_cast<size_t>(std::find(cur.begin(), cur.end(), id) - cur.begin()));
+    for (size_t i = ops::cbr_out::conv_out; i <= ops::cbr_out::running_var; ++i) g.replace_uses(cbr.outputs[i], outs[i]);
+    g.remove_from_order({id});
+    const int conv_out = outs[ops::cbr_out::conv_out], affine = outs[ops::cbr_out::affine];
+    read_through_prologue(g, r.consumer, conv_out, affine);
+    for (int w : r.wgrads) read_through_prologue(g, w, conv_out, affine);
+    for (int b : r.mask_readers) g.node(b).inputs[0] = affine;
+    // A mask pack_relu_mask gave this cbr no longer exists: neither does its record.
+    std::erase_if(ctx.fusions, [&](const FusionRecord& f) { return f.pass == "pack_relu_mask" && f.fused_node == cbr.name; });
+    ctx.fusions.push_back({"defer_bn_apply", kPattern, g.node(r.consumer).name, {cbr.name, g.node(r.consumer).name}});
+  }
+}
+
+}  // namespace trident::passes
