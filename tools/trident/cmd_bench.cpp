@@ -127,8 +127,8 @@ int run_bench(Options o) {
   exe->synchronize();
   const double back_to_back_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   const double throughput = static_cast<double>(o.batch) * o.iterations / std::max(back_to_back_s, 1e-12);
-  // Optional: where the time goes, per op kind (each node timed to its completion).
-  nlohmann::json prof = nlohmann::json::object();
+  // Optional: where the time goes, per op kind and per node (each node timed to its completion).
+  nlohmann::json prof = nlohmann::json::object(), per_node = nlohmann::json::object();
   if (o.profile > 0) {
     std::vector<double> seconds;
     for (int i = 0; i < o.profile; ++i) exe->run_profiled(seconds);
@@ -137,8 +137,10 @@ int run_bench(Options o) {
     for (int nid : exe->graph().order()) {
       if (exe->memory_plan().hoisted[nid]) continue;
       auto& [ms, count] = per_op[exe->graph().node(nid).op];
-      ms += step < seconds.size() ? seconds[step] * 1e3 / o.profile : 0;
+      const double node_ms = step < seconds.size() ? seconds[step] * 1e3 / o.profile : 0;
+      ms += node_ms;
       ++count;
+      per_node[exe->graph().node(nid).name] = node_ms;
       ++step;
     }
     for (const auto& [op, v] : per_op) prof[op] = {{"ms", v.first}, {"nodes", v.second}};
@@ -156,7 +158,10 @@ int run_bench(Options o) {
                         {"plan_bytes", exe->total_bytes()}, {"disabled_passes", o.flags.disabled_passes}};
     if (layer) j["layer"] = o.layer;
     if (o.verbose) j["cache"] = cache;
-    if (o.profile > 0) j["profile_ms_per_op"] = prof;
+    if (o.profile > 0) {
+      j["profile_ms_per_op"] = prof;
+      j["profile_ms_per_node"] = per_node;
+    }
     std::cout << j.dump() << std::endl;
     return 0;
   }
