@@ -1,7 +1,7 @@
 // A training batchnorm's normalisation as data: batchnorm_affine gives the per-channel affine
 // [2, C] f32 that a training batchnorm of x applies (row 0 scale = γ·invstd, row 1 shift =
-// β − μ·invstd·γ, from the batch statistics of x), and bn_apply_relu applies
-// relu(x·scale + shift). They are
+// β − μ·invstd·γ, from the batch statistics of x), and bn_apply applies
+// relu(x·scale + shift) (attribute relu = 0: x·scale + shift, a shortcut's batchnorm). They are
 // the decomposition of the cross-layer fusion (defer_bn_apply): a producer hands its affine
 // to the next convolution, which applies it while reading its input, so the activated tensor
 // is never stored.
@@ -17,10 +17,10 @@ void expect_affine(const ir::Value& affine, int64_t channels, const std::string&
 
 void register_bn_apply_ops() {
   ir::OpDef apply;
-  apply.name = "bn_apply_relu";
+  apply.name = "bn_apply";
   apply.inputs = {"x", "affine"};
   apply.outputs = {"y"};
-  apply.summary = "relu(x·scale + shift) per channel, from an affine [2, C] (each step rounded to f32)";
+  apply.summary = "relu(x·scale + shift) per channel (relu = 0: without the relu), from an affine [2, C]";
   apply.infer = [](const Node& n, const Graph& g) {
     const ir::Value& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");

@@ -101,7 +101,7 @@ void register_conv_ops() {
   ir::OpDef wgrad;
   wgrad.name = "conv2d_backward_weight";
   // x_affine (attribute prologue = 1, defer_bn_apply): x is a raw convolution output and the
-  // convolution's input was relu(x·scale + shift) of it (bn_apply_relu), recomputed here.
+  // convolution's input was relu(x·scale + shift) of it (bn_apply), recomputed here.
   wgrad.inputs = {"x", "dy", "x_affine?"};
   wgrad.outputs = {"dw", "db"};
   wgrad.summary = "gradient of conv2d with respect to its weight (and bias)";
@@ -130,7 +130,7 @@ void register_conv_ops() {
     Attrs a = n.attrs;
     a.set("prologue", int64_t{0});
     int x = n.inputs[0];
-    if (n.inputs.size() == 3) x = g.add_node1("bn_apply_relu", {x, n.inputs[2]}, {}, n.name + ".prologue");
+    if (n.inputs.size() == 3) x = g.add_node1("bn_apply", {x, n.inputs[2]}, {}, n.name + ".prologue");
     return g.add_node("conv2d_backward_weight", {x, n.inputs[1]}, a, n.name + ".plain");
   };
   ir::OpRegistry::add(wgrad);

@@ -42,10 +42,12 @@ Node conv_of(const Node& n, int x) {
 std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
   const CbrOperands o = cbr_operands(n);
   const int given = static_cast<int>(n.inputs.size());
-  const int wanted = (is_cbar(n) ? 7 : 6) + (o.bias >= 0) + (o.x_affine >= 0);
-  if (given != wanted || std::max({o.residual, o.bias, o.x_affine}) >= given)
+  const int wanted = (is_cbar(n) ? 7 : 6) + (o.bias >= 0) + (o.x_affine >= 0) + (o.residual_affine >= 0);
+  if (has_residual_affine(n) && !is_cbar(n)) throw Error("only cbar has a residual to apply an affine to");
+  if (given != wanted || std::max({o.residual, o.bias, o.x_affine, o.residual_affine}) >= given)
     throw Error("expects x, w, gamma, beta, running_mean, running_var" + std::string(is_cbar(n) ? ", residual" : "") +
-                ", [b]" + (has_prologue(n) ? ", x_affine" : "") + "; got " + std::to_string(given) + " inputs");
+                ", [b]" + (has_prologue(n) ? ", x_affine" : "") + (has_residual_affine(n) ? ", residual_affine" : "") +
+                "; got " + std::to_string(given) + " inputs");
   const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv_of(n, n.inputs[cbr_in::x]), g).at(0);
   if (o.x_affine >= 0)
     expect_affine(g.value(n.inputs[o.x_affine]), in_value(g, n, cbr_in::x).shape.back(), "the input's affine");
@@ -53,6 +55,7 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
   for (size_t i = 2; i < 6; ++i)
     if (in_value(g, n, i).shape != c)
       throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
+  if (o.residual_affine >= 0) expect_affine(g.value(n.inputs[o.residual_affine]), y.shape[3], "the residual's affine");
   if (is_cbar(n) && in_value(g, n, o.residual).shape != y.shape)
     throw Error("the residual " + shape_str(in_value(g, n, o.residual).shape) +
                 " must match the convolution output " + shape_str(y.shape));
@@ -70,7 +73,7 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
 std::vector<int> decompose_fused(Graph& g, const Node& n) {
   const CbrOperands o = cbr_operands(n);
   int x = n.inputs[cbr_in::x];
-  if (o.x_affine >= 0) x = g.add_node1("bn_apply_relu", {x, n.inputs[o.x_affine]}, {}, n.name + ".prologue");
+  if (o.x_affine >= 0) x = g.add_node1("bn_apply", {x, n.inputs[o.x_affine]}, {}, n.name + ".prologue");
   const Node c = conv_of(n, x);
   const int conv = g.add_node1("conv2d", c.inputs, c.attrs, n.name + ".conv");
   Attrs bn_attrs = copy_attrs(n.attrs, {"eps", "momentum"});
@@ -83,7 +86,11 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
     return {affine, conv, bn[1], bn[2], bn[3], bn[4]};
   }
   int z = bn[0];
-  if (is_cbar(n)) z = g.add_node1("add", {z, n.inputs[o.residual]}, {}, n.name + ".add");
+  int residual = is_cbar(n) ? n.inputs[o.residual] : -1;
+  if (o.residual_affine >= 0)
+    residual = g.add_node1("bn_apply", {residual, n.inputs[o.residual_affine]}, {{"relu", int64_t{0}}},
+                           n.name + ".shortcut_bn");
+  if (is_cbar(n)) z = g.add_node1("add", {z, residual}, {}, n.name + ".add");
   const int y = g.add_node1("relu", {z}, {}, n.name + ".relu");
   std::vector<int> out{y, conv, bn[1], bn[2], bn[3], bn[4]};
   if (keeps_bit_mask(n)) out.push_back(g.add_node1("relu_mask", {y}, {}, n.name + ".mask"));
@@ -91,9 +98,9 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
 }
 
 std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>& dys) {
-  if (has_prologue(n))
-    throw Error("'" + n.name + "' reads its input through a prologue, which defer_bn_apply forms after autodiff; "
-                "it has no backward rule");
+  if (has_prologue(n) || has_residual_affine(n))
+    throw Error("'" + n.name + "' reads a raw convolution output through an affine, a form defer_bn_apply makes after "
+                "autodiff; it has no backward rule");
   const CbrOperands o = cbr_operands(n);
   std::vector<int> grads(n.inputs.size(), -1);
   if (dys[0] < 0) return grads;
@@ -121,6 +128,7 @@ ir::OpDef fused_def(const std::string& name, const std::string& summary) {
   if (name == "cbar") d.inputs.push_back("residual");
   d.inputs.push_back("b?");
   d.inputs.push_back("x_affine?");
+  if (name == "cbar") d.inputs.push_back("residual_affine?");
   d.outputs = {name == "conv_bn_stats" ? "affine" : "y", "conv_out", "saved_mean", "saved_invstd",
                "running_mean_out", "running_var_out"};
   if (name != "conv_bn_stats") d.outputs.push_back("relu_mask");
@@ -153,7 +161,7 @@ void register_fused_cbr_ops() {
   // separate add would (rounded to the activation dtype) while the kernel reads both, so the
   // sum is never written (fold_gradient_sum).
   // mask: the relu output y, its packed 1-bit mask (i32, core/relu_mask.h), or the layer's
-  // affine [2, C] f32 (defer_bn_apply), from which y > 0 is recomputed as bn_apply_relu's.
+  // affine [2, C] f32 (defer_bn_apply), from which y > 0 is recomputed as bn_apply's.
   bwd.inputs = {"mask", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd", "dy_other?"};
   bwd.outputs = {"dconv", "dgamma", "dbeta", "dresidual"};
   bwd.summary = "relu backward (mask from the output) fused with training batchnorm backward";
@@ -189,7 +197,7 @@ void register_fused_cbr_ops() {
     const bool packed = g.value(n.inputs[0]).dtype == DType::i32;
     int mask = n.inputs[0];
     if (g.value(mask).shape.size() == 2)
-      mask = g.add_node1("bn_apply_relu", {n.inputs[2], mask}, {}, n.name + ".recomputed_output");
+      mask = g.add_node1("bn_apply", {n.inputs[2], mask}, {}, n.name + ".recomputed_output");
     const int dz = g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {mask, dy}, {}, n.name + ".relu");
     auto r = g.add_node("batchnorm2d_backward", {n.inputs[2], dz, n.inputs[3], n.inputs[4], n.inputs[5]},
                         copy_attrs(n.attrs, {"eps"}), n.name + ".bn");

@@ -15,6 +15,14 @@
 // Neither y nor its mask is written or kept for the backward: the memory of one activation
 // per fused pair. Every cbr whose y has another reader (a pooling, a shortcut, a plain
 // convolution, a graph output) keeps it and is recorded with the reason.
+//
+// A block end with a projection shortcut (the dual pattern) is the same idea on the residual:
+//
+//   conv_s ──► batchnorm2d ──► cbar (residual)     ⇒   conv_bn_stats_s ──► conv_out, affine ──► cbar (residual_affine)
+//
+// the shortcut's batchnorm output is never written: the cbar's apply adds conv_out·scale +
+// shift itself. Its backward (batchnorm2d_backward) reads conv_out and the saved statistics
+// as before.
 #include <algorithm>
 
 #include "ops/cbr_operands.h"
@@ -82,11 +90,86 @@ void read_through_prologue(ir::Graph& g, int id, int conv_out, int affine) {
   g.set_attr_and_grow(id, "prologue", int64_t{1});
 }
 
+constexpr const char* kDualPattern = "shortcut-bn";
+
+// Empty when the shortcut batchnorm feeding cbar `block` as its residual may be applied by
+// the cbar, else the reason; `bn` and `conv` are set when the shape of the pattern is there.
+std::string shortcut_refusal(const ir::Graph& g, const std::vector<std::vector<int>>& users,
+                             const std::vector<char>& is_output, const ir::Node& block, int& bn, int& conv) {
+  const ops::CbrOperands o = ops::cbr_operands(block);
+  const int residual = block.inputs[o.residual];
+  bn = g.value(residual).producer;
+  if (bn < 0 || g.node(bn).op != "batchnorm2d") return "the residual is not a batchnorm's output";
+  const ir::Node& b = g.node(bn);
+  if (!b.attrs.i("training", 1)) return "the shortcut's batchnorm is in inference mode";
+  conv = g.value(b.inputs[0]).producer;
+  if (conv < 0 || g.node(conv).op != "conv2d") return "the shortcut's batchnorm does not follow a convolution";
+  if (o.residual_affine >= 0) return "the block end already applies its residual's batchnorm";
+  if (is_output[residual] || users[residual].size() != 1 ||
+      std::count(block.inputs.begin(), block.inputs.end(), residual) != 1)
+    return "the shortcut's batchnorm output has another reader";
+  const int conv_out = b.inputs[0];
+  if (is_output[conv_out]) return "the shortcut's convolution output is a graph output";
+  for (int u : users[conv_out])
+    if (u != bn && !(g.node(u).op == "batchnorm2d_backward" && g.node(u).inputs[0] == conv_out))
+      return "the shortcut's convolution output is also read by " + describe(g, u);
+  return "";
+}
+
+void apply_shortcut_batchnorms(ir::Graph& g, PassContext& ctx) {
+  for (int id : std::vector<int>(g.order())) {
+    if (g.node(id).op != "cbar") continue;
+    const auto users = g.users();
+    std::vector<char> is_output(g.num_values(), 0);
+    for (int v : g.outputs()) is_output[v] = 1;
+    int bn_id = -1, conv_id = -1;
+    const std::string reason = shortcut_refusal(g, users, is_output, g.node(id), bn_id, conv_id);
+    if (bn_id < 0 || conv_id < 0 || (reason.rfind("the residual is not", 0) == 0)) continue;  // no shortcut batchnorm
+    if (!reason.empty()) {
+      ctx.rejections.push_back({"defer_bn_apply", kDualPattern, g.node(id).name, reason});
+      continue;
+    }
+    const ir::Node conv = g.node(conv_id), bn = g.node(bn_id);
+    std::vector<int> in{conv.inputs[0], conv.inputs[1], bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]};
+    if (conv.inputs.size() == 3) in.push_back(conv.inputs[2]);
+    ir::Attrs attrs;
+    for (const auto& [k, v] : conv.attrs.items()) attrs.set(k, v);
+    attrs.set("eps", bn.attrs.f("eps", 1e-5));
+    attrs.set("momentum", bn.attrs.f("momentum", 0.1));
+    const std::vector<int> outs = g.add_node("conv_bn_stats", in, attrs, conv.name + ".conv_bn_stats");
+    const int stats = g.value(outs[0]).producer;
+    const auto& cur = g.order();
+    g.move_to(stats, static_cast<size_t>(std::find(cur.begin(), cur.end(), bn_id) - cur.begin()));
+    g.replace_uses(conv.outputs[0], outs[ops::cbr_out::conv_out]);
+    for (size_t i = 1; i < bn.outputs.size(); ++i) g.replace_uses(bn.outputs[i], outs[i + 1]);
+    ir::Node& block = g.node(id);
+    block.inputs[ops::cbr_operands(block).residual] = outs[ops::cbr_out::conv_out];
+    block.inputs.push_back(outs[ops::cbr_out::affine]);
+    g.set_attr_and_grow(id, "residual_affine", int64_t{1});
+    g.remove_from_order({conv_id, bn_id});
+    ctx.fusions.push_back({"defer_bn_apply", kDualPattern, g.node(id).name, {conv.name, bn.name, g.node(id).name}});
+  }
+}
+
 }  // namespace
 
+// On the GPU only cuDNN's f16 engines run the prologue inside the convolution; for other
+// dtypes the apply kernel would run twice (forward and again for the weight gradient), which
+// buys memory with speed: then only where asked for (bn_apply_prologue = 1).
+std::string prologue_refusal(const CompileOptions& o) {
+  if (o.bn_apply_prologue > 0 || o.backend != "cuda" || o.precision == DType::f16) return "";
+  return "cuDNN's fused prologue takes f16 only; in " + std::string(dtype_name(o.precision)) +
+         " the apply would run twice (forced with bn_apply_prologue = 1)";
+}
+
 void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
+  const std::string not_here = prologue_refusal(ctx.options);
   for (int id : std::vector<int>(g.order())) {
     if (g.node(id).op != "cbr") continue;
+    if (!not_here.empty()) {
+      ctx.rejections.push_back({"defer_bn_apply", kPattern, g.node(id).name, not_here});
+      continue;
+    }
     const auto users = g.users();
     std::vector<char> is_output(g.num_values(), 0);
     for (int v : g.outputs()) is_output[v] = 1;
@@ -113,6 +196,7 @@ void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
     std::erase_if(ctx.fusions, [&](const FusionRecord& f) { return f.pass == "pack_relu_mask" && f.fused_node == cbr.name; });
     ctx.fusions.push_back({"defer_bn_apply", kPattern, g.node(r.consumer).name, {cbr.name, g.node(r.consumer).name}});
   }
+  apply_shortcut_batchnorms(g, ctx);
 }
 
 }  // namespace trident::passes

@@ -61,8 +61,10 @@ struct CompileOptions {
   int relu_bit_mask = -1;
   bool packs_relu_mask() const { return relu_bit_mask < 0 ? backend == "cuda" : relu_bit_mask != 0; }
   // Training: a cbr whose output only the next convolution reads hands that convolution its
-  // batchnorm affine instead, and the output is never stored (the defer_bn_apply pass): -1
-  // automatic (on for the cuda backend), 0 off, 1 on (cuda and cpu_ref have its kernels).
+  // batchnorm affine instead, and the output is never stored; a projection shortcut's
+  // batchnorm is applied by its block end (the defer_bn_apply pass): -1 automatic (on for the
+  // cuda backend; the prologue only in f16, where cuDNN fuses it), 0 off, 1 on everywhere
+  // (cuda and cpu_ref have its kernels).
   int bn_apply_prologue = -1;
   bool defers_bn_apply() const { return bn_apply_prologue < 0 ? backend == "cuda" : bn_apply_prologue != 0; }
   bool uses_loss_scaling() const { return loss_scaling < 0 ? precision == DType::f16 : loss_scaling != 0; }

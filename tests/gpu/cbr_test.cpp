@@ -2,8 +2,10 @@
 // apply) against their registered decomposition (conv2d → batchnorm2d → [add] → relu) on
 // cpu_ref: y, conv_out, the saved statistics and the running statistics updated in place,
 // in f32 (TF32 allowed, so the f16 row) and f16, with and without conv bias, for 3×3, strided
-// 1×1 and three-input-channel convolutions; re-runs are bitwise identical. Every test skips,
-// saying why, where there is no GPU.
+// 1×1 and three-input-channel convolutions; re-runs are bitwise identical. The cross-layer
+// forms of defer_bn_apply (prologue, conv_bn_stats, a residual through its affine, the weight
+// gradient through the prologue) against theirs. Every test skips, saying why, where there
+// is no GPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -54,7 +56,7 @@ Shape output_shape(const CbrCase& c) {
 // A graph holding one cbr/cbar/conv_bn_stats node named "fused"; inputs x, w, gamma, beta,
 // running_mean, running_var, [residual], [b], [x_affine (prologue)].
 ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType dt, bool relu_mask = false,
-                      bool prologue = false) {
+                      bool prologue = false, bool residual_affine = false) {
   ir::Graph g;
   const Shape k{c.w[0]};
   std::vector<int> in{g.add_input("x", c.x, dt),
@@ -74,14 +76,19 @@ ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType 
     in.push_back(g.add_input("x_affine", {2, c.x[3]}));
     a.set("prologue", int64_t{1});
   }
+  if (residual_affine) {
+    in.push_back(g.add_input("residual_affine", {2, c.w[0]}));
+    a.set("residual_affine", int64_t{1});
+  }
   g.add_node(op, in, a, "fused");
   return g;
 }
 
 // The same graph with the fused node replaced by its registered decomposition, whose values
 // take the fused outputs' names (so the comparison finds them).
-ir::Graph decomposed_graph(const std::string& op, const CbrCase& c, bool bias, bool prologue = false) {
-  ir::Graph g = fused_graph(op, c, bias, DType::f32, false, prologue);
+ir::Graph decomposed_graph(const std::string& op, const CbrCase& c, bool bias, bool prologue = false,
+                           bool residual_affine = false) {
+  ir::Graph g = fused_graph(op, c, bias, DType::f32, false, prologue, residual_affine);
   const ir::Node fused = g.node(g.order().back());
   const std::vector<int> outs = ir::OpRegistry::get(op).decompose(g, fused);
   g.remove_from_order({fused.id});
@@ -155,37 +162,15 @@ TEST_P(GpuCbr, CrossLayerFormsMatchTheirDecomposition) {
       if (form == "conv_bn_stats") compared[0] = "fused.affine";
       compare_with_cpu_ref(gpu, decomposed_graph(form, c, false, prologue), compared, DType::f16, 54);
     }
-}
-
-// The weight gradient of a convolution whose input went through the prologue, recomputing
-// that input (cuDNN's ConvBNwgrad graph or the apply kernel first), against its decomposition.
-TEST_P(GpuCbr, WeightGradientThroughThePrologueMatchesItsDecomposition) {
-  TRIDENT_REQUIRE_GPU();
-  const auto& [op, c, dt] = GetParam();
-  if (op != "cbr") GTEST_SKIP() << "one weight gradient per shape";
-  auto build = [&](DType d, bool decomposed) {
-    ir::Graph g;
-    const int x = g.add_input("x", c.x, d), dy = g.add_input("dy", output_shape(c), d);
-    const int affine = g.add_input("x_affine", {2, c.x[3]});
-    Attrs a{{"stride", std::vector<int64_t>{c.stride, c.stride}},
-            {"padding", std::vector<int64_t>{c.pad, c.pad}},
-            {"weight_shape", c.w},
-            {"has_bias", int64_t{0}},
-            {"prologue", int64_t{1}}};
-    const std::vector<int> out = g.add_node("conv2d_backward_weight", {x, dy, affine}, a, "wgrad");
-    if (!decomposed) return g;
-    const ir::Node n = g.node(g.value(out[0]).producer);
-    const std::vector<int> parts = ir::OpRegistry::get(n.op).decompose(g, n);
-    g.remove_from_order({n.id});
-    g.value(out[0]).name = "wgrad.unused";
-    g.value(parts[0]).name = "wgrad";
-    return g;
-  };
-  const ir::Graph gpu = build(dt, false);
-#ifdef TRIDENT_HAVE_CUDA
-  std::cout << "wgrad+prologue " << c.name << " " << dtype_name(dt) << ": " << kernel_path(gpu) << "\n";
-#endif
-  compare_with_cpu_ref(gpu, build(DType::f32, true), {"wgrad"}, DType::f16, 55);
+  if (op == "cbar")
+    for (bool mask : {false, true}) {
+      // The block end of a projection shortcut: the residual is the shortcut's raw convolution
+      // output, added through its batchnorm affine by the apply step (and its packed mask).
+      if (mask && c.w[0] % 8 != 0) continue;
+      SCOPED_TRACE(std::string("cbar with a residual affine") + (mask ? " and a packed mask" : ""));
+      const ir::Graph gpu = fused_graph("cbar", c, false, dt, mask, false, true);
+      compare_with_cpu_ref(gpu, decomposed_graph("cbar", c, false, false, true), compared_values(), DType::f16, 56);
+    }
 }
 
 // With relu_mask the apply step also writes the packed mask: its bits are exactly the signs of
@@ -273,4 +258,38 @@ TEST(GpuCbrChecks, RejectsASingleValuePerChannel) {
 }
 
 }  // namespace
+// The weight gradient of a convolution whose input went through the prologue, recomputing
+// that input (cuDNN's ConvBNwgrad graph or the apply kernel first), against its decomposition,
+// for every shape in f32 and f16.
+TEST(GpuCbrPrologue, WeightGradientMatchesItsDecomposition) {
+  TRIDENT_REQUIRE_GPU();
+  for (const CbrCase& c : cbr_cases())
+    for (DType dt : {DType::f32, DType::f16}) {
+      SCOPED_TRACE(c.name + " " + std::string(dtype_name(dt)));
+      auto build = [&](DType d, bool decomposed) {
+        ir::Graph g;
+        const int x = g.add_input("x", c.x, d), dy = g.add_input("dy", output_shape(c), d);
+        const int affine = g.add_input("x_affine", {2, c.x[3]});
+        Attrs a{{"stride", std::vector<int64_t>{c.stride, c.stride}},
+                {"padding", std::vector<int64_t>{c.pad, c.pad}},
+                {"weight_shape", c.w},
+                {"has_bias", int64_t{0}},
+                {"prologue", int64_t{1}}};
+        const std::vector<int> out = g.add_node("conv2d_backward_weight", {x, dy, affine}, a, "wgrad");
+        if (!decomposed) return g;
+        const ir::Node n = g.node(g.value(out[0]).producer);
+        const std::vector<int> parts = ir::OpRegistry::get(n.op).decompose(g, n);
+        g.remove_from_order({n.id});
+        g.value(out[0]).name = "wgrad.unused";
+        g.value(parts[0]).name = "wgrad";
+        return g;
+      };
+      const ir::Graph gpu = build(dt, false);
+#ifdef TRIDENT_HAVE_CUDA
+      std::cout << "wgrad+prologue " << c.name << " " << dtype_name(dt) << ": " << kernel_path(gpu) << "\n";
+#endif
+      compare_with_cpu_ref(gpu, build(DType::f32, true), {"wgrad"}, DType::f16, 55);
+    }
+}
+
 }  // namespace trident

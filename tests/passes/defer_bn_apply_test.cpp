@@ -29,11 +29,12 @@ struct Compiled {
 };
 
 // The training pipeline of the cuda backend (no kernels are built).
-Compiled cuda_training_graph(const std::string& model, int64_t batch = 2) {
+Compiled cuda_training_graph(const std::string& model, int64_t batch = 2, DType precision = DType::f16) {
   Compiled c{frontend::build_model(model, {.batch = batch}), {}, {}};
   passes::CompileOptions opt;
   opt.mode = passes::Mode::Train;
   opt.backend = "cuda";
+  opt.precision = precision;
   passes::PassContext ctx(opt);
   passes::standard_pipeline(opt.mode, opt).run(c.graph, ctx);
   for (const auto& f : ctx.fusions)
@@ -91,8 +92,19 @@ TEST(DeferBnApply, ResNet50HandsOnTheAffineOfEveryBottleneckInnerLayer) {
   const Compiled c = cuda_training_graph("resnet50");
   const ir::Graph& g = c.graph;
   // conv1 and conv2 of the 16 bottlenecks; their readers are the 3×3 cbr and the last 1×1 cbar.
-  EXPECT_EQ(count_op(g, "conv_bn_stats"), 32);
-  EXPECT_EQ(c.fusions.size(), 32u);
+  // And the 4 projection shortcuts, whose batchnorm the block end applies.
+  EXPECT_EQ(count_op(g, "conv_bn_stats"), 36);
+  EXPECT_EQ(count_op(g, "batchnorm2d"), 0);
+  size_t prologues = 0, shortcuts = 0;
+  for (const auto& f : c.fusions) {
+    prologues += f.pattern == "bn-apply-prologue";
+    shortcuts += f.pattern == "shortcut-bn";
+  }
+  EXPECT_EQ(prologues, 32u);
+  EXPECT_EQ(shortcuts, 4u);
+  int dual = 0;
+  for (int id : g.order()) dual += g.node(id).op == "cbar" && ops::has_residual_affine(g.node(id));
+  EXPECT_EQ(dual, 4);
   EXPECT_EQ(with_prologue(g, "conv_bn_stats") + with_prologue(g, "cbr"), 16);
   EXPECT_EQ(with_prologue(g, "cbar"), 16);
   EXPECT_EQ(with_prologue(g, "conv2d_backward_weight"), 32);
@@ -106,6 +118,16 @@ TEST(DeferBnApply, ResNet50HandsOnTheAffineOfEveryBottleneckInnerLayer) {
       EXPECT_EQ(g.node(id).outputs.size(), 6u);
       EXPECT_EQ(g.value(g.node(id).outputs[0]).shape.size(), 2u);
     }
+}
+
+// cuDNN fuses the prologue in f16 only: in bf16 the cbr layers keep their output (the apply
+// would run twice), with the reason, while the shortcut batchnorms still move into the block ends.
+TEST(DeferBnApply, Bf16KeepsTheOutputsAndStillAppliesTheShortcutsInTheBlockEnds) {
+  const Compiled c = cuda_training_graph("resnet50", 2, DType::bf16);
+  EXPECT_EQ(count_op(c.graph, "conv_bn_stats"), 4);
+  EXPECT_EQ(c.fusions.size(), 4u);
+  ASSERT_EQ(c.rejections.size(), 33u);
+  EXPECT_NE(c.rejections[0].reason.find("f16 only"), std::string::npos) << c.rejections[0].reason;
 }
 
 TEST(DeferBnApply, Vgg16BnDefersEveryLayerThatAConvolutionFollows) {
@@ -177,6 +199,21 @@ TEST(DeferBnApply, EachNewFormEqualsItsDecomposition) {
           }
           expect_equals_decomposition(g, g.add_node(op, in, a, "fused"));
         }
+    for (bool prologue : {false, true}) {
+      SCOPED_TRACE(std::string("cbar with a residual affine") + (prologue ? " and a prologue" : ""));
+      ir::Graph g;
+      std::vector<int> in{g.add_input("x", x_shape, d), g.add_parameter("w", {16, 3, 3, 4}, {}, d)};
+      for (const char* n : {"gamma", "beta", "running_mean", "running_var"}) in.push_back(g.add_parameter(n, {16}, {}, d));
+      in.push_back(g.add_input("residual", y_shape, d));
+      ir::Attrs a = conv_bn_attrs();
+      if (prologue) {
+        in.push_back(g.add_input("x_affine", {2, 4}));
+        a.set("prologue", int64_t{1});
+      }
+      in.push_back(g.add_input("residual_affine", {2, 16}));
+      a.set("residual_affine", int64_t{1});
+      expect_equals_decomposition(g, g.add_node("cbar", in, a, "fused"));
+    }
     {
       SCOPED_TRACE("conv2d_backward_weight with prologue");
       ir::Graph g;
@@ -205,6 +242,9 @@ TEST(DeferBnApply, TrainingStepsEqualTheStepsWithoutItBitForBit) {
   auto plain = compile_cpu_ref(resnet, false);
   ASSERT_GT(count_op(deferred->graph(), "conv_bn_stats"), 0);
   EXPECT_EQ(count_op(plain->graph(), "conv_bn_stats"), 0);
+  int dual = 0;  // resnet_cifar's two projection shortcuts
+  for (int id : deferred->graph().order()) dual += ops::has_residual_affine(deferred->graph().node(id));
+  EXPECT_EQ(dual, 2);
   test_support::expect_bitwise_same_steps(*deferred, *plain, 2, 10);
 }
 

@@ -18,8 +18,8 @@ class FusedForward final : public PrimitiveKernel {
  public:
   FusedForward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
-    if (node.attrs.i("prologue", 0) != 0)
-      fail(node, "a convolution input through a batchnorm prologue (defer_bn_apply) runs on cuda and cpu_ref only");
+    if (node.attrs.i("prologue", 0) != 0 || node.attrs.i("residual_affine", 0) != 0)
+      fail(node, "a raw convolution output read through a batchnorm affine (defer_bn_apply) runs on cuda and cpu_ref only");
     const bool cbar = node.op == "cbar";
     const size_t base = cbar ? 7 : 6;
     if ((node.inputs.size() != base && node.inputs.size() != base + 1) || node.outputs.size() != 6)

@@ -1,8 +1,8 @@
-// Reference kernels of the cross-layer fusion's pieces (ops/bn_apply.cpp): bn_apply_relu
-// (relu(x·scale + shift), each step rounded, as the batchnorm kernel applies its affine), and
+// Reference kernels of the cross-layer fusion's pieces (ops/bn_apply.cpp): bn_apply
+// ([relu] x·scale + shift, each step rounded, as the batchnorm kernel applies its affine), and
 // the weight gradient whose input is recomputed through that prologue (batchnorm_affine lives
-// with the batchnorm kernels, whose statistics it shares). The fused reference kernels call the same helper, so a fused op and its
-// decomposition share one definition.
+// with the batchnorm kernels, whose statistics it shares). The fused reference kernels call
+// the same helper, so a fused op and its decomposition share one definition.
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -22,7 +22,7 @@ void expect_affine_of(const KernelArgs& a, const TensorView& affine, int64_t cha
 }
 
 template <class T>
-void apply_t(const TensorView& x, const TensorView& affine, const TensorView& y) {
+void apply_t(const TensorView& x, const TensorView& affine, const TensorView& y, bool relu) {
   const int64_t C = x.shape.back(), rows = C > 0 ? x.numel() / C : 0;
   const float* scale = affine.as<const float>();
   const float* shift = scale + C;
@@ -34,12 +34,12 @@ void apply_t(const TensorView& x, const TensorView& affine, const TensorView& y)
       // Two roundings, never one fused multiply-add: the GPU kernels round the same way.
       volatile T scaled = in[r * C + c] * static_cast<T>(scale[c]);
       const T v = scaled + static_cast<T>(shift[c]);
-      out[r * C + c] = v > T(0) ? v : T(0);
+      out[r * C + c] = !relu || v > T(0) ? v : T(0);
     }
 }
 
 // conv2d_backward_weight: x, dy[, x_affine] → dw[, db]. With the affine, the convolution's
-// input is bn_apply_relu(x, x_affine), made once per run in a scratch tensor.
+// input is bn_apply(x, x_affine), made once per run in a scratch tensor.
 class WeightGradient final : public Kernel {
  public:
   WeightGradient(const ir::Node& n, const ir::Graph& g) : plain_(n) {
@@ -53,7 +53,7 @@ class WeightGradient final : public Kernel {
   void run(const KernelArgs& a) override {
     if (a.in.size() != 3) return conv2d_backward_weight(a);
     const TensorView activated{scratch_.data(), a.in[0].shape, a.in[0].dtype};
-    apply_bn_relu(a, a.in[0], a.in[2], activated);
+    apply_bn(a, a.in[0], a.in[2], activated, true);
     conv2d_backward_weight({plain_, {activated, a.in[1]}, a.out});
   }
 
@@ -64,17 +64,17 @@ class WeightGradient final : public Kernel {
 
 }  // namespace
 
-void apply_bn_relu(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y) {
+void apply_bn(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y, bool relu) {
   expect_rank(a, x, 4, "x");
   expect_affine_of(a, affine, x.shape.back());
   if (y.shape != x.shape) throw Error("node '" + a.node.name + "' (op " + a.node.op + "): y must have x's shape");
   expect_dtype(a, y, x.dtype, "y");
-  dispatch_float(a, x.dtype, [&](auto tag) { apply_t<decltype(tag)>(x, affine, y); });
+  dispatch_float(a, x.dtype, [&](auto tag) { apply_t<decltype(tag)>(x, affine, y, relu); });
 }
 
-void bn_apply_relu(const KernelArgs& a) {
+void bn_apply(const KernelArgs& a) {
   expect_arity(a, 2, 1);
-  apply_bn_relu(a, a.in[0], a.in[1], a.out[0]);
+  apply_bn(a, a.in[0], a.in[1], a.out[0], a.node.attrs.i("relu", 1) != 0);
 }
 
 std::unique_ptr<Kernel> make_conv2d_backward_weight(const ir::Node& n, const ir::Graph& g) {

@@ -28,7 +28,8 @@ ir::Attrs pick(const ir::Attrs& from, std::initializer_list<const char*> keys) {
 }
 
 // cbr / cbar / conv_bn_stats: operands as ops/cbr_operands.h lays them out. With a prologue
-// the convolution reads bn_apply_relu(x, x_affine), made in a scratch tensor; conv_bn_stats
+// the convolution reads bn_apply(x, x_affine), made in a scratch tensor; with a residual
+// affine, cbar adds bn_apply(residual, residual_affine, relu = 0), also made in scratch; conv_bn_stats
 // writes the batchnorm's result to scratch and outputs its affine (batchnorm_affine) instead.
 class FusedForward final : public Kernel {
  public:
@@ -47,6 +48,7 @@ class FusedForward final : public Kernel {
       return static_cast<size_t>(numel(v.shape)) * dtype_size(v.dtype);
     };
     if (operands_.x_affine >= 0) activated_.resize(bytes(n.inputs[ops::cbr_in::x]));
+    if (operands_.residual_affine >= 0) shortcut_.resize(bytes(n.inputs[operands_.residual]));
     if (stats_only_) normalized_.resize(bytes(n.outputs[ops::cbr_out::conv_out]));
   }
 
@@ -55,7 +57,7 @@ class FusedForward final : public Kernel {
     TensorView x = a.in[ops::cbr_in::x];
     if (operands_.x_affine >= 0) {
       const TensorView activated{activated_.data(), x.shape, x.dtype};
-      apply_bn_relu(a, x, a.in[operands_.x_affine], activated);
+      apply_bn(a, x, a.in[operands_.x_affine], activated, true);
       x = activated;
     }
     std::vector<TensorView> conv_in{x, a.in[ops::cbr_in::w]};
@@ -67,7 +69,13 @@ class FusedForward final : public Kernel {
       batchnorm_affine({affine_, {conv_out, a.in[2], a.in[3]}, {a.out[ops::cbr_out::affine]}});
       return;
     }
-    if (cbar_) add({add_, {y, a.in[operands_.residual]}, {y}});
+    TensorView residual = cbar_ ? a.in[operands_.residual] : TensorView{};
+    if (operands_.residual_affine >= 0) {
+      const TensorView applied{shortcut_.data(), residual.shape, residual.dtype};
+      apply_bn(a, residual, a.in[operands_.residual_affine], applied, false);
+      residual = applied;
+    }
+    if (cbar_) add({add_, {y, residual}, {y}});
     relu({relu_, {y}, {y}});
     if (a.out.size() == 7) pack_relu_mask(a, y, a.out[6]);
   }
@@ -76,7 +84,7 @@ class FusedForward final : public Kernel {
   bool cbar_, stats_only_;
   ops::CbrOperands operands_;
   ir::Node conv_, bn_, add_, relu_, affine_;
-  std::vector<std::byte> activated_, normalized_;
+  std::vector<std::byte> activated_, normalized_, shortcut_;
 };
 
 // batchnorm_relu_backward: inputs mask (y, its packed bits, or the affine that recomputes y
@@ -110,7 +118,7 @@ class FusedBackward final : public Kernel {
     } else if (a.in[0].shape.size() == 2) {
       // y recomputed from the affine: into its own scratch, since dz may already hold dy.
       const TensorView y{recomputed_.data(), a.in[2].shape, a.in[2].dtype};
-      apply_bn_relu(a, a.in[2], a.in[0], y);
+      apply_bn(a, a.in[2], a.in[0], y, true);
       relu_backward({relu_bwd_, {y, dy}, {dz}});
     } else {
       relu_backward({relu_bwd_, {a.in[0], dy}, {dz}});

@@ -32,10 +32,10 @@ void relu_mask_backward(const KernelArgs& args);
 void pack_relu_mask(const KernelArgs& a, const TensorView& y, const TensorView& mask);
 void apply_relu_mask(const KernelArgs& a, const TensorView& mask, const TensorView& dy, const TensorView& dx);
 
-// bn_apply.cpp: the cross-layer fusion's pieces (ops/bn_apply.cpp); apply_bn_relu is the
+// bn_apply.cpp: the cross-layer fusion's pieces (ops/bn_apply.cpp); apply_bn is the
 // helper the fused kernels share; the weight gradient may recompute its input (prologue)
-void bn_apply_relu(const KernelArgs& args);
-void apply_bn_relu(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y);
+void bn_apply(const KernelArgs& args);
+void apply_bn(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y, bool relu);
 std::unique_ptr<Kernel> make_conv2d_backward_weight(const ir::Node& n, const ir::Graph& g);
 // pool.cpp
 void maxpool2d(const KernelArgs& args);

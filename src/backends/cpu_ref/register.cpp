@@ -19,7 +19,7 @@ void register_cpu_ref_kernels() {
       {"relu_backward", cpu_ref::relu_backward},
       {"relu_mask", cpu_ref::relu_mask},
       {"relu_mask_backward", cpu_ref::relu_mask_backward},
-      {"bn_apply_relu", cpu_ref::bn_apply_relu},
+      {"bn_apply", cpu_ref::bn_apply},
       {"batchnorm_affine", cpu_ref::batchnorm_affine},
       {"add", cpu_ref::add},
       {"fill", cpu_ref::fill},

@@ -8,7 +8,8 @@
 //      autotuning) its genstats engines are slower, the forward convolution followed by the
 //      deterministic channel-sums kernel;
 //   2. finalize: batch mean/invstd, saved and running statistics, per-channel scale/shift;
-//   3. apply: y = relu(conv_out·scale + shift [+ residual]), and with attribute relu_mask its
+//   3. apply: y = relu(conv_out·scale + shift [+ residual, or a projection shortcut's raw
+//      conv output through its batchnorm affine]), and with attribute relu_mask its
 //      packed 1-bit mask (core/relu_mask.h) in the same pass. conv_bn_stats stops before it:
 //      its finalize writes scale/shift to its affine output for the next convolution.
 // The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0 or the bits.
@@ -45,7 +46,8 @@ class CbrKernel final : public Kernel, public ReportsPath {
     cbar_ = node.op == "cbar";
     stats_only_ = node.op == "conv_bn_stats";
     operands_ = ops::cbr_operands(node);
-    const size_t base_inputs = (cbar_ ? 7 : 6) + (operands_.x_affine >= 0 ? 1 : 0);
+    const size_t base_inputs =
+        (cbar_ ? 7 : 6) + (operands_.x_affine >= 0 ? 1 : 0) + (operands_.residual_affine >= 0 ? 1 : 0);
     bit_mask_ = node.attrs.i("relu_mask", 0) != 0;
     outputs_ = bit_mask_ ? 7 : 6;
     expect_arity(node, base_inputs, base_inputs + 1, outputs_, outputs_);
@@ -93,6 +95,11 @@ class CbrKernel final : public Kernel, public ReportsPath {
       const ir::Value& r = input_value(node, g, operands_.residual);
       expect_dtype(node, r, x.dtype, "the residual");
       expect_shape(node, r, y_shape, "the residual");
+    }
+    if (operands_.residual_affine >= 0) {
+      const ir::Value& affine = input_value(node, g, operands_.residual_affine);
+      if (affine.dtype != DType::f32 || affine.shape != Shape{2, y_shape.back()})
+        fail(node, "the residual's affine must be f32 [2," + std::to_string(y_shape.back()) + "]");
     }
     ConvEpilogue bias_only;
     if (has_bias_) {
@@ -309,6 +316,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     apply.shift = f.shift;
     apply.shift_type = device::ElemType::f32;
     apply.residual = cbar_ ? a.in[operands_.residual].data : nullptr;
+    if (operands_.residual_affine >= 0) apply.residual_affine = static_cast<const float*>(a.in[operands_.residual_affine].data);
     apply.y = a.out[kY].data;
     apply.rows = rows;
     apply.channels = K;

@@ -1,6 +1,6 @@
 // The cuda backend's per-channel ops: resize_channels, the channel padding the pad_channels
 // pass inserts in front of convolutions (and its backward, which drops the padded channels
-// again), and bn_apply_relu, relu(x·scale + shift) from an affine [2, C] (ops/bn_apply.cpp).
+// again), and bn_apply, [relu] x·scale + shift from an affine [2, C] (ops/bn_apply.cpp).
 #include "backends/cuda/device/channel_resize.h"
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/conv_device.h"
@@ -37,9 +37,9 @@ class ResizeChannels final : public Kernel {
   size_t element_bytes_ = 0;
 };
 
-class BnApplyRelu final : public Kernel {
+class BnApply final : public Kernel {
  public:
-  BnApplyRelu(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+  BnApply(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
     expect_arity(node, 2, 2, 1, 1);
     const ir::Value &x = input_value(node, g, 0), &affine = input_value(node, g, 1), &y = output_value(node, g, 0);
     args_.io = elem_of(node, x, "the input");
@@ -51,7 +51,7 @@ class BnApplyRelu final : public Kernel {
     if (affine.dtype != DType::f32 || affine.shape != Shape{2, args_.channels})
       fail(node, "the affine must be f32 [2," + std::to_string(args_.channels) + "]");
     args_.shift_type = device::ElemType::f32;
-    args_.relu = true;
+    args_.relu = node.attrs.i("relu", 1) != 0;
   }
   void run(const KernelArgs& a) override {
     device::ChannelAffineArgs args = args_;
@@ -71,7 +71,7 @@ class BnApplyRelu final : public Kernel {
 
 void register_channel_kernels() {
   add_kernel<ResizeChannels>("resize_channels");
-  add_kernel<BnApplyRelu>("bn_apply_relu");
+  add_kernel<BnApply>("bn_apply");
 }
 
 }  // namespace trident::cuda

@@ -43,6 +43,6 @@ void register_batchnorm_kernels();    // batchnorm2d, its backward, batchnorm_re
 void register_conv_kernels();         // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
 void register_cbr_kernels();          // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
 void register_precision_kernels();    // cast (mixed precision)
-void register_channel_kernels();      // resize_channels (channel padding), bn_apply_relu
+void register_channel_kernels();      // resize_channels (channel padding), bn_apply
 
 }  // namespace trident::cuda

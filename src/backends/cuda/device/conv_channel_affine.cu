@@ -1,5 +1,6 @@
 // The per-channel epilogue of the convolutions: relu?(x·scale + shift + residual), one pass,
-// f32 arithmetic. It finishes a convolution whose bias/residual/relu cuDNN would not fuse,
+// f32 arithmetic; the residual may itself go through a batchnorm affine first (a projection
+// shortcut's batchnorm, applied here instead of by a kernel of its own). It finishes a convolution whose bias/residual/relu cuDNN would not fuse,
 // and it is cbr's apply step (BN scale/shift from the finalize kernel, then relu), where it
 // may also write the packed relu mask of the backward (core/relu_mask.h).
 #include "backends/cuda/cuda_check.h"
@@ -20,12 +21,16 @@ struct alignas(sizeof(T) * N) Pack {
 // backend's order: a fused result then sits on the same side of the ReLU's kink as the
 // unfused one.
 template <class T, class S>
-__device__ __forceinline__ T affine(T x, const float* scale, const S* shift, const T* residual_value, int64_t c,
-                                    bool relu) {
+__device__ __forceinline__ T affine(T x, const float* scale, const S* shift, const T* residual_value,
+                                    const float* residual_affine, int64_t channels, int64_t c, bool relu) {
   float v = to_float(x);
   if (scale) v = __fmul_rn(v, scale[c]);
   if (shift) v = __fadd_rn(v, to_float(shift[c]));
-  if (residual_value) v = __fadd_rn(v, to_float(*residual_value));
+  if (residual_value) {
+    float r = to_float(*residual_value);
+    if (residual_affine) r = __fadd_rn(__fmul_rn(r, residual_affine[c]), residual_affine[channels + c]);
+    v = __fadd_rn(v, r);
+  }
   if (relu) v = v > 0.f ? v : 0.f;
   return from_float<T>(v);
 }
@@ -42,7 +47,8 @@ __device__ __forceinline__ void store_mask_byte(unsigned char* mask, int64_t row
 
 template <class T, class S, int N>
 __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __restrict__ scale,
-                                      const S* __restrict__ shift, const T* residual, T* y, int64_t packs,
+                                      const S* __restrict__ shift, const T* residual,
+                                      const float* __restrict__ residual_affine, T* y, int64_t packs,
                                       int64_t channels, bool relu) {
   using P = Pack<T, N>;
   for (int64_t i = grid_start(); i < packs; i += grid_stride()) {
@@ -52,7 +58,9 @@ __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __re
     const int64_t c0 = (i * N) % channels;  // N divides channels: a pack never wraps a row
     P out;
 #pragma unroll
-    for (int j = 0; j < N; ++j) out.v[j] = affine<T, S>(in.v[j], scale, shift, residual ? &res.v[j] : nullptr, c0 + j, relu);
+    for (int j = 0; j < N; ++j)
+      out.v[j] = affine<T, S>(in.v[j], scale, shift, residual ? &res.v[j] : nullptr, residual_affine, channels, c0 + j,
+                              relu);
     reinterpret_cast<P*>(y)[i] = out;
   }
 }
@@ -61,7 +69,8 @@ __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __re
 // loaded as one 16-byte vector when T is 16-bit and the pointers allow (Vector), else one by one.
 template <class T, class S, bool Vector>
 __global__ void masked_channel_affine_kernel(const T* __restrict__ x, const float* __restrict__ scale,
-                                             const S* __restrict__ shift, const T* residual, T* y,
+                                             const S* __restrict__ shift, const T* residual,
+                                             const float* __restrict__ residual_affine, T* y,
                                              unsigned char* __restrict__ mask, int64_t row_bytes, int64_t groups,
                                              int64_t channels) {
   using P = Pack<T, 8>;
@@ -87,7 +96,7 @@ __global__ void masked_channel_affine_kernel(const T* __restrict__ x, const floa
     unsigned bits = 0;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      out[j] = affine<T, S>(in[j], scale, shift, residual ? &res[j] : nullptr, c0 + j, true);
+      out[j] = affine<T, S>(in[j], scale, shift, residual ? &res[j] : nullptr, residual_affine, channels, c0 + j, true);
       if (to_float(out[j]) > 0.f) bits |= 1u << j;
     }
     if constexpr (Vector) {
@@ -122,22 +131,24 @@ void launch_typed(const ChannelAffineArgs& a, cudaStream_t stream) {
     if constexpr (sizeof(T) == 2) {
       if (vectorise) {
         masked_channel_affine_kernel<T, S, true><<<grid_for(groups), kThreads, 0, stream>>>(
-            x, a.scale, shift, res, y, mask, a.mask_row_bytes, groups, a.channels);
+            x, a.scale, shift, res, a.residual_affine, y, mask, a.mask_row_bytes, groups, a.channels);
         vectorised = true;
       }
     }
     if (!vectorised)
       masked_channel_affine_kernel<T, S, false><<<grid_for(groups), kThreads, 0, stream>>>(
-          x, a.scale, shift, res, y, mask, a.mask_row_bytes, groups, a.channels);
+          x, a.scale, shift, res, a.residual_affine, y, mask, a.mask_row_bytes, groups, a.channels);
     check_launch("masked_channel_affine_kernel");
     return;
   }
   if (vectorise) {
     const int64_t packs = n / kVec;
     channel_affine_kernel<T, S, kVec>
-        <<<grid_for(packs), kThreads, 0, stream>>>(x, a.scale, shift, res, y, packs, a.channels, a.relu);
+        <<<grid_for(packs), kThreads, 0, stream>>>(x, a.scale, shift, res, a.residual_affine, y, packs, a.channels,
+                                                   a.relu);
   } else {
-    channel_affine_kernel<T, S, 1><<<grid_for(n), kThreads, 0, stream>>>(x, a.scale, shift, res, y, n, a.channels, a.relu);
+    channel_affine_kernel<T, S, 1><<<grid_for(n), kThreads, 0, stream>>>(x, a.scale, shift, res, a.residual_affine, y, n,
+                                                                         a.channels, a.relu);
   }
   check_launch("channel_affine_kernel");
 }

@@ -26,6 +26,8 @@ struct ChannelAffineArgs {
   const void* shift = nullptr;
   ElemType shift_type = ElemType::f32;
   const void* residual = nullptr;
+  // Or null: the residual goes through this affine [2, channels] (scale, shift) before the add.
+  const float* residual_affine = nullptr;
   void* y = nullptr;
   int64_t rows = 0, channels = 0;
   bool relu = false;
