@@ -96,3 +96,23 @@ TEST(CraftedOnnx, ANegativeOrNonFiniteRunningVarianceIsRefused) {
 
 }  // namespace
 }  // namespace trident
+
+namespace trident {
+namespace {
+
+// A Flatten or Reshape reading the graph input itself: the importer held a reference to the
+// input's shape while adding the output value, which moved every value (heap-use-after-free
+// under ASan, found by fuzz_onnx). Both must import as a plain [1, 3] flatten.
+TEST(CraftedOnnx, AFlattenOrReshapeOfTheGraphInputImports) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  for (bool reshape : {false, true}) {
+    SCOPED_TRACE(reshape ? "Reshape" : "Flatten");
+    const std::string bytes = test_support::flatten_input_model_bytes(reshape);
+    const frontend::OnnxImport m = frontend::import_onnx_from_memory(bytes.data(), bytes.size(), {0}, "crafted.onnx");
+    ASSERT_EQ(m.graph.outputs().size(), 1u);
+    EXPECT_EQ(m.graph.value(m.graph.outputs()[0]).shape, (Shape{1, 3}));
+  }
+}
+
+}  // namespace
+}  // namespace trident

@@ -56,13 +56,18 @@ inline std::string pb_float_tensor(const std::string& name, const std::vector<in
   return t + pb_int(2, 1) + pb_bytes(8, name) + pb_bytes(9, raw);
 }
 
+// A graph input (GraphProto field 11): a float tensor named `name` of fixed `dims`.
+inline std::string pb_float_input(const std::string& name, const std::vector<int64_t>& dims) {
+  std::string shape;
+  for (int64_t d : dims) shape += pb_bytes(1, pb_int(1, uint64_t(d)));
+  const std::string type = pb_bytes(1, pb_int(1, 1) + pb_bytes(2, shape));
+  return pb_bytes(11, pb_bytes(1, name) + pb_bytes(2, type));
+}
+
 // Conv (1 -> 2 channels, 1x1, on a [1, 1, 2, 2] input) then an inference BatchNormalization whose
 // running variance is `var` for both channels (scale 1, bias 0, mean 0), opset 13.
 inline std::string conv_bn_model_bytes(float var) {
-  std::string shape;
-  for (int64_t d : {1, 1, 2, 2}) shape += pb_bytes(1, pb_int(1, uint64_t(d)));
-  const std::string type = pb_bytes(1, pb_int(1, 1) + pb_bytes(2, shape));
-  const std::string input = pb_bytes(11, pb_bytes(1, "x") + pb_bytes(2, type));
+  const std::string input = pb_float_input("x", {1, 1, 2, 2});
   const std::string output = pb_bytes(12, pb_bytes(1, "z"));
   const std::string conv = pb_bytes(1, "x") + pb_bytes(1, "w") + pb_bytes(2, "y") + pb_bytes(3, "conv") + pb_bytes(4, "Conv");
   std::string bn;
@@ -72,6 +77,27 @@ inline std::string conv_bn_model_bytes(float var) {
   inits += pb_bytes(5, pb_float_tensor("scale", {2}, {1, 1})) + pb_bytes(5, pb_float_tensor("bias", {2}, {0, 0}));
   inits += pb_bytes(5, pb_float_tensor("mean", {2}, {0, 0})) + pb_bytes(5, pb_float_tensor("var", {2}, {var, var}));
   const std::string graph = pb_bytes(1, conv) + pb_bytes(1, bn) + pb_bytes(2, "g") + inits + input + output;
+  return pb_int(1, 8) + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13));
+}
+
+// An int64 initializer (TensorProto) of shape [values.size()].
+inline std::string pb_int64_tensor(const std::string& name, const std::vector<int64_t>& values) {
+  std::string raw(values.size() * 8, '\0');
+  std::memcpy(raw.data(), values.data(), raw.size());
+  return pb_int(1, values.size()) + pb_int(2, 7) + pb_bytes(8, name) + pb_bytes(9, raw);
+}
+
+// The graph input [1, 3, 1, 1] read directly by a Flatten (axis 1), or by a Reshape to [1, -1]
+// when `reshape`; output y [1, 3]. opset 13.
+inline std::string flatten_input_model_bytes(bool reshape) {
+  const std::string input = pb_float_input("x", {1, 3, 1, 1});
+  const std::string output = pb_bytes(12, pb_bytes(1, "y"));
+  std::string node = pb_bytes(1, "x");
+  if (reshape) node += pb_bytes(1, "shape");
+  node += pb_bytes(2, "y") + pb_bytes(3, "flat") + pb_bytes(4, reshape ? "Reshape" : "Flatten");
+  if (!reshape) node += pb_bytes(5, pb_bytes(1, "axis") + pb_int(3, 1) + pb_int(20, 2));
+  const std::string inits = reshape ? pb_bytes(5, pb_int64_tensor("shape", {1, -1})) : "";
+  const std::string graph = pb_bytes(1, node) + pb_bytes(2, "g") + inits + input + output;
   return pb_int(1, 8) + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13));
 }
 

@@ -119,7 +119,7 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
   if (attr_int(n, "spatial", 1) != 1) fail(n, "spatial=0 is not supported");
   expect_io(n, 5, 5, training ? 3 : 1);
   const int x = activation(n, 0);
-  const Shape& xs = out_.graph.value(x).shape;
+  const Shape xs = out_.graph.value(x).shape;
   if (xs.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
   const Shape c{xs[3]};
   std::vector<int> in{x};
@@ -234,7 +234,7 @@ void Importer::mul(const onnx::NodeProto& n) {
   const int ci = is_const(n.input(0)) ? 0 : 1;
   const int x = activation(n, 1 - ci);
   const Const& s = constant_of(n, ci);
-  const Shape& xs = out_.graph.value(x).shape;
+  const Shape xs = out_.graph.value(x).shape;
   const int64_t c = xs.back();
   // Accepted constant shapes: a scalar, [C], [1,C], [C,1,1] or [1,C,1,1] (per channel).
   int64_t non_one = 0, channel_axis = -1;
@@ -252,7 +252,7 @@ void Importer::flatten(const onnx::NodeProto& n) {
   allow_attrs(n, {"axis"});
   expect_io(n, 1, 1, 1);
   const int x = activation(n, 0);
-  const Shape& xs = out_.graph.value(x).shape;
+  const Shape xs = out_.graph.value(x).shape;  // a copy: emit() adds values, which moves them all
   if (attr_int(n, "axis", 1) != 1) fail(n, "only axis=1 is supported");
   if (xs.size() == 2) return define(n, 0, x);
   const int y = emit(n, "flatten", {x}, {})[0];
@@ -265,7 +265,7 @@ void Importer::reshape(const onnx::NodeProto& n) {
   const int x = activation(n, 0);
   const Const& s = constant_of(n, 1);
   if (s.is_float || s.dims.size() != 1) fail(n, "shape " + quoted_name(s.name) + " must be a 1-D int64 tensor");
-  const Shape& xs = out_.graph.value(x).shape;
+  const Shape xs = out_.graph.value(x).shape;  // a copy: emit() adds values, which moves them all
   const int64_t total = numel(xs);
   // ONNX dims of the input, for the "0 copies the input extent" rule.
   const Shape onnx_dims = xs.size() == 4 ? Shape{xs[0], xs[3], xs[1], xs[2]} : xs;
