@@ -45,6 +45,8 @@ using KernelFactory =
     std::function<std::unique_ptr<Kernel>(const ir::Node&, const ir::Graph&, BackendContext&)>;
 using ContextFactory = std::function<std::shared_ptr<BackendContext>()>;
 using KernelFn = std::function<void(const KernelArgs&)>;
+// A stateless kernel running `fn` (what add_fn registers), for factories that choose.
+std::unique_ptr<Kernel> make_fn_kernel(KernelFn fn);
 
 class KernelRegistry {
  public:

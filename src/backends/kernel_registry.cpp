@@ -39,14 +39,14 @@ class FnKernel final : public Kernel {
 };
 }  // namespace
 
+std::unique_ptr<Kernel> make_fn_kernel(KernelFn fn) { return std::make_unique<FnKernel>(std::move(fn)); }
+
 void KernelRegistry::add(const std::string& backend, const std::string& op, KernelFactory f) {
   table()[backend][op] = std::move(f);
 }
 
 void KernelRegistry::add_fn(const std::string& backend, const std::string& op, KernelFn fn) {
-  add(backend, op, [fn](const ir::Node&, const ir::Graph&, BackendContext&) {
-    return std::make_unique<FnKernel>(fn);
-  });
+  add(backend, op, [fn](const ir::Node&, const ir::Graph&, BackendContext&) { return make_fn_kernel(fn); });
 }
 
 void KernelRegistry::add_context(const std::string& backend, ContextFactory factory) {

@@ -1,11 +1,8 @@
-// Reference kernels of the cross-layer fusion's pieces (ops/bn_apply.cpp): bn_apply
-// ([relu] x·scale + shift, each step rounded, as the batchnorm kernel applies its affine), and
-// the weight gradient whose input is recomputed through that prologue (batchnorm_affine lives
-// with the batchnorm kernels, whose statistics it shares). The fused reference kernels call
-// the same helper, so a fused op and its decomposition share one definition.
+// Reference kernel of the cross-layer fusion's piece bn_apply (ops/bn_apply.cpp): [relu]
+// x·scale + shift, each step rounded, as the batchnorm kernel applies its affine
+// (batchnorm_affine lives with the batchnorm kernels, whose statistics it shares). A weight
+// gradient with a prologue runs as its decomposition, bn_apply then the plain one.
 #include <algorithm>
-#include <memory>
-#include <vector>
 
 #include "backends/cpu_ref/common.h"
 #include "backends/cpu_ref/kernels.h"
@@ -38,30 +35,6 @@ void apply_t(const TensorView& x, const TensorView& affine, const TensorView& y,
     }
 }
 
-// conv2d_backward_weight: x, dy[, x_affine] → dw[, db]. With the affine, the convolution's
-// input is bn_apply(x, x_affine), made once per run in a scratch tensor.
-class WeightGradient final : public Kernel {
- public:
-  WeightGradient(const ir::Node& n, const ir::Graph& g) : plain_(n) {
-    plain_.attrs.set("prologue", int64_t{0});
-    if (n.inputs.size() == 3) {
-      const ir::Value& x = g.value(n.inputs[0]);
-      scratch_.resize(static_cast<size_t>(numel(x.shape)) * dtype_size(x.dtype));
-    }
-  }
-
-  void run(const KernelArgs& a) override {
-    if (a.in.size() != 3) return conv2d_backward_weight(a);
-    const TensorView activated{scratch_.data(), a.in[0].shape, a.in[0].dtype};
-    apply_bn(a, a.in[0], a.in[2], activated, true);
-    conv2d_backward_weight({plain_, {activated, a.in[1]}, a.out});
-  }
-
- private:
-  ir::Node plain_;
-  std::vector<std::byte> scratch_;
-};
-
 }  // namespace
 
 void apply_bn(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y, bool relu) {
@@ -75,10 +48,6 @@ void apply_bn(const KernelArgs& a, const TensorView& x, const TensorView& affine
 void bn_apply(const KernelArgs& a) {
   expect_arity(a, 2, 1);
   apply_bn(a, a.in[0], a.in[1], a.out[0], a.node.attrs.i("relu", 1) != 0);
-}
-
-std::unique_ptr<Kernel> make_conv2d_backward_weight(const ir::Node& n, const ir::Graph& g) {
-  return std::make_unique<WeightGradient>(n, g);
 }
 
 }  // namespace trident::cpu_ref

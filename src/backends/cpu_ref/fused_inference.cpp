@@ -1,8 +1,6 @@
-// Reference kernels of the inference fusions: batchnorm folding as the formula of
-// docs/OPS.md in f64 arithmetic, and conv2d_epilogue as its decomposition (conv, then the
-// add and relu in place on the output).
+// Reference kernel of the inference fusions' own op: batchnorm folding as the formula of
+// docs/OPS.md in f64 arithmetic. (conv2d_epilogue runs as its decomposition: decomposed.cpp.)
 #include <cmath>
-#include <memory>
 
 #include "backends/cpu_ref/kernels.h"
 #include "core/error.h"
@@ -28,6 +26,8 @@ void fold(const KernelArgs& a) {
   }
 }
 
+}  // namespace
+
 void fold_batchnorm(const KernelArgs& a) {
   switch (a.in[0].dtype) {
     case DType::f32: return fold<float>(a);
@@ -36,50 +36,6 @@ void fold_batchnorm(const KernelArgs& a) {
       throw Error("node '" + a.node.name + "' (fold_batchnorm): dtype " +
                   std::string(dtype_name(a.in[0].dtype)) + " is not supported by cpu_ref");
   }
-}
-
-class ConvEpilogue final : public Kernel {
- public:
-  explicit ConvEpilogue(const ir::Node& n) : residual_(n.attrs.i("residual", 0)), relu_(n.attrs.i("relu", 0)) {
-    conv_.op = "conv2d";
-    conv_.name = n.name + ".conv";
-    for (const char* k : {"stride", "padding", "dilation", "groups"})
-      if (n.attrs.has(k)) conv_.attrs.set(k, n.attrs.items().at(k));
-    add_.op = "add";
-    add_.name = n.name + ".add";
-    relu_node_.op = "relu";
-    relu_node_.name = n.name + ".relu";
-  }
-
-  void run(const KernelArgs& a) override {
-    const TensorView& y = a.out[0];
-    std::vector<TensorView> conv_in(a.in.begin(), a.in.end() - (residual_ ? 1 : 0));
-    // When y shares the residual's buffer (inplace_residual), the convolution goes to a
-    // scratch tensor first so it does not overwrite the residual before the add reads it.
-    const bool in_place = residual_ && a.in.back().data == y.data;
-    TensorView conv_out = y;
-    if (in_place) {
-      scratch_.resize(y.bytes());
-      conv_out.data = scratch_.data();
-    }
-    conv2d({conv_, conv_in, {conv_out}});
-    if (residual_) add({add_, {conv_out, a.in.back()}, {y}});
-    if (relu_) relu({relu_node_, {y}, {y}});
-  }
-
- private:
-  bool residual_, relu_;
-  ir::Node conv_, add_, relu_node_;
-  std::vector<std::byte> scratch_;  // sized on first in-place run, then reused
-};
-
-}  // namespace
-
-void register_fused_inference_kernels() {
-  KernelRegistry::add_fn("cpu_ref", "fold_batchnorm", fold_batchnorm);
-  KernelRegistry::add("cpu_ref", "conv2d_epilogue", [](const ir::Node& n, const ir::Graph&, BackendContext&) {
-    return std::unique_ptr<Kernel>(std::make_unique<ConvEpilogue>(n));
-  });
 }
 
 }  // namespace trident::cpu_ref

@@ -25,18 +25,16 @@ void add(const KernelArgs& args);
 void fill(const KernelArgs& args);
 void view_copy(const KernelArgs& args);  // flatten and reshape
 
-// relu_mask.cpp: the packed ReLU mask (core/relu_mask.h), as ops and as helpers of the
-// fused kernels (`a` names the node in messages)
+// relu_mask.cpp: the packed ReLU mask (core/relu_mask.h), as ops and as helpers (`a` names
+// the node in messages)
 void relu_mask(const KernelArgs& args);
 void relu_mask_backward(const KernelArgs& args);
 void pack_relu_mask(const KernelArgs& a, const TensorView& y, const TensorView& mask);
 void apply_relu_mask(const KernelArgs& a, const TensorView& mask, const TensorView& dy, const TensorView& dx);
 
-// bn_apply.cpp: the cross-layer fusion's pieces (ops/bn_apply.cpp); apply_bn is the
-// helper the fused kernels share; the weight gradient may recompute its input (prologue)
+// bn_apply.cpp: the cross-layer fusion's piece (ops/bn_apply.cpp), and its helper
 void bn_apply(const KernelArgs& args);
 void apply_bn(const KernelArgs& a, const TensorView& x, const TensorView& affine, const TensorView& y, bool relu);
-std::unique_ptr<Kernel> make_conv2d_backward_weight(const ir::Node& n, const ir::Graph& g);
 // pool.cpp
 void maxpool2d(const KernelArgs& args);
 void maxpool2d_backward(const KernelArgs& args);
@@ -67,14 +65,9 @@ void cast_group(const KernelArgs& args);
 // optimizer.cpp
 void sgd_update(const KernelArgs& args);
 
-// fused.cpp: cbr / cbar / conv_bn_stats forward, and batchnorm_relu_backward (kernels with state)
-std::unique_ptr<Kernel> make_fused_forward(const ir::Node& n, const ir::Graph& g);
-std::unique_ptr<Kernel> make_fused_backward(const ir::Node& n, const ir::Graph& g);
-
-// elementwise_fused.cpp: the fused element-wise chain
-std::unique_ptr<Kernel> make_elementwise(const ir::Node& n, const ir::Graph& g);
-
-// fused_inference.cpp: fold_batchnorm and conv2d_epilogue
-void register_fused_inference_kernels();
+// fused_inference.cpp
+void fold_batchnorm(const KernelArgs& args);
+// decomposed.cpp: a fused op run as its OpDef::decompose, on the reference kernels
+std::unique_ptr<Kernel> make_decomposed(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
 
 }  // namespace trident::cpu_ref

@@ -1,5 +1,6 @@
-// Registers every reference CPU kernel under the backend name "cpu_ref".
-// The table is the single place listing which kernel serves which op of docs/OPS.md.
+// Registers every reference CPU kernel under the backend name "cpu_ref": a kernel of its own
+// for each op of docs/OPS.md that computes something, and the decomposition (decomposed.cpp)
+// for each fused op, named here one by one so that no op falls back silently.
 #include "backends/cpu_ref/kernels.h"
 #include "backends/kernel.h"
 
@@ -43,15 +44,17 @@ void register_cpu_ref_kernels() {
       {"cast", cpu_ref::cast},
       {"cast_group", cpu_ref::cast_group},
       {"resize_channels", cpu_ref::resize_channels},
+      {"fold_batchnorm", cpu_ref::fold_batchnorm},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
-  KernelRegistry::add("cpu_ref", "cbr", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
-  KernelRegistry::add("cpu_ref", "cbar", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
-  KernelRegistry::add("cpu_ref", "conv_bn_stats", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_forward(n, g); });
-  KernelRegistry::add("cpu_ref", "conv2d_backward_weight", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_conv2d_backward_weight(n, g); });
-  KernelRegistry::add("cpu_ref", "batchnorm_relu_backward", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_fused_backward(n, g); });
-  cpu_ref::register_fused_inference_kernels();
-  KernelRegistry::add("cpu_ref", "elementwise", [](const ir::Node& n, const ir::Graph& g, BackendContext&) { return cpu_ref::make_elementwise(n, g); });
+  for (const char* fused : {"cbr", "cbar", "conv_bn_stats", "batchnorm_relu_backward", "elementwise", "conv2d_epilogue"})
+    KernelRegistry::add("cpu_ref", fused, cpu_ref::make_decomposed);
+  // The weight gradient is a plain op unless its input comes through a prologue (prologue = 1).
+  KernelRegistry::add("cpu_ref", "conv2d_backward_weight",
+                      [](const ir::Node& n, const ir::Graph& g, BackendContext& ctx) -> std::unique_ptr<Kernel> {
+                        if (n.attrs.i("prologue", 0)) return cpu_ref::make_decomposed(n, g, ctx);
+                        return make_fn_kernel(cpu_ref::conv2d_backward_weight);
+                      });
 }
 
 }  // namespace trident
