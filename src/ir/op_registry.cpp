@@ -2,6 +2,7 @@
 // lazily on first lookup, so static libraries never drop an op's object file.
 #include "ir/op_registry.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "core/error.h"
@@ -34,6 +35,14 @@ void OpRegistry::add(OpDef def) {
   if (!def.aliases) def.aliases = [](const Node&) { return std::vector<std::pair<int, int>>{}; };
   if (!def.side_effects) def.side_effects = [](const Node&) { return false; };
   if (!def.macs) def.macs = [](const Node&, const Graph&) { return int64_t{0}; };
+  // An optional input shifts the positions after it, so only inputs with a fixed position (no
+  // optional one before them) can be named here.
+  for (const std::string& f : def.f32_inputs) {
+    const auto it = std::find(def.inputs.begin(), def.inputs.end(), f);
+    const bool fixed = it != def.inputs.end() && !def.variadic &&
+                       std::none_of(def.inputs.begin(), it, [](const std::string& in) { return in.back() == '?'; });
+    TRIDENT_CHECK(fixed, "op '" + def.name + "' keeps f32 an input '" + f + "' whose position is not fixed");
+  }
   std::string name = def.name;
   table()[name] = std::move(def);
 }
@@ -55,6 +64,10 @@ void OpDef::check_arity(const Node& n) const {
                 (min_in + 1 == max_in ? " or " + std::to_string(max_in) : min_in != max_in ? " to " + std::to_string(max_in) : "") +
                 " inputs, got " +
                 std::to_string(n.inputs.size()));
+}
+
+bool OpDef::keeps_f32(size_t i) const {
+  return i < inputs.size() && std::find(f32_inputs.begin(), f32_inputs.end(), inputs[i]) != f32_inputs.end();
 }
 
 std::string OpDef::output_name(size_t i) const {

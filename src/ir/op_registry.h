@@ -32,6 +32,16 @@ struct OpDef {
   bool view = false;                 // output 0 is input 0 reinterpreted: no kernel work
   std::string summary;               // one line, for docs and `trident info --ops`
 
+  // Traits: what the passes ask of an op, so that none keeps its own list of op names.
+  // Element i of the output from element i of each input alone, and a step the `elementwise`
+  // op's programs can run (ops/elementwise_program.h): fuse_elementwise chains it.
+  bool elementwise = false;
+  bool reduction = false;         // reads whole windows, channels or rows of its input: ends an element-wise chain
+  bool reads_conv_input = false;  // inputs 0 and 1 are a convolution's NHWC input and OHWI weight (pad_channels)
+  // Inputs (schema names, "b?" for an optional one) that stay f32 under mixed precision
+  // (assign_precision): parameters and statistics that are not a convolution's operands.
+  std::vector<std::string> f32_inputs;
+
   // Validates attributes and input shapes; returns output types. Throws Error sentences.
   std::function<std::vector<TypeInfo>(const Node&, const Graph&)> infer;
   // Pairs (output index, input index) whose storage is shared: views (flatten) and in-place
@@ -48,6 +58,8 @@ struct OpDef {
   std::function<std::vector<int>(Graph& g, const Node& n)> decompose;
 
   void check_arity(const Node& n) const;
+  // True when input `i` is one of `f32_inputs`.
+  bool keeps_f32(size_t i) const;
   std::string output_name(size_t i) const;
 };
 

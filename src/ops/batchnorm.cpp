@@ -6,11 +6,10 @@
 namespace trident::ops {
 
 void register_batchnorm_ops() {
-  ir::OpDef bn;
-  bn.name = "batchnorm2d";
-  bn.inputs = {"x", "gamma", "beta", "running_mean", "running_var"};
-  bn.outputs = {"y", "saved_mean", "saved_invstd", "running_mean_out", "running_var_out"};
-  bn.summary = "batch normalisation per channel; training: batch statistics + running update";
+  ir::OpDef bn = op_def("batchnorm2d",
+                        {"x", "gamma", "beta", "running_mean", "running_var"},
+                        {"y", "saved_mean", "saved_invstd", "running_mean_out", "running_var_out"},
+                        "batch normalisation per channel; training: batch statistics + running update");
   bn.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
@@ -50,13 +49,14 @@ void register_batchnorm_ops() {
     grads[2] = r[2];
     return grads;
   };
+  bn.reduction = true;
+  bn.f32_inputs = {"gamma", "beta", "running_mean", "running_var"};
   ir::OpRegistry::add(bn);
 
-  ir::OpDef bwd;
-  bwd.name = "batchnorm2d_backward";
-  bwd.inputs = {"x", "dy", "gamma", "saved_mean", "saved_invstd"};
-  bwd.outputs = {"dx", "dgamma", "dbeta"};
-  bwd.summary = "training-mode batchnorm2d backward from the saved statistics";
+  ir::OpDef bwd = op_def("batchnorm2d_backward",
+                         {"x", "dy", "gamma", "saved_mean", "saved_invstd"},
+                         {"dx", "dgamma", "dbeta"},
+                         "training-mode batchnorm2d backward from the saved statistics");
   bwd.infer = [](const Node& n, const Graph& g) {
     const auto &x = in_value(g, n, 0), &dy = in_value(g, n, 1);
     expect_rank(x, 4, "input");
@@ -68,6 +68,7 @@ void register_batchnorm_ops() {
     const DType param = in_value(g, n, 2).dtype;
     return std::vector<TypeInfo>{{x.shape, x.dtype}, {c, param}, {c, param}};
   };
+  bwd.reduction = true;
   ir::OpRegistry::add(bwd);
 }
 

@@ -16,11 +16,8 @@ void expect_affine(const ir::Value& affine, int64_t channels, const std::string&
 }
 
 void register_bn_apply_ops() {
-  ir::OpDef apply;
-  apply.name = "bn_apply";
-  apply.inputs = {"x", "affine"};
-  apply.outputs = {"y"};
-  apply.summary = "relu(x·scale + shift) per channel (relu = 0: without the relu), from an affine [2, C]";
+  ir::OpDef apply = op_def("bn_apply", {"x", "affine"}, {"y"},
+                           "relu(x·scale + shift) per channel (relu = 0: without the relu), from an affine [2, C]");
   apply.infer = [](const Node& n, const Graph& g) {
     const ir::Value& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
@@ -30,11 +27,8 @@ void register_bn_apply_ops() {
   };
   ir::OpRegistry::add(apply);
 
-  ir::OpDef affine;
-  affine.name = "batchnorm_affine";
-  affine.inputs = {"x", "gamma", "beta"};
-  affine.outputs = {"affine"};
-  affine.summary = "the scale and shift a training batchnorm of x applies (batch statistics)";
+  ir::OpDef affine = op_def("batchnorm_affine", {"x", "gamma", "beta"}, {"affine"},
+                            "the scale and shift a training batchnorm of x applies (batch statistics)");
   affine.infer = [](const Node& n, const Graph& g) {
     const ir::Value& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
@@ -45,6 +39,7 @@ void register_bn_apply_ops() {
     if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
     return std::vector<TypeInfo>{{Shape{2, x.shape[3]}, DType::f32}};
   };
+  affine.f32_inputs = {"gamma", "beta"};
   ir::OpRegistry::add(affine);
 }
 

@@ -2,10 +2,12 @@
 // layout — x, w, gamma, beta, running_mean, running_var, [residual (cbar)], [b],
 // [x_affine (attribute prologue)], [residual_affine (cbar, attribute residual_affine)] — and
 // one output layout, y (for conv_bn_stats: its affine),
-// conv_out, saved_mean, saved_invstd, running_mean_out, running_var_out, [relu_mask]. The ops,
-// the passes and every backend read positions from here instead of counting inputs.
+// conv_out, saved_mean, saved_invstd, running_mean_out, running_var_out, [relu_mask]; and
+// their backward batchnorm_relu_backward has one layout too. The ops, the passes that build
+// them and every backend read positions from here instead of counting inputs.
 #pragma once
 #include <cstddef>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -19,26 +21,54 @@ inline constexpr size_t y = 0, affine = 0, conv_out = 1, saved_mean = 2, saved_i
                         running_var = 5, relu_mask = 6;
 }
 
+// batchnorm_relu_backward: mask (y, its packed bits or the affine that recomputes y), dy,
+// conv_out, gamma, saved_mean, saved_invstd, [dy_other] → dconv, dgamma, dbeta, [dresidual].
+namespace bn_relu_bwd_in {
+inline constexpr size_t mask = 0, dy = 1, conv_out = 2, gamma = 3, saved_mean = 4, saved_invstd = 5, dy_other = 6;
+}
+namespace bn_relu_bwd_out {
+inline constexpr size_t dconv = 0, dgamma = 1, dbeta = 2, dresidual = 3;
+}
+
+inline bool has_prologue(const ir::Node& n) { return n.attrs.i("prologue", 0) != 0; }
+inline bool has_residual_affine(const ir::Node& n) { return n.attrs.i("residual_affine", 0) != 0; }
+
+// The positions of a CBR node's optional inputs.
 struct CbrOperands {
   int residual = -1;  // input positions; -1 where the node has no such operand
   int bias = -1;
   int x_affine = -1;  // prologue: x is a raw convolution output, the conv reads relu(x·scale + shift)
   int residual_affine = -1;  // the residual is a raw convolution output, added as residual·scale + shift
+
+  static CbrOperands of(const ir::Node& n) {
+    CbrOperands o;
+    int next = 6;
+    if (n.op == "cbar") o.residual = next++;
+    const bool prologue = has_prologue(n), residual_affine = has_residual_affine(n);
+    const int rest = static_cast<int>(n.inputs.size()) - next;
+    if (rest == 1 + prologue + residual_affine) o.bias = next++;
+    if (prologue) o.x_affine = next++;
+    if (residual_affine) o.residual_affine = next++;
+    return o;
+  }
 };
 
-inline bool has_prologue(const ir::Node& n) { return n.attrs.i("prologue", 0) != 0; }
-inline bool has_residual_affine(const ir::Node& n) { return n.attrs.i("residual_affine", 0) != 0; }
-
-inline CbrOperands cbr_operands(const ir::Node& n) {
-  CbrOperands o;
-  int next = 6;
-  if (n.op == "cbar") o.residual = next++;
-  const bool prologue = has_prologue(n), residual_affine = has_residual_affine(n);
-  const int rest = static_cast<int>(n.inputs.size()) - next;
-  if (rest == 1 + prologue + residual_affine) o.bias = next++;
-  if (prologue) o.x_affine = next++;
-  if (residual_affine) o.residual_affine = next++;
-  return o;
+// The inputs and attributes of a CBR node fusing `conv` (conv2d: x, w, [b]) with `bn` (a
+// training batchnorm2d: x, gamma, beta, running_mean, running_var), with cbar's `residual`
+// (-1: none); the passes that build the family start from these.
+struct CbrParts {
+  std::vector<int> inputs;
+  ir::Attrs attrs;
+};
+inline CbrParts cbr_parts(const ir::Node& conv, const ir::Node& bn, int residual = -1) {
+  CbrParts p;
+  p.inputs = {conv.inputs[0], conv.inputs[1], bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]};
+  if (residual >= 0) p.inputs.push_back(residual);
+  if (conv.inputs.size() == 3) p.inputs.push_back(conv.inputs[2]);
+  for (const auto& [k, v] : conv.attrs.items()) p.attrs.set(k, v);
+  p.attrs.set("eps", bn.attrs.f("eps", 1e-5));
+  p.attrs.set("momentum", bn.attrs.f("momentum", 0.1));
+  return p;
 }
 
 }  // namespace trident::ops

@@ -7,11 +7,8 @@
 namespace trident::ops {
 
 void register_channel_ops() {
-  ir::OpDef resize;
-  resize.name = "resize_channels";
-  resize.inputs = {"x"};
-  resize.outputs = {"y"};
-  resize.summary = "the last axis resized to attribute 'channels' (zeros where it grows)";
+  ir::OpDef resize = op_def("resize_channels", {"x"}, {"y"},
+                            "the last axis resized to attribute 'channels' (zeros where it grows)");
   resize.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_float(x, "input");

@@ -2,42 +2,18 @@
 // The backward rule emits both the data and the weight gradient; the data gradient of a
 // layer whose input needs none (the first conv) is removed later by dead-code elimination.
 #include "ops/op_helpers.h"
+#include "ops/window.h"
 
 namespace trident::ops {
 
 namespace {
-
-struct ConvGeom {
-  std::vector<int64_t> stride, pad, dil;
-  int64_t groups;
-};
-
-ConvGeom conv_geom(const Attrs& a) {
-  ConvGeom g{pair_attr(a, "stride", 1, 1), pair_attr(a, "padding", 0, 0),
-             pair_attr(a, "dilation", 1, 1), a.i("groups", 1)};
-  if (g.groups < 1) throw Error("attribute 'groups' must be at least 1");
-  return g;
-}
-
-// Output shape of conv2d for an input shape and weight shape, validating both.
-Shape conv_out_shape(const Shape& x, const Shape& w, const ConvGeom& g) {
-  const int64_t C = x[3], K = w[0];
-  if (C % g.groups != 0 || K % g.groups != 0)
-    throw Error("groups=" + std::to_string(g.groups) + " must divide both input channels (" +
-                std::to_string(C) + ") and output channels (" + std::to_string(K) + ")");
-  if (w[3] != C / g.groups)
-    throw Error("weight " + shape_str(w) + " expects " + std::to_string(w[3] * g.groups) +
-                " input channels but the input " + shape_str(x) + " has " + std::to_string(C));
-  return {x[0], window_out(x[1], w[1], g.stride[0], g.pad[0], g.dil[0], "height"),
-          window_out(x[2], w[2], g.stride[1], g.pad[1], g.dil[1], "width"), K};
-}
 
 int64_t conv_macs(const Shape& y, const Shape& w) { return numel(y) * w[1] * w[2] * w[3]; }
 
 std::vector<int> conv_backward(Graph& g, const Node& n, const std::vector<int>& dys) {
   std::vector<int> grads(n.inputs.size(), -1);
   if (dys[0] < 0) return grads;
-  Attrs geom = copy_attrs(n.attrs, {"stride", "padding", "dilation", "groups"});
+  Attrs geom = conv_window_attrs(n.attrs);
   const bool has_bias = n.inputs.size() == 3;
 
   Attrs data_attrs = geom;
@@ -57,17 +33,14 @@ std::vector<int> conv_backward(Graph& g, const Node& n, const std::vector<int>& 
 }  // namespace
 
 void register_conv_ops() {
-  ir::OpDef conv;
-  conv.name = "conv2d";
-  conv.inputs = {"x", "w", "b?"};
-  conv.outputs = {"y"};
-  conv.summary = "2-D convolution, NHWC activations, OHWI weights, optional bias";
+  ir::OpDef conv = op_def("conv2d", {"x", "w", "b?"}, {"y"},
+                          "2-D convolution, NHWC activations, OHWI weights, optional bias");
   conv.infer = [](const Node& n, const Graph& g) {
     const auto &x = in_value(g, n, 0), &w = in_value(g, n, 1);
     expect_rank(x, 4, "input");
     expect_rank(w, 4, "weight");
     expect_float(x, "input");
-    Shape y = conv_out_shape(x.shape, w.shape, conv_geom(n.attrs));
+    Shape y = conv_output_shape(n.attrs, x.shape, w.shape);
     if (n.inputs.size() == 3 && in_value(g, n, 2).shape != Shape{w.shape[0]})
       throw Error("bias must have shape [" + std::to_string(w.shape[0]) + "], got " +
                   shape_str(in_value(g, n, 2).shape));
@@ -77,18 +50,16 @@ void register_conv_ops() {
     return conv_macs(g.value(n.outputs[0]).shape, in_value(g, n, 1).shape);
   };
   conv.backward = conv_backward;
+  conv.reads_conv_input = true;
   ir::OpRegistry::add(conv);
 
-  ir::OpDef dgrad;
-  dgrad.name = "conv2d_backward_data";
-  dgrad.inputs = {"dy", "w"};
-  dgrad.outputs = {"dx"};
-  dgrad.summary = "gradient of conv2d with respect to its input";
+  ir::OpDef dgrad = op_def("conv2d_backward_data", {"dy", "w"}, {"dx"},
+                           "gradient of conv2d with respect to its input");
   dgrad.infer = [](const Node& n, const Graph& g) {
     const auto &dy = in_value(g, n, 0), &w = in_value(g, n, 1);
     Shape x = n.attrs.ints("input_shape");
     if (x.size() != 4) throw Error("attribute 'input_shape' must have 4 extents");
-    if (conv_out_shape(x, w.shape, conv_geom(n.attrs)) != dy.shape)
+    if (conv_output_shape(n.attrs, x, w.shape) != dy.shape)
       throw Error("output gradient " + shape_str(dy.shape) + " does not match the convolution of " +
                   shape_str(x));
     return std::vector<TypeInfo>{{x, dy.dtype}};
@@ -98,13 +69,10 @@ void register_conv_ops() {
   };
   ir::OpRegistry::add(dgrad);
 
-  ir::OpDef wgrad;
-  wgrad.name = "conv2d_backward_weight";
   // x_affine (attribute prologue = 1, defer_bn_apply): x is a raw convolution output and the
   // convolution's input was relu(x·scale + shift) of it (bn_apply), recomputed here.
-  wgrad.inputs = {"x", "dy", "x_affine?"};
-  wgrad.outputs = {"dw", "db"};
-  wgrad.summary = "gradient of conv2d with respect to its weight (and bias)";
+  ir::OpDef wgrad = op_def("conv2d_backward_weight", {"x", "dy", "x_affine?"}, {"dw", "db"},
+                           "gradient of conv2d with respect to its weight (and bias)");
   wgrad.infer = [](const Node& n, const Graph& g) {
     const auto &x = in_value(g, n, 0), &dy = in_value(g, n, 1);
     const bool prologue = n.attrs.i("prologue", 0) != 0;
@@ -116,7 +84,7 @@ void register_conv_ops() {
     }
     Shape w = n.attrs.ints("weight_shape");
     if (w.size() != 4) throw Error("attribute 'weight_shape' must have 4 extents");
-    if (conv_out_shape(x.shape, w, conv_geom(n.attrs)) != dy.shape)
+    if (conv_output_shape(n.attrs, x.shape, w) != dy.shape)
       throw Error("output gradient " + shape_str(dy.shape) + " does not match the convolution of " +
                   shape_str(x.shape));
     std::vector<TypeInfo> out{{w, x.dtype}};

@@ -5,11 +5,7 @@
 namespace trident::ops {
 
 void register_elementwise_ops() {
-  ir::OpDef relu;
-  relu.name = "relu";
-  relu.inputs = {"x"};
-  relu.outputs = {"y"};
-  relu.summary = "max(x, 0)";
+  ir::OpDef relu = op_def("relu", {"x"}, {"y"}, "max(x, 0)");
   relu.infer = [](const Node& n, const Graph& g) {
     expect_float(in_value(g, n, 0), "input");
     return std::vector<TypeInfo>{{in_value(g, n, 0).shape, in_value(g, n, 0).dtype}};
@@ -19,24 +15,18 @@ void register_elementwise_ops() {
     return std::vector<int>{
         g.add_node1("relu_backward", {n.outputs[0], dys[0]}, {}, n.name + ".backward")};
   };
+  relu.elementwise = true;
   ir::OpRegistry::add(relu);
 
-  ir::OpDef relu_bwd;
-  relu_bwd.name = "relu_backward";
-  relu_bwd.inputs = {"y", "dy"};
-  relu_bwd.outputs = {"dx"};
-  relu_bwd.summary = "dy where the relu output is positive, else 0";
+  ir::OpDef relu_bwd = op_def("relu_backward", {"y", "dy"}, {"dx"},
+                              "dy where the relu output is positive, else 0");
   relu_bwd.infer = [](const Node& n, const Graph& g) {
     expect_same_shape(in_value(g, n, 0), in_value(g, n, 1), "relu output and its gradient");
     return std::vector<TypeInfo>{{in_value(g, n, 1).shape, in_value(g, n, 1).dtype}};
   };
   ir::OpRegistry::add(relu_bwd);
 
-  ir::OpDef add;
-  add.name = "add";
-  add.inputs = {"a", "b"};
-  add.outputs = {"y"};
-  add.summary = "a + b, same shapes (no broadcasting)";
+  ir::OpDef add = op_def("add", {"a", "b"}, {"y"}, "a + b, same shapes (no broadcasting)");
   add.infer = [](const Node& n, const Graph& g) {
     expect_same_shape(in_value(g, n, 0), in_value(g, n, 1), "add operands");
     return std::vector<TypeInfo>{{in_value(g, n, 0).shape, in_value(g, n, 0).dtype}};
@@ -44,13 +34,10 @@ void register_elementwise_ops() {
   add.backward = [](Graph&, const Node&, const std::vector<int>& dys) {
     return std::vector<int>{dys[0], dys[0]};
   };
+  add.elementwise = true;
   ir::OpRegistry::add(add);
 
-  ir::OpDef fill;
-  fill.name = "fill";
-  fill.inputs = {};
-  fill.outputs = {"y"};
-  fill.summary = "a tensor of one constant value";
+  ir::OpDef fill = op_def("fill", {}, {"y"}, "a tensor of one constant value");
   fill.infer = [](const Node& n, const Graph&) {
     Shape s = n.attrs.ints("shape");
     for (int64_t d : s)

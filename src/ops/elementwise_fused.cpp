@@ -26,12 +26,9 @@ std::vector<std::vector<std::string>> parse_elementwise_programs(const std::stri
 }
 
 void register_elementwise_fused_ops() {
-  ir::OpDef ew;
-  ew.name = "elementwise";
-  ew.inputs = {"x0", "operands..."};
-  ew.outputs = {"y..."};
+  ir::OpDef ew = op_def("elementwise", {"x0", "operands..."}, {"y..."},
+                        "a fused chain of relu/add steps per output, reading input 0 once");
   ew.variadic = true;
-  ew.summary = "a fused chain of relu/add steps per output, reading input 0 once";
   ew.infer = [](const Node& n, const Graph& g) {
     if (n.inputs.empty()) throw Error("needs at least one input");
     const auto& x = in_value(g, n, 0);

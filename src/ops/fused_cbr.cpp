@@ -16,6 +16,7 @@
 #include "core/relu_mask.h"
 #include "ops/cbr_operands.h"
 #include "ops/op_helpers.h"
+#include "ops/window.h"
 
 namespace trident::ops {
 
@@ -26,7 +27,7 @@ bool is_stats_only(const Node& n) { return n.op == "conv_bn_stats"; }
 
 bool keeps_bit_mask(const Node& n) { return n.attrs.i("relu_mask", 0) != 0; }
 
-Attrs conv_attrs(const Attrs& a) { return copy_attrs(a, {"stride", "padding", "dilation", "groups"}); }
+Attrs conv_attrs(const Attrs& a) { return conv_window_attrs(a); }
 
 // The convolution of a fused node as a plain conv2d node (x, w, [b]) on `x`.
 Node conv_of(const Node& n, int x) {
@@ -34,13 +35,13 @@ Node conv_of(const Node& n, int x) {
   conv.op = "conv2d";
   conv.name = n.name;
   conv.inputs = {x, n.inputs[cbr_in::w]};
-  if (cbr_operands(n).bias >= 0) conv.inputs.push_back(n.inputs[cbr_operands(n).bias]);
+  if (CbrOperands::of(n).bias >= 0) conv.inputs.push_back(n.inputs[CbrOperands::of(n).bias]);
   conv.attrs = conv_attrs(n.attrs);
   return conv;
 }
 
 std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
-  const CbrOperands o = cbr_operands(n);
+  const CbrOperands o = CbrOperands::of(n);
   const int given = static_cast<int>(n.inputs.size());
   const int wanted = (is_cbar(n) ? 7 : 6) + (o.bias >= 0) + (o.x_affine >= 0) + (o.residual_affine >= 0);
   if (has_residual_affine(n) && !is_cbar(n)) throw Error("only cbar has a residual to apply an affine to");
@@ -52,7 +53,7 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
   if (o.x_affine >= 0)
     expect_affine(g.value(n.inputs[o.x_affine]), in_value(g, n, cbr_in::x).shape.back(), "the input's affine");
   const Shape c{y.shape[3]};
-  for (size_t i = 2; i < 6; ++i)
+  for (size_t i = cbr_in::gamma; i <= cbr_in::running_var; ++i)
     if (in_value(g, n, i).shape != c)
       throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
   if (o.residual_affine >= 0) expect_affine(g.value(n.inputs[o.residual_affine]), y.shape[3], "the residual's affine");
@@ -60,7 +61,7 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
     throw Error("the residual " + shape_str(in_value(g, n, o.residual).shape) +
                 " must match the convolution output " + shape_str(y.shape));
   if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
-  const DType stats = in_value(g, n, 2).dtype;  // gamma's: f32 also under mixed precision
+  const DType stats = in_value(g, n, cbr_in::gamma).dtype;  // gamma's: f32 also under mixed precision
   std::vector<TypeInfo> out{y, y, {c, stats}, {c, stats}, {c, stats}, {c, stats}};
   if (is_stats_only(n)) {
     if (keeps_bit_mask(n)) throw Error("conv_bn_stats writes no relu output to mask");
@@ -71,14 +72,16 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
 }
 
 std::vector<int> decompose_fused(Graph& g, const Node& n) {
-  const CbrOperands o = cbr_operands(n);
+  const CbrOperands o = CbrOperands::of(n);
   int x = n.inputs[cbr_in::x];
   if (o.x_affine >= 0) x = g.add_node1("bn_apply", {x, n.inputs[o.x_affine]}, {}, n.name + ".prologue");
   const Node c = conv_of(n, x);
   const int conv = g.add_node1("conv2d", c.inputs, c.attrs, n.name + ".conv");
   Attrs bn_attrs = copy_attrs(n.attrs, {"eps", "momentum"});
   bn_attrs.set("training", int64_t{1});
-  auto bn = g.add_node("batchnorm2d", {conv, n.inputs[2], n.inputs[3], n.inputs[4], n.inputs[5]},
+  auto bn = g.add_node("batchnorm2d",
+                       {conv, n.inputs[cbr_in::gamma], n.inputs[cbr_in::beta], n.inputs[cbr_in::running_mean],
+                        n.inputs[cbr_in::running_var]},
                        bn_attrs, n.name + ".bn");
   if (is_stats_only(n)) {
     const int affine = g.add_node1("batchnorm_affine", {conv, n.inputs[cbr_in::gamma], n.inputs[cbr_in::beta]},
@@ -101,30 +104,29 @@ std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>&
   if (has_prologue(n) || has_residual_affine(n))
     throw Error("'" + n.name + "' reads a raw convolution output through an affine, a form defer_bn_apply makes after "
                 "autodiff; it has no backward rule");
-  const CbrOperands o = cbr_operands(n);
+  const CbrOperands o = CbrOperands::of(n);
   std::vector<int> grads(n.inputs.size(), -1);
   if (dys[0] < 0) return grads;
   Attrs a = copy_attrs(n.attrs, {"eps"});
   a.set("residual", int64_t{is_cbar(n)});
-  const int mask = keeps_bit_mask(n) ? n.outputs.at(6) : n.outputs[0];
+  const int mask = keeps_bit_mask(n) ? n.outputs.at(cbr_out::relu_mask) : n.outputs[cbr_out::y];
   auto r = g.add_node("batchnorm_relu_backward",
-                      {mask, dys[0], n.outputs[1], n.inputs[2], n.outputs[2], n.outputs[3]},
+                      {mask, dys[0], n.outputs[cbr_out::conv_out], n.inputs[cbr_in::gamma],
+                       n.outputs[cbr_out::saved_mean], n.outputs[cbr_out::saved_invstd]},
                       a, n.name + ".bn_relu_backward");
   // The convolution's gradients, exactly as conv2d's own rule emits them.
   std::vector<int> conv_grads = ir::OpRegistry::get("conv2d").backward(g, conv_of(n, n.inputs[cbr_in::x]), {r[0]});
   grads[0] = conv_grads[0];
   grads[1] = conv_grads[1];
   if (o.bias >= 0) grads[o.bias] = conv_grads[2];
-  grads[2] = r[1];
-  grads[3] = r[2];
-  if (is_cbar(n)) grads[o.residual] = r[3];
+  grads[cbr_in::gamma] = r[bn_relu_bwd_out::dgamma];
+  grads[cbr_in::beta] = r[bn_relu_bwd_out::dbeta];
+  if (is_cbar(n)) grads[o.residual] = r[bn_relu_bwd_out::dresidual];
   return grads;
 }
 
 ir::OpDef fused_def(const std::string& name, const std::string& summary) {
-  ir::OpDef d;
-  d.name = name;
-  d.inputs = {"x", "w", "gamma", "beta", "running_mean", "running_var"};
+  ir::OpDef d = op_def(name, {"x", "w", "gamma", "beta", "running_mean", "running_var"}, {}, summary);
   if (name == "cbar") d.inputs.push_back("residual");
   d.inputs.push_back("b?");
   d.inputs.push_back("x_affine?");
@@ -132,7 +134,8 @@ ir::OpDef fused_def(const std::string& name, const std::string& summary) {
   d.outputs = {name == "conv_bn_stats" ? "affine" : "y", "conv_out", "saved_mean", "saved_invstd",
                "running_mean_out", "running_var_out"};
   if (name != "conv_bn_stats") d.outputs.push_back("relu_mask");
-  d.summary = summary;
+  d.reads_conv_input = true;
+  d.f32_inputs = {"gamma", "beta", "running_mean", "running_var"};
   d.infer = infer_fused;
   d.aliases = [](const Node&) { return std::vector<std::pair<int, int>>{{4, 4}, {5, 5}}; };
   d.side_effects = [](const Node&) { return true; };
@@ -155,18 +158,18 @@ void register_fused_cbr_ops() {
   ir::OpRegistry::add(fused_def(
       "conv_bn_stats", "fused conv → batchnorm statistics (training); the next convolution applies its affine"));
 
-  ir::OpDef bwd;
-  bwd.name = "batchnorm_relu_backward";
   // dy_other: a second gradient of y (the residual branch's, in a ResNet), added to dy as a
   // separate add would (rounded to the activation dtype) while the kernel reads both, so the
   // sum is never written (fold_gradient_sum).
   // mask: the relu output y, its packed 1-bit mask (i32, core/relu_mask.h), or the layer's
   // affine [2, C] f32 (defer_bn_apply), from which y > 0 is recomputed as bn_apply's.
-  bwd.inputs = {"mask", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd", "dy_other?"};
-  bwd.outputs = {"dconv", "dgamma", "dbeta", "dresidual"};
-  bwd.summary = "relu backward (mask from the output) fused with training batchnorm backward";
+  ir::OpDef bwd = op_def("batchnorm_relu_backward",
+                         {"mask", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd", "dy_other?"},
+                         {"dconv", "dgamma", "dbeta", "dresidual"},
+                         "relu backward (mask from the output) fused with training batchnorm backward");
   bwd.infer = [](const Node& n, const Graph& g) {
-    const auto &mask = in_value(g, n, 0), &dy = in_value(g, n, 1), &x = in_value(g, n, 2);
+    namespace in = bn_relu_bwd_in;
+    const auto &mask = in_value(g, n, in::mask), &dy = in_value(g, n, in::dy), &x = in_value(g, n, in::conv_out);
     expect_rank(x, 4, "conv output");
     expect_same_shape(dy, x, "the gradient and the conv output");
     if (mask.shape.size() == 2) {
@@ -177,29 +180,33 @@ void register_fused_cbr_ops() {
     } else {
       expect_same_shape(mask, x, "relu output and conv output");
     }
-    if (n.inputs.size() == 7) {
-      const auto& other = in_value(g, n, 6);
+    if (n.inputs.size() > in::dy_other) {
+      const auto& other = in_value(g, n, in::dy_other);
       expect_same_shape(dy, other, "the two gradients of the relu output");
       if (other.dtype != dy.dtype) throw Error("the two gradients of the relu output must have one dtype");
     }
     const Shape c{x.shape[3]};
-    for (size_t i = 3; i < 6; ++i)
+    for (size_t i = in::gamma; i <= in::saved_invstd; ++i)
       if (in_value(g, n, i).shape != c)
         throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
-    const DType param = in_value(g, n, 3).dtype;
+    const DType param = in_value(g, n, in::gamma).dtype;
     std::vector<TypeInfo> out{{x.shape, x.dtype}, {c, param}, {c, param}};
     if (n.attrs.i("residual", 0)) out.push_back({x.shape, x.dtype});
     return out;
   };
   bwd.decompose = [](Graph& g, const Node& n) {
-    int dy = n.inputs[1];
-    if (n.inputs.size() == 7) dy = g.add_node1("add", {dy, n.inputs[6]}, {}, n.name + ".gradient_sum");
-    const bool packed = g.value(n.inputs[0]).dtype == DType::i32;
-    int mask = n.inputs[0];
+    namespace in = bn_relu_bwd_in;
+    int dy = n.inputs[in::dy];
+    if (n.inputs.size() > in::dy_other)
+      dy = g.add_node1("add", {dy, n.inputs[in::dy_other]}, {}, n.name + ".gradient_sum");
+    const bool packed = g.value(n.inputs[in::mask]).dtype == DType::i32;
+    int mask = n.inputs[in::mask];
     if (g.value(mask).shape.size() == 2)
-      mask = g.add_node1("bn_apply", {n.inputs[2], mask}, {}, n.name + ".recomputed_output");
+      mask = g.add_node1("bn_apply", {n.inputs[in::conv_out], mask}, {}, n.name + ".recomputed_output");
     const int dz = g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {mask, dy}, {}, n.name + ".relu");
-    auto r = g.add_node("batchnorm2d_backward", {n.inputs[2], dz, n.inputs[3], n.inputs[4], n.inputs[5]},
+    auto r = g.add_node("batchnorm2d_backward",
+                        {n.inputs[in::conv_out], dz, n.inputs[in::gamma], n.inputs[in::saved_mean],
+                         n.inputs[in::saved_invstd]},
                         copy_attrs(n.attrs, {"eps"}), n.name + ".bn");
     std::vector<int> out{r[0], r[1], r[2]};
     if (n.attrs.i("residual", 0)) out.push_back(dz);

@@ -3,6 +3,7 @@
 // conv2d_epilogue is a convolution whose bias, residual add and relu happen before the
 // output is written.
 #include "ops/op_helpers.h"
+#include "ops/window.h"
 
 namespace trident::ops {
 
@@ -13,11 +14,10 @@ int residual_of(const Node& n) { return n.attrs.i("residual", 0) ? n.inputs.back
 }  // namespace
 
 void register_fused_inference_ops() {
-  ir::OpDef fold;
-  fold.name = "fold_batchnorm";
-  fold.inputs = {"w", "gamma", "beta", "running_mean", "running_var", "b?"};
-  fold.outputs = {"w_folded", "b_folded"};
-  fold.summary = "W' = W·γ/√(σ²+ε), b' = (b−μ)·γ/√(σ²+ε) + β, per output channel";
+  ir::OpDef fold = op_def("fold_batchnorm",
+                          {"w", "gamma", "beta", "running_mean", "running_var", "b?"},
+                          {"w_folded", "b_folded"},
+                          "W' = W·γ/√(σ²+ε), b' = (b−μ)·γ/√(σ²+ε) + β, per output channel");
   fold.infer = [](const Node& n, const Graph& g) {
     const auto& w = in_value(g, n, 0);
     if (w.shape.empty()) throw Error("the weight must have an output-channel axis");
@@ -28,14 +28,12 @@ void register_fused_inference_ops() {
     if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
     return std::vector<TypeInfo>{{w.shape, w.dtype}, {k, w.dtype}};
   };
+  fold.f32_inputs = {"w", "gamma", "beta", "running_mean", "running_var", "b?"};  // folds in f32; readers cast
   ir::OpRegistry::add(fold);
 
-  ir::OpDef epi;
-  epi.name = "conv2d_epilogue";
-  epi.inputs = {"x", "w", "b (has_bias)", "residual (residual)"};
-  epi.outputs = {"y"};
+  ir::OpDef epi = op_def("conv2d_epilogue", {"x", "w", "b (has_bias)", "residual (residual)"}, {"y"},
+                         "conv2d + bias (+ residual add) (+ relu) in one kernel");
   epi.variadic = true;
-  epi.summary = "conv2d + bias (+ residual add) (+ relu) in one kernel";
   epi.infer = [](const Node& n, const Graph& g) {
     const size_t want = 2 + (n.attrs.i("has_bias", 0) ? 1 : 0) + (n.attrs.i("residual", 0) ? 1 : 0);
     if (n.inputs.size() != want)
@@ -45,7 +43,7 @@ void register_fused_inference_ops() {
     conv.op = "conv2d";
     conv.inputs = {n.inputs[0], n.inputs[1]};
     if (bias_of(n) >= 0) conv.inputs.push_back(bias_of(n));
-    conv.attrs = copy_attrs(n.attrs, {"stride", "padding", "dilation", "groups"});
+    conv.attrs = conv_window_attrs(n.attrs);
     const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv, g).at(0);
     if (residual_of(n) >= 0 && g.value(residual_of(n)).shape != y.shape)
       throw Error("the residual " + shape_str(g.value(residual_of(n)).shape) +
@@ -65,12 +63,13 @@ void register_fused_inference_ops() {
   epi.decompose = [](Graph& g, const Node& n) {
     std::vector<int> in{n.inputs[0], n.inputs[1]};
     if (bias_of(n) >= 0) in.push_back(bias_of(n));
-    int y = g.add_node1("conv2d", in, copy_attrs(n.attrs, {"stride", "padding", "dilation", "groups"}),
+    int y = g.add_node1("conv2d", in, conv_window_attrs(n.attrs),
                         n.name + ".conv");
     if (residual_of(n) >= 0) y = g.add_node1("add", {y, residual_of(n)}, {}, n.name + ".add");
     if (n.attrs.i("relu", 0)) y = g.add_node1("relu", {y}, {}, n.name + ".relu");
     return std::vector<int>{y};
   };
+  epi.reads_conv_input = true;
   ir::OpRegistry::add(epi);
 }
 

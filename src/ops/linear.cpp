@@ -4,11 +4,7 @@
 namespace trident::ops {
 
 void register_linear_ops() {
-  ir::OpDef lin;
-  lin.name = "linear";
-  lin.inputs = {"x", "w", "b?"};
-  lin.outputs = {"y"};
-  lin.summary = "fully connected layer, weights [out, in]";
+  ir::OpDef lin = op_def("linear", {"x", "w", "b?"}, {"y"}, "fully connected layer, weights [out, in]");
   lin.infer = [](const Node& n, const Graph& g) {
     const auto &x = in_value(g, n, 0), &w = in_value(g, n, 1);
     expect_rank(x, 2, "input");
@@ -38,11 +34,7 @@ void register_linear_ops() {
   };
   ir::OpRegistry::add(lin);
 
-  ir::OpDef dgrad;
-  dgrad.name = "linear_backward_data";
-  dgrad.inputs = {"dy", "w"};
-  dgrad.outputs = {"dx"};
-  dgrad.summary = "dx = dy·w";
+  ir::OpDef dgrad = op_def("linear_backward_data", {"dy", "w"}, {"dx"}, "dx = dy·w");
   dgrad.infer = [](const Node& n, const Graph& g) {
     const auto &dy = in_value(g, n, 0), &w = in_value(g, n, 1);
     expect_rank(dy, 2, "output gradient");
@@ -54,11 +46,7 @@ void register_linear_ops() {
   };
   ir::OpRegistry::add(dgrad);
 
-  ir::OpDef wgrad;
-  wgrad.name = "linear_backward_weight";
-  wgrad.inputs = {"x", "dy"};
-  wgrad.outputs = {"dw", "db"};
-  wgrad.summary = "dw = dyᵀ·x, db = Σ dy";
+  ir::OpDef wgrad = op_def("linear_backward_weight", {"x", "dy"}, {"dw", "db"}, "dw = dyᵀ·x, db = Σ dy");
   wgrad.infer = [](const Node& n, const Graph& g) {
     const auto &x = in_value(g, n, 0), &dy = in_value(g, n, 1);
     expect_rank(x, 2, "input");

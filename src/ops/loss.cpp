@@ -5,11 +5,8 @@
 namespace trident::ops {
 
 void register_loss_ops() {
-  ir::OpDef ce;
-  ce.name = "softmax_cross_entropy";
-  ce.inputs = {"logits", "labels"};
-  ce.outputs = {"loss"};
-  ce.summary = "mean over the batch of -log softmax(logits)[label]";
+  ir::OpDef ce = op_def("softmax_cross_entropy", {"logits", "labels"}, {"loss"},
+                        "mean over the batch of -log softmax(logits)[label]");
   ce.infer = [](const Node& n, const Graph& g) {
     const auto &z = in_value(g, n, 0), &y = in_value(g, n, 1);
     expect_rank(z, 2, "logits");
@@ -26,13 +23,11 @@ void register_loss_ops() {
                          n.name + ".backward");
     return std::vector<int>{dz, -1};
   };
+  ce.reduction = true;
   ir::OpRegistry::add(ce);
 
-  ir::OpDef bwd;
-  bwd.name = "softmax_cross_entropy_backward";
-  bwd.inputs = {"logits", "labels", "dloss"};
-  bwd.outputs = {"dlogits"};
-  bwd.summary = "(softmax(logits) - onehot(labels)) * dloss / N";
+  ir::OpDef bwd = op_def("softmax_cross_entropy_backward", {"logits", "labels", "dloss"}, {"dlogits"},
+                         "(softmax(logits) - onehot(labels)) * dloss / N");
   bwd.infer = [](const Node& n, const Graph& g) {
     const auto& z = in_value(g, n, 0);
     if (in_value(g, n, 2).shape != Shape{1}) throw Error("dloss must have shape [1]");

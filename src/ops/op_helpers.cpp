@@ -4,16 +4,14 @@
 
 namespace trident::ops {
 
-std::vector<int64_t> pair_attr(const Attrs& a, const std::string& key, int64_t fallback,
-                               int64_t min) {
-  std::vector<int64_t> v = a.has(key) ? a.ints(key) : std::vector<int64_t>{fallback, fallback};
-  if (v.size() == 1) v.push_back(v[0]);
-  if (v.size() != 2) throw Error("attribute '" + key + "' must hold 1 or 2 integers");
-  for (int64_t x : v)
-    if (x < min)
-      throw Error("attribute '" + key + "' must be at least " + std::to_string(min) + ", got " +
-                  std::to_string(x));
-  return v;
+ir::OpDef op_def(std::string name, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                 std::string summary) {
+  ir::OpDef d;
+  d.name = std::move(name);
+  d.inputs = std::move(inputs);
+  d.outputs = std::move(outputs);
+  d.summary = std::move(summary);
+  return d;
 }
 
 const ir::Value& in_value(const Graph& g, const Node& n, size_t i) {
@@ -35,18 +33,6 @@ void expect_same_shape(const ir::Value& a, const ir::Value& b, const std::string
   if (a.shape != b.shape || a.dtype != b.dtype)
     throw Error(what + ": shapes differ, " + shape_str(a.shape) + " ('" + a.name + "') vs " +
                 shape_str(b.shape) + " ('" + b.name + "')");
-}
-
-int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                   const std::string& axis) {
-  const std::string what = "the " + axis + " window";  // attributes may be huge; nothing wraps
-  const int64_t span = checked_add(checked_mul(dilation, kernel - 1, what), 1, what);
-  const int64_t padded = checked_add(in, checked_mul(2, pad, what), what);
-  if (padded < span)
-    throw Error("the " + axis + " window of " + std::to_string(span) +
-                " does not fit an input of " + std::to_string(in) + " with padding " +
-                std::to_string(pad));
-  return (padded - span) / stride + 1;
 }
 
 Attrs copy_attrs(const Attrs& from, std::initializer_list<const char*> keys) {

@@ -1,5 +1,5 @@
-// Small helpers shared by the op definitions: attribute pairs with defaults, rank checks,
-// and the convolution/pooling output-extent formula, so each op file stays declarative.
+// Small helpers shared by the op definitions: the schema constructor, rank and dtype checks,
+// so each op file stays declarative. Window geometry lives in ops/window.h.
 #pragma once
 #include <string>
 #include <vector>
@@ -15,17 +15,15 @@ using ir::Graph;
 using ir::Node;
 using ir::TypeInfo;
 
-// An [h, w] attribute; `fallback` when absent. Rejects wrong lengths and values below `min`.
-std::vector<int64_t> pair_attr(const Attrs& a, const std::string& key, int64_t fallback, int64_t min);
+// An op's schema: name, input and output names (ir/op_registry.h), one-line summary. The op file
+// then sets the rules (infer, backward, …) and traits it needs.
+ir::OpDef op_def(std::string name, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                 std::string summary);
 
 const ir::Value& in_value(const Graph& g, const Node& n, size_t i);
 void expect_rank(const ir::Value& v, size_t rank, const std::string& what);
 void expect_float(const ir::Value& v, const std::string& what);
 void expect_same_shape(const ir::Value& a, const ir::Value& b, const std::string& what);
-
-// Output extent of a sliding window; throws if the window does not fit.
-int64_t window_out(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                   const std::string& axis);
 
 // An affine [2, C] f32 (row 0 scale, row 1 shift per channel: ops/bn_apply.cpp); `what`
 // names it in the message.

@@ -1,37 +1,24 @@
 // Pooling over NHWC activations: max, average and global average, with backward ops.
 // Max-pool backward recomputes the window's argmax from the input instead of saving indices.
 #include "ops/op_helpers.h"
+#include "ops/window.h"
 
 namespace trident::ops {
 
 namespace {
 
-Shape pooled_shape(const Shape& x, const Attrs& a) {
-  auto k = pair_attr(a, "kernel", 0, 1);
-  auto s = a.has("stride") ? pair_attr(a, "stride", 1, 1) : k;
-  auto p = pair_attr(a, "padding", 0, 0);
-  if (p[0] * 2 > k[0] || p[1] * 2 > k[1])
-    throw Error("padding must be at most half the pooling window");
-  return {x[0], window_out(x[1], k[0], s[0], p[0], 1, "height"),
-          window_out(x[2], k[1], s[1], p[1], 1, "width"), x[3]};
-}
-
 ir::OpDef window_pool(const std::string& name, const std::string& summary) {
-  ir::OpDef d;
-  d.name = name;
-  d.inputs = {"x"};
-  d.outputs = {"y"};
-  d.summary = summary;
+  ir::OpDef d = op_def(name, {"x"}, {"y"}, summary);
   d.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
-    return std::vector<TypeInfo>{{pooled_shape(x.shape, n.attrs), x.dtype}};
+    return std::vector<TypeInfo>{{pool_output_shape(n.attrs, x.shape), x.dtype}};
   };
   return d;
 }
 
 Attrs pool_attrs(const Node& n) {
-  return copy_attrs(n.attrs, {"kernel", "stride", "padding", "count_include_pad"});
+  return pool_window_attrs(n.attrs);
 }
 
 }  // namespace
@@ -43,6 +30,7 @@ void register_pool_ops() {
     return std::vector<int>{g.add_node1("maxpool2d_backward", {n.inputs[0], dys[0]}, pool_attrs(n),
                                         n.name + ".backward")};
   };
+  maxp.reduction = true;
   ir::OpRegistry::add(maxp);
 
   ir::OpDef avgp = window_pool("avgpool2d", "mean over sliding windows");
@@ -53,42 +41,34 @@ void register_pool_ops() {
     return std::vector<int>{
         g.add_node1("avgpool2d_backward", {dys[0]}, a, n.name + ".backward")};
   };
+  avgp.reduction = true;
   ir::OpRegistry::add(avgp);
 
-  ir::OpDef maxb;
-  maxb.name = "maxpool2d_backward";
-  maxb.inputs = {"x", "dy"};
-  maxb.outputs = {"dx"};
-  maxb.summary = "routes each gradient to its window's first maximum";
+  ir::OpDef maxb = op_def("maxpool2d_backward", {"x", "dy"}, {"dx"},
+                          "routes each gradient to its window's first maximum");
   maxb.infer = [](const Node& n, const Graph& g) {
     const auto &x = in_value(g, n, 0), &dy = in_value(g, n, 1);
     expect_rank(x, 4, "input");
-    if (pooled_shape(x.shape, n.attrs) != dy.shape)
+    if (pool_output_shape(n.attrs, x.shape) != dy.shape)
       throw Error("output gradient " + shape_str(dy.shape) + " does not match pooling of " +
                   shape_str(x.shape));
     return std::vector<TypeInfo>{{x.shape, dy.dtype}};
   };
   ir::OpRegistry::add(maxb);
 
-  ir::OpDef avgb;
-  avgb.name = "avgpool2d_backward";
-  avgb.inputs = {"dy"};
-  avgb.outputs = {"dx"};
-  avgb.summary = "spreads each gradient evenly over its window";
+  ir::OpDef avgb = op_def("avgpool2d_backward", {"dy"}, {"dx"},
+                          "spreads each gradient evenly over its window");
   avgb.infer = [](const Node& n, const Graph& g) {
     Shape x = n.attrs.ints("input_shape");
     if (x.size() != 4) throw Error("attribute 'input_shape' must have 4 extents");
-    if (pooled_shape(x, n.attrs) != in_value(g, n, 0).shape)
+    if (pool_output_shape(n.attrs, x) != in_value(g, n, 0).shape)
       throw Error("output gradient does not match pooling of " + shape_str(x));
     return std::vector<TypeInfo>{{x, in_value(g, n, 0).dtype}};
   };
   ir::OpRegistry::add(avgb);
 
-  ir::OpDef gap;
-  gap.name = "global_avgpool";
-  gap.inputs = {"x"};
-  gap.outputs = {"y"};
-  gap.summary = "mean over height and width: [N,H,W,C] -> [N,1,1,C]";
+  ir::OpDef gap = op_def("global_avgpool", {"x"}, {"y"},
+                         "mean over height and width: [N,H,W,C] -> [N,1,1,C]");
   gap.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
@@ -100,13 +80,11 @@ void register_pool_ops() {
     return std::vector<int>{
         g.add_node1("global_avgpool_backward", {dys[0]}, a, n.name + ".backward")};
   };
+  gap.reduction = true;
   ir::OpRegistry::add(gap);
 
-  ir::OpDef gapb;
-  gapb.name = "global_avgpool_backward";
-  gapb.inputs = {"dy"};
-  gapb.outputs = {"dx"};
-  gapb.summary = "dy / (H*W) broadcast over height and width";
+  ir::OpDef gapb = op_def("global_avgpool_backward", {"dy"}, {"dx"},
+                          "dy / (H*W) broadcast over height and width");
   gapb.infer = [](const Node& n, const Graph& g) {
     Shape x = n.attrs.ints("input_shape");
     const auto& dy = in_value(g, n, 0);

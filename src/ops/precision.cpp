@@ -11,11 +11,8 @@
 namespace trident::ops {
 
 void register_precision_ops() {
-  ir::OpDef cast;
-  cast.name = "cast";
-  cast.inputs = {"x"};
-  cast.outputs = {"y"};
-  cast.summary = "convert to the floating dtype of attribute 'dtype' (round to nearest even)";
+  ir::OpDef cast = op_def("cast", {"x"}, {"y"},
+                          "convert to the floating dtype of attribute 'dtype' (round to nearest even)");
   cast.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_float(x, "input");
@@ -31,12 +28,10 @@ void register_precision_ops() {
   };
   ir::OpRegistry::add(cast);
 
-  ir::OpDef group;
-  group.name = "cast_group";
-  group.inputs = {"x..."};
-  group.outputs = {};
+  ir::OpDef group = op_def("cast_group", {"x..."}, {},
+                           "cast of n tensors in one node: input i to output i, to the floating dtype of "
+                           "attribute 'dtype'");
   group.variadic = true;
-  group.summary = "cast of n tensors in one node: input i to output i, to the floating dtype of attribute 'dtype'";
   group.infer = [](const Node& n, const Graph& g) {
     if (n.inputs.empty()) throw Error("a cast group needs at least one input");
     const DType to = parse_dtype(n.attrs.s("dtype"));

@@ -8,11 +8,8 @@
 namespace trident::ops {
 
 void register_relu_mask_ops() {
-  ir::OpDef pack;
-  pack.name = "relu_mask";
-  pack.inputs = {"y"};
-  pack.outputs = {"mask"};
-  pack.summary = "1-bit mask of y > 0, 32 channels to an i32 word (channels last)";
+  ir::OpDef pack = op_def("relu_mask", {"y"}, {"mask"},
+                          "1-bit mask of y > 0, 32 channels to an i32 word (channels last)");
   pack.infer = [](const Node& n, const Graph& g) {
     const ir::Value& y = in_value(g, n, 0);
     expect_float(y, "relu output");
@@ -21,11 +18,8 @@ void register_relu_mask_ops() {
   };
   ir::OpRegistry::add(pack);
 
-  ir::OpDef bwd;
-  bwd.name = "relu_mask_backward";
-  bwd.inputs = {"mask", "dy"};
-  bwd.outputs = {"dx"};
-  bwd.summary = "dy where the packed relu mask is set, else 0";
+  ir::OpDef bwd = op_def("relu_mask_backward", {"mask", "dy"}, {"dx"},
+                         "dy where the packed relu mask is set, else 0");
   bwd.infer = [](const Node& n, const Graph& g) {
     const ir::Value &mask = in_value(g, n, 0), &dy = in_value(g, n, 1);
     expect_float(dy, "gradient");

@@ -13,11 +13,7 @@ std::vector<int> reshape_back(Graph& g, const Node& n, const std::vector<int>& d
 }  // namespace
 
 void register_shape_ops() {
-  ir::OpDef flat;
-  flat.name = "flatten";
-  flat.inputs = {"x"};
-  flat.outputs = {"y"};
-  flat.summary = "[N, ...] -> [N, prod(...)], a view";
+  ir::OpDef flat = op_def("flatten", {"x"}, {"y"}, "[N, ...] -> [N, prod(...)], a view");
   flat.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     if (x.shape.empty()) throw Error("cannot flatten a scalar");
@@ -28,11 +24,7 @@ void register_shape_ops() {
   flat.backward = reshape_back;
   ir::OpRegistry::add(flat);
 
-  ir::OpDef reshape;
-  reshape.name = "reshape";
-  reshape.inputs = {"x"};
-  reshape.outputs = {"y"};
-  reshape.summary = "same elements, new shape, a view";
+  ir::OpDef reshape = op_def("reshape", {"x"}, {"y"}, "same elements, new shape, a view");
   reshape.infer = [](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     Shape s = n.attrs.ints("shape");

@@ -7,11 +7,8 @@
 namespace trident::ops {
 
 void register_tensor_ops() {
-  ir::OpDef mul;
-  mul.name = "mul";
-  mul.inputs = {"a", "b"};
-  mul.outputs = {"y"};
-  mul.summary = "a * b; b has a's shape or is one value per channel [C] (last axis)";
+  ir::OpDef mul = op_def("mul", {"a", "b"}, {"y"},
+                         "a * b; b has a's shape or is one value per channel [C] (last axis)");
   mul.infer = [](const Node& n, const Graph& g) {
     const auto &a = in_value(g, n, 0), &b = in_value(g, n, 1);
     expect_float(a, "input a");
@@ -24,11 +21,7 @@ void register_tensor_ops() {
   };
   ir::OpRegistry::add(mul);
 
-  ir::OpDef clip;
-  clip.name = "clip";
-  clip.inputs = {"x"};
-  clip.outputs = {"y"};
-  clip.summary = "min(max(x, min), max); min=0, max=6 is ReLU6";
+  ir::OpDef clip = op_def("clip", {"x"}, {"y"}, "min(max(x, min), max); min=0, max=6 is ReLU6");
   clip.infer = [](const Node& n, const Graph& g) {
     expect_float(in_value(g, n, 0), "input");
     const double lo = n.attrs.f("min", -std::numeric_limits<double>::infinity());
@@ -38,12 +31,8 @@ void register_tensor_ops() {
   };
   ir::OpRegistry::add(clip);
 
-  ir::OpDef concat;
-  concat.name = "concat";
-  concat.inputs = {"x..."};
-  concat.outputs = {"y"};
+  ir::OpDef concat = op_def("concat", {"x..."}, {"y"}, "joins its inputs along the last (channel) axis");
   concat.variadic = true;
-  concat.summary = "joins its inputs along the last (channel) axis";
   concat.infer = [](const Node& n, const Graph& g) {
     if (n.inputs.empty()) throw Error("concat needs at least one input");
     const auto& x0 = in_value(g, n, 0);

@@ -13,18 +13,6 @@
 
 namespace trident::passes {
 
-namespace {
-
-// Inputs that stay f32 under mixed precision: per-channel BN parameters and statistics.
-bool keeps_f32(const ir::Node& n, size_t input) {
-  if (n.op == "batchnorm2d") return input >= 1;
-  if (n.op == "cbr" || n.op == "cbar") return input >= 2 && input <= 5;
-  if (n.op == "fold_batchnorm") return true;  // folds in f32; its results are cast by readers
-  return false;
-}
-
-}  // namespace
-
 void assign_precision(ir::Graph& g, PassContext& ctx) {
   const DType low = ctx.options.precision;
   if (low == DType::f32) return;
@@ -33,7 +21,9 @@ void assign_precision(ir::Graph& g, PassContext& ctx) {
   const std::string low_name(dtype_name(low));
   use_derived_inputs(
       g,
-      [&](const ir::Node& n, size_t i) { return g.value(n.inputs[i]).dtype == DType::f32 && !keeps_f32(n, i); },
+      [&](const ir::Node& n, size_t i) {
+        return g.value(n.inputs[i]).dtype == DType::f32 && !ir::OpRegistry::get(n.op).keeps_f32(i);
+      },
       [&](int v) { return g.add_node1("cast", {v}, {{"dtype", low_name}}, g.value(v).name + "." + low_name); },
       [&](ir::Node& n) {  // the node's outputs take the dtypes its op gives the new inputs
         const std::vector<ir::TypeInfo> types = ir::OpRegistry::get(n.op).infer(n, g);

@@ -96,7 +96,7 @@ constexpr const char* kDualPattern = "shortcut-bn";
 // the cbar, else the reason; `bn` and `conv` are set when the shape of the pattern is there.
 std::string shortcut_refusal(const ir::Graph& g, const std::vector<std::vector<int>>& users,
                              const std::vector<char>& is_output, const ir::Node& block, int& bn, int& conv) {
-  const ops::CbrOperands o = ops::cbr_operands(block);
+  const ops::CbrOperands o = ops::CbrOperands::of(block);
   const int residual = block.inputs[o.residual];
   bn = g.value(residual).producer;
   if (bn < 0 || g.node(bn).op != "batchnorm2d") return "the residual is not a batchnorm's output";
@@ -130,20 +130,15 @@ void apply_shortcut_batchnorms(ir::Graph& g, PassContext& ctx) {
       continue;
     }
     const ir::Node conv = g.node(conv_id), bn = g.node(bn_id);
-    std::vector<int> in{conv.inputs[0], conv.inputs[1], bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]};
-    if (conv.inputs.size() == 3) in.push_back(conv.inputs[2]);
-    ir::Attrs attrs;
-    for (const auto& [k, v] : conv.attrs.items()) attrs.set(k, v);
-    attrs.set("eps", bn.attrs.f("eps", 1e-5));
-    attrs.set("momentum", bn.attrs.f("momentum", 0.1));
-    const std::vector<int> outs = g.add_node("conv_bn_stats", in, attrs, conv.name + ".conv_bn_stats");
+    const ops::CbrParts parts = ops::cbr_parts(conv, bn);
+    const std::vector<int> outs = g.add_node("conv_bn_stats", parts.inputs, parts.attrs, conv.name + ".conv_bn_stats");
     const int stats = g.value(outs[0]).producer;
     const auto& cur = g.order();
     g.move_to(stats, static_cast<size_t>(std::find(cur.begin(), cur.end(), bn_id) - cur.begin()));
     g.replace_uses(conv.outputs[0], outs[ops::cbr_out::conv_out]);
     for (size_t i = 1; i < bn.outputs.size(); ++i) g.replace_uses(bn.outputs[i], outs[i + 1]);
     ir::Node& block = g.node(id);
-    block.inputs[ops::cbr_operands(block).residual] = outs[ops::cbr_out::conv_out];
+    block.inputs[ops::CbrOperands::of(block).residual] = outs[ops::cbr_out::conv_out];
     block.inputs.push_back(outs[ops::cbr_out::affine]);
     g.set_attr_and_grow(id, "residual_affine", int64_t{1});
     g.remove_from_order({conv_id, bn_id});

@@ -12,6 +12,7 @@
 // reason it was refused.
 #include <algorithm>
 
+#include "ops/cbr_operands.h"
 #include "passes/pass.h"
 
 namespace trident::passes {
@@ -19,7 +20,7 @@ namespace trident::passes {
 namespace {
 
 constexpr const char* kPattern = "grad-sum";
-constexpr size_t kDy = 1, kPlainInputs = 6;
+constexpr size_t kDy = ops::bn_relu_bwd_in::dy, kPlainInputs = ops::bn_relu_bwd_in::dy_other;
 
 // Empty when the add feeding `bwd`'s dy may be folded into it, else the reason.
 std::string refusal(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,

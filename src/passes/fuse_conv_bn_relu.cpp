@@ -7,6 +7,7 @@
 // Every candidate — a batchnorm2d fed by a conv2d — is either fused or recorded with the
 // reason it was refused, for `trident explain`.
 #include "ir/op_registry.h"
+#include "ops/cbr_operands.h"
 #include "passes/pass.h"
 
 namespace trident::passes {
@@ -84,18 +85,11 @@ void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx) {
     const ir::Node bnode = g.node(c.bn);
     const ir::Node relu = g.node(c.relu);
     const bool cbar = c.add >= 0;
-    std::vector<int> in{conv.inputs[0], conv.inputs[1], bnode.inputs[1], bnode.inputs[2],
-                        bnode.inputs[3], bnode.inputs[4]};
-    if (cbar) in.push_back(c.residual);
-    if (conv.inputs.size() == 3) in.push_back(conv.inputs[2]);
-    ir::Attrs a;
-    for (const auto& [k, v] : conv.attrs.items()) a.set(k, v);
-    a.set("eps", bnode.attrs.f("eps", 1e-5));
-    a.set("momentum", bnode.attrs.f("momentum", 0.1));
+    const ops::CbrParts parts = ops::cbr_parts(conv, bnode, cbar ? c.residual : -1);
     // Named after the block: "layer1.0.conv1" + "+bn1+relu1" reads poorly; the conv's name
     // with its pattern suffix is unique and points at the source layer.
     const std::string name = conv.name + (cbar ? ".cbar" : ".cbr");
-    const std::vector<int> outs = g.add_node(cbar ? "cbar" : "cbr", in, a, name);
+    const std::vector<int> outs = g.add_node(cbar ? "cbar" : "cbr", parts.inputs, parts.attrs, name);
     const int fused = g.value(outs[0]).producer;
     g.replace_uses(relu.outputs[0], outs[0]);
     // The fused node runs where the relu ran: every input (the residual too) exists by then.

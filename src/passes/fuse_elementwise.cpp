@@ -10,6 +10,7 @@
 // a lone element-wise op unfused is recorded with its reason.
 #include <map>
 
+#include "ir/op_registry.h"
 #include "ops/elementwise_program.h"
 #include "passes/pass.h"
 
@@ -17,7 +18,7 @@ namespace trident::passes {
 
 namespace {
 
-bool is_elementwise(const std::string& op) { return op == "relu" || op == "add"; }
+bool is_elementwise(const std::string& op) { return ir::OpRegistry::get(op).elementwise; }
 
 std::string stop_reason(const ir::Graph& g, const std::vector<std::vector<int>>& users, int v) {
   size_t consumers = users[v].size();
@@ -26,11 +27,9 @@ std::string stop_reason(const ir::Graph& g, const std::vector<std::vector<int>>&
   if (users[v].empty()) return "";  // only a graph output: the chain simply ends
   const ir::Node& next = g.node(users[v][0]);
   if (is_elementwise(next.op)) return "";
-  static const char* kReductions[] = {"maxpool2d", "avgpool2d", "global_avgpool", "batchnorm2d",
-                                      "softmax_cross_entropy", "batchnorm2d_backward"};
-  for (const char* r : kReductions)
-    if (next.op == r) return "the next node '" + next.name + "' (" + next.op + ") is a reduction";
-  if (next.op == "flatten" || next.op == "reshape")
+  const ir::OpDef& def = ir::OpRegistry::get(next.op);
+  if (def.reduction) return "the next node '" + next.name + "' (" + next.op + ") is a reduction";
+  if (def.view)
     return "the next node '" + next.name + "' changes the shape";
   return "the next node '" + next.name + "' (" + next.op + ") is not element-wise";
 }

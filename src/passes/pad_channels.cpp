@@ -4,16 +4,13 @@
 // is unchanged. The copies are resize_channels nodes, whose backward drops the padding again:
 // gradients, checkpoints and outputs keep the user's shapes. On by default for the cuda
 // backend (CompileOptions::channel_padding); training runs it before autodiff.
+#include "ir/op_registry.h"
 #include "passes/derived_inputs.h"
 #include "passes/pass.h"
 
 namespace trident::passes {
 
 namespace {
-
-bool reads_conv_input(const std::string& op) {
-  return op == "conv2d" || op == "conv2d_epilogue" || op == "cbr" || op == "cbar";
-}
 
 // Channels of `v`'s last axis rounded up to whole 16-byte vectors of its dtype.
 int64_t vector_channels(const ir::Value& v) {
@@ -29,7 +26,7 @@ void pad_channels(ir::Graph& g, PassContext& ctx) {
   // The input (0) and weight (1) of a convolution, when their channels need padding: with
   // groups = 1 both end in the input channel count, so they pad alike.
   auto select = [&](const ir::Node& n, size_t i) {
-    if (i > 1 || !reads_conv_input(n.op) || n.attrs.i("groups", 1) != 1 || n.inputs.size() < 2) return false;
+    if (i > 1 || !ir::OpRegistry::get(n.op).reads_conv_input || n.attrs.i("groups", 1) != 1 || n.inputs.size() < 2) return false;
     const ir::Value& v = g.value(n.inputs[i]);
     return !v.shape.empty() && v.shape.back() > 0 && vector_channels(v) != v.shape.back();
   };

@@ -137,7 +137,7 @@ TEST(DeferBnApply, Vgg16BnDefersEveryLayerThatAConvolutionFollows) {
   EXPECT_EQ(c.rejections.size(), 5u);
   for (int id : c.graph.order())
     if (c.graph.node(id).op == "conv_bn_stats") {
-      EXPECT_GE(ops::cbr_operands(c.graph.node(id)).bias, 0) << "VGG's convolutions carry a bias";
+      EXPECT_GE(ops::CbrOperands::of(c.graph.node(id)).bias, 0) << "VGG's convolutions carry a bias";
     }
 }
 

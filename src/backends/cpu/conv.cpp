@@ -20,14 +20,12 @@ using dnnl::convolution_forward;
 ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y,
                      bool has_bias) {
   ConvSetup s;
-  const int64_t groups = node.attrs.i("groups", 1);
-  if (groups < 1 || x[3] % groups != 0 || w[0] % groups != 0)
-    fail(node, "groups=" + std::to_string(groups) + " does not divide the channel counts");
+  s.geom = conv_window(node, x, w, y);
+  const int64_t groups = node.attrs.i("groups", 1);  // checked by conv_window against the shapes
   s.src = nhwc_md(x);
   s.weights = conv_weights_md(w, groups);
   s.dst = nhwc_md(y);
   if (has_bias) s.bias = plain_md({w[0]});
-  s.geom = conv_geom(node);
   s.groups = groups;
   s.kernel_h = w[1];
   s.kernel_w = w[2];
@@ -49,7 +47,7 @@ void walk_forward_implementations(
     const ConvSetup& s, dnnl::prop_kind prop, const dnnl::primitive_attr& attr,
     dnnl::algorithm algorithm,
     const std::function<bool(const convolution_forward::primitive_desc&, int)>& visit) {
-  const WindowGeom& g = s.geom;
+  const DnnlWindow& g = s.geom;
   const bool blocked = algorithm == dnnl::algorithm::convolution_winograd;
   const convolution_forward::desc d(prop, algorithm, blocked ? any_like(s.src) : s.src,
                                     any_like(s.weights), s.bias,
@@ -205,7 +203,7 @@ class Conv2dBackwardData final : public PrimitiveKernel {
     const ConvSetup s = conv_setup(node, out_shape(node, g, 0), in_shape(node, g, 1),
                                    in_shape(node, g, 0), false);
     const CachedPrimitive p = OnednnContext::instance().get(s.sig + "|bwd_data", [&] {
-      const WindowGeom& gm = s.geom;
+      const DnnlWindow& gm = s.geom;
       convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, s.src,
                                         any_like(s.weights), s.dst, gm.strides, gm.dilates,
                                         gm.pad_l, gm.pad_r);
@@ -233,7 +231,7 @@ class Conv2dBackwardWeight final : public PrimitiveKernel {
     const ConvSetup s = conv_setup(node, in_shape(node, g, 0), out_shape(node, g, 0),
                                    in_shape(node, g, 1), has_bias);
     const CachedPrimitive p = OnednnContext::instance().get(s.sig + "|bwd_weights", [&] {
-      const WindowGeom& gm = s.geom;
+      const DnnlWindow& gm = s.geom;
       convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, s.src,
                                            any_like(s.weights), s.bias, s.dst, gm.strides,
                                            gm.dilates, gm.pad_l, gm.pad_r);

@@ -19,7 +19,7 @@ using dnnl::algorithm;
 // The convolutions Winograd's F(m,3) transforms compute: a 3x3 window, unit stride, no
 // dilation, one group. oneDNN decides the rest (instruction set, padding, channel counts).
 bool winograd_shape(const ConvSetup& s) {
-  const WindowGeom& g = s.geom;
+  const DnnlWindow& g = s.geom;
   return s.groups == 1 && s.kernel_h == 3 && s.kernel_w == 3 && g.strides == Dims{1, 1} &&
          g.dilates == Dims{0, 0};
 }

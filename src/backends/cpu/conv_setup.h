@@ -13,7 +13,7 @@ namespace trident::onednn {
 
 struct ConvSetup {
   memory::desc src, weights, bias, dst;  // NHWC activations, weights in the graph's OHWI layout
-  WindowGeom geom;
+  DnnlWindow geom;
   int64_t groups = 1, kernel_h = 0, kernel_w = 0;
   std::string sig;  // cache key of everything above
 };

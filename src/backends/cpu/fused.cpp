@@ -7,13 +7,13 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
+#include "ops/cbr_operands.h"
 
 namespace trident::onednn {
 
 namespace {
 
-// cbr / cbar: inputs x, w, gamma, beta, running_mean, running_var, [residual], [bias];
-// outputs y, conv_out, saved_mean, saved_invstd, running_mean_out, running_var_out.
+// cbr / cbar: operands as ops/cbr_operands.h lays them out (no relu mask, no affines).
 class FusedForward final : public PrimitiveKernel {
  public:
   FusedForward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
@@ -25,16 +25,20 @@ class FusedForward final : public PrimitiveKernel {
     if ((node.inputs.size() != base && node.inputs.size() != base + 1) || node.outputs.size() != 6)
       fail(node, "expected " + std::to_string(base) + " or " + std::to_string(base + 1) +
                      " inputs and 6 outputs");
-    ConvOperands conv{in(0), in(1), std::nullopt, out(1)};
-    if (node.inputs.size() == base + 1) conv.bias = in(base);
+    namespace i = ops::cbr_in;
+    namespace o = ops::cbr_out;
+    const ops::CbrOperands operands = ops::CbrOperands::of(node);
+    ConvOperands conv{in(i::x), in(i::w), std::nullopt, out(o::conv_out)};
+    if (operands.bias >= 0) conv.bias = in(operands.bias);
     const Shape& y = out_shape(node, g, 0);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1), y, conv);
     // cbr: the relu runs inside the batchnorm pass; cbar: inside the residual add's pass.
     bn_.emplace(*this, node, y,
-                BnTrainingOperands{out(1), in(2), in(3), in(4), in(5), out(0), out(2), out(3),
-                                   out(4), out(5)},
+                BnTrainingOperands{out(o::conv_out), in(i::gamma), in(i::beta), in(i::running_mean),
+                                   in(i::running_var), out(o::y), out(o::saved_mean), out(o::saved_invstd),
+                                   out(o::running_mean), out(o::running_var)},
                 /*fuse_relu=*/!cbar);
-    if (cbar) append_add(*this, trident::numel(y), out(0), in(6), out(0), /*relu_after=*/true);
+    if (cbar) append_add(*this, trident::numel(y), out(o::y), in(operands.residual), out(o::y), /*relu_after=*/true);
   }
 
   void run(const KernelArgs& args) override {
@@ -56,25 +60,28 @@ class FusedBackward final : public PrimitiveKernel {
     expect_f32(node, g);
     if ((node.inputs.size() != 6 && node.inputs.size() != 7) || (node.outputs.size() != 3 && node.outputs.size() != 4))
       fail(node, "expected 6 or 7 inputs and 3 or 4 outputs");
-    if (in_shape(node, g, 0).size() == 2)
+    namespace i = ops::bn_relu_bwd_in;
+    namespace o = ops::bn_relu_bwd_out;
+    if (in_shape(node, g, i::mask).size() == 2)
       fail(node, "a relu mask recomputed from the affine (defer_bn_apply) runs on cuda and cpu_ref only");
-    const Shape& x = in_shape(node, g, 2);
+    const Shape& x = in_shape(node, g, i::conv_out);
     const int64_t n = trident::numel(x);
-    Operand dz_flat = out(3), dz_nhwc = out(3);
-    if (node.outputs.size() == 3) {
+    Operand dz_flat = out(o::dresidual), dz_nhwc = out(o::dresidual);
+    if (node.outputs.size() == o::dresidual) {
       const memory flat = owned(flat_md(n));
       dz_flat = flat;
       // The same bytes described as NHWC for the batchnorm step.
       dz_nhwc = memory(nhwc_md(x), OnednnContext::instance().engine(), flat.get_data_handle());
     }
-    if (node.inputs.size() == 7) {
-      append_add(*this, n, in(1), in(6), dz_flat);
-      append_relu_backward(*this, n, in(0), dz_flat, dz_flat);
+    if (node.inputs.size() > i::dy_other) {
+      append_add(*this, n, in(i::dy), in(i::dy_other), dz_flat);
+      append_relu_backward(*this, n, in(i::mask), dz_flat, dz_flat);
     } else {
-      append_relu_backward(*this, n, in(0), in(1), dz_flat);
+      append_relu_backward(*this, n, in(i::mask), in(i::dy), dz_flat);
     }
     bwd_.emplace(*this, node, x,
-                 BnBackwardOperands{in(2), dz_nhwc, in(3), in(4), in(5), out(0), out(1), out(2)});
+                 BnBackwardOperands{in(i::conv_out), dz_nhwc, in(i::gamma), in(i::saved_mean), in(i::saved_invstd),
+                                    out(o::dconv), out(o::dgamma), out(o::dbeta)});
   }
 
   void run(const KernelArgs& args) override {

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "ops/window.h"
+
 namespace trident::onednn {
 
 void fail(const ir::Node& node, const std::string& what) {
@@ -69,30 +71,31 @@ dnnl::primitive_attr user_scratchpad_attr() {
 }
 
 namespace {
-Dims pair_attr(const ir::Node& node, const std::string& key, Dims fallback) {
-  if (!node.attrs.has(key)) return fallback;
-  const auto& v = node.attrs.ints(key);
-  if (v.size() != 2) fail(node, "attribute '" + key + "' must be an [h, w] pair");
-  return {v[0], v[1]};
+DnnlWindow dnnl_window(const ops::WindowGeom& g) {
+  DnnlWindow win;
+  win.strides = {g.stride.h, g.stride.w};
+  win.kernel = {g.R, g.S};
+  win.dilates = {g.dil.h - 1, g.dil.w - 1};
+  win.pad_l = win.pad_r = {g.pad.h, g.pad.w};
+  win.count_include_pad = g.count_include_pad;
+  return win;
 }
 }  // namespace
 
-WindowGeom conv_geom(const ir::Node& node) {
-  WindowGeom geom;
-  geom.strides = pair_attr(node, "stride", {1, 1});
-  geom.pad_l = geom.pad_r = pair_attr(node, "padding", {0, 0});
-  const Dims dil = pair_attr(node, "dilation", {1, 1});
-  geom.dilates = {dil[0] - 1, dil[1] - 1};
-  return geom;
+DnnlWindow conv_window(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y) {
+  try {
+    return dnnl_window(ops::conv_geometry(node.attrs, x, w, y));
+  } catch (const Error& e) {
+    fail(node, e.what());
+  }
 }
 
-WindowGeom pool_geom(const ir::Node& node) {
-  WindowGeom geom;
-  geom.kernel = pair_attr(node, "kernel", {0, 0});
-  geom.strides = pair_attr(node, "stride", geom.kernel);
-  geom.pad_l = geom.pad_r = pair_attr(node, "padding", {0, 0});
-  geom.dilates = {0, 0};
-  return geom;
+DnnlWindow pool_window(const ir::Node& node, const Shape& x, const Shape& y) {
+  try {
+    return dnnl_window(ops::pool_geometry(node.attrs, x, y));
+  } catch (const Error& e) {
+    fail(node, e.what());
+  }
 }
 
 Signature& Signature::add(std::string_view name, int64_t v) {

@@ -55,12 +55,14 @@ dnnl::primitive_attr user_scratchpad_attr();
 
 // ---- sliding-window geometry, in oneDNN terms ----
 
-struct WindowGeom {
+// A node's window (ops/window.h, which reads and checks the attributes) as oneDNN takes it.
+struct DnnlWindow {
   Dims strides, kernel, dilates, pad_l, pad_r;  // dilates are oneDNN's (dilation − 1)
+  bool count_include_pad = true;                // average pooling
 };
-// conv: stride/padding/dilation; pooling: kernel/stride (default: the kernel)/padding.
-WindowGeom conv_geom(const ir::Node& node);
-WindowGeom pool_geom(const ir::Node& node);
+// The window of a convolution x * w → y or a pooling x → y, checked against the shapes.
+DnnlWindow conv_window(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y);
+DnnlWindow pool_window(const ir::Node& node, const Shape& x, const Shape& y);
 
 // ---- cache-key signatures ----
 

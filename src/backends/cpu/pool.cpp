@@ -14,13 +14,12 @@ using dnnl::pooling_forward;
 
 struct PoolSetup {
   memory::desc src, dst;  // NHWC input and pooled output
-  WindowGeom geom;
+  DnnlWindow geom;
   algorithm alg = algorithm::pooling_max;
   std::string sig;
 };
 
-PoolSetup pool_setup(const ir::Node& node, const Shape& x, const Shape& y, algorithm alg,
-                     WindowGeom geom) {
+PoolSetup pool_setup(const Shape& x, const Shape& y, algorithm alg, DnnlWindow geom) {
   PoolSetup s{nhwc_md(x), nhwc_md(y), std::move(geom), alg, ""};
   s.sig = Signature("pool")
               .add("alg", static_cast<int64_t>(alg))
@@ -31,19 +30,20 @@ PoolSetup pool_setup(const ir::Node& node, const Shape& x, const Shape& y, algor
               .add("pad_l", s.geom.pad_l)
               .add("pad_r", s.geom.pad_r)
               .str();
-  if (s.geom.kernel[0] < 1 || s.geom.kernel[1] < 1)
-    fail(node, "attribute 'kernel' must be a positive [h, w] pair");
   return s;
 }
 
-algorithm avg_algorithm(const ir::Node& node) {
-  return node.attrs.i("count_include_pad", 1) != 0 ? algorithm::pooling_avg_include_padding
-                                                   : algorithm::pooling_avg_exclude_padding;
+// Average pooling, counting the padded cells or not as the window says.
+PoolSetup avg_setup(const Shape& x, const Shape& y, const DnnlWindow& window) {
+  return pool_setup(x, y,
+                    window.count_include_pad ? algorithm::pooling_avg_include_padding
+                                             : algorithm::pooling_avg_exclude_padding,
+                    window);
 }
 
 // A global pool's geometry: one window covering the whole plane.
-WindowGeom global_geom(const Shape& x) {
-  WindowGeom g;
+DnnlWindow global_geom(const Shape& x) {
+  DnnlWindow g;
   g.kernel = {x[1], x[2]};
   g.strides = {1, 1};
   g.dilates = g.pad_l = g.pad_r = {0, 0};
@@ -51,7 +51,7 @@ WindowGeom global_geom(const Shape& x) {
 }
 
 pooling_forward::primitive_desc forward_pd(const PoolSetup& s, dnnl::prop_kind prop) {
-  const WindowGeom& g = s.geom;
+  const DnnlWindow& g = s.geom;
   pooling_forward::desc d(prop, s.alg, s.src, s.dst, g.strides, g.kernel, g.pad_l, g.pad_r);
   return pooling_forward::primitive_desc(d, user_scratchpad_attr(),
                                          OnednnContext::instance().engine());
@@ -59,7 +59,7 @@ pooling_forward::primitive_desc forward_pd(const PoolSetup& s, dnnl::prop_kind p
 
 CachedPrimitive backward_primitive(const PoolSetup& s) {
   return OnednnContext::instance().get(s.sig + "|bwd", [&] {
-    const WindowGeom& g = s.geom;
+    const DnnlWindow& g = s.geom;
     pooling_backward::desc d(s.alg, s.src, s.dst, g.strides, g.kernel, g.pad_l, g.pad_r);
     return pooling_backward::primitive_desc(d, user_scratchpad_attr(),
                                             OnednnContext::instance().engine(),
@@ -74,10 +74,10 @@ class PoolForward final : public PrimitiveKernel {
     expect_f32(node, g);
     const Shape &x = in_shape(node, g, 0), &y = out_shape(node, g, 0);
     const PoolSetup s = node.op == "maxpool2d"
-                            ? pool_setup(node, x, y, algorithm::pooling_max, pool_geom(node))
+                            ? pool_setup(x, y, algorithm::pooling_max, pool_window(node, x, y))
                         : node.op == "avgpool2d"
-                            ? pool_setup(node, x, y, avg_algorithm(node), pool_geom(node))
-                            : pool_setup(node, x, y, algorithm::pooling_avg_include_padding,
+                            ? avg_setup(x, y, pool_window(node, x, y))
+                            : pool_setup(x, y, algorithm::pooling_avg_include_padding,
                                          global_geom(x));
     add_step(OnednnContext::instance().get(s.sig + "|fwd_infer", [&] {
       return forward_pd(s, dnnl::prop_kind::forward_inference);
@@ -94,8 +94,8 @@ class AvgPoolBackward final : public PrimitiveKernel {
     expect_f32(node, g);
     const Shape &dx = out_shape(node, g, 0), &dy = in_shape(node, g, 0);
     const PoolSetup s = node.op == "avgpool2d_backward"
-                            ? pool_setup(node, dx, dy, avg_algorithm(node), pool_geom(node))
-                            : pool_setup(node, dx, dy, algorithm::pooling_avg_include_padding,
+                            ? avg_setup(dx, dy, pool_window(node, dx, dy))
+                            : pool_setup(dx, dy, algorithm::pooling_avg_include_padding,
                                          global_geom(dx));
     add_step(backward_primitive(s))
         .view(DNNL_ARG_DIFF_DST, s.dst, in(0))
@@ -108,8 +108,8 @@ class MaxPoolBackward final : public PrimitiveKernel {
  public:
   MaxPoolBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
-    const PoolSetup s = pool_setup(node, in_shape(node, g, 0), in_shape(node, g, 1),
-                                   algorithm::pooling_max, pool_geom(node));
+    const Shape &x = in_shape(node, g, 0), &dy = in_shape(node, g, 1);
+    const PoolSetup s = pool_setup(x, dy, algorithm::pooling_max, pool_window(node, x, dy));
     const CachedPrimitive fwd = OnednnContext::instance().get(s.sig + "|fwd_train", [&] {
       return forward_pd(s, dnnl::prop_kind::forward_training);
     });

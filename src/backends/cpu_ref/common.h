@@ -1,5 +1,5 @@
 // Shared plumbing of the reference CPU backend: dtype dispatch, arity checks and the
-// geometry of convolution/pooling windows read from node attributes and view shapes.
+// geometry of convolution/pooling windows (ops/window.h) checked against the view shapes.
 // Kernels never look at the graph: everything comes from the node's attributes and the views.
 #pragma once
 #include <cstdint>
@@ -7,6 +7,7 @@
 
 #include "backends/kernel.h"
 #include "core/error.h"
+#include "ops/window.h"
 
 namespace trident::cpu_ref {
 
@@ -34,26 +35,12 @@ void dispatch_float(const KernelArgs& args, DType dtype, Fn&& fn) {
   }
 }
 
-// An [h, w] integer pair attribute, or `fallback` when the node does not carry it.
-struct Pair {
-  int64_t h = 0;
-  int64_t w = 0;
-};
-Pair pair_attr(const KernelArgs& args, const std::string& key, Pair fallback);
-
-// Sizes of a 2-D sliding-window op over NHWC tensors: x [N,H,W,C] → y [N,P,Q,K].
-// For pooling K == C, R×S is the window and groups == 1.
-struct WindowGeom {
-  int64_t N = 0, H = 0, W = 0, C = 0;  // input
-  int64_t P = 0, Q = 0, K = 0;         // output
-  int64_t R = 0, S = 0;                // window (filter) extent
-  Pair stride{1, 1}, pad{0, 0}, dil{1, 1};
-  int64_t groups = 1;
-  int64_t Cg = 0, Kg = 0;  // channels per group, input and output side
-};
+// Sizes of a 2-D sliding-window op over NHWC tensors (ops/window.h).
+using ops::WindowGeom;
 
 // Convolution geometry from x shape, weight shape [K,R,S,C/g] and y shape; checks that they
-// agree with the node's stride/padding/dilation/groups and throws an Error otherwise.
+// agree with the node's stride/padding/dilation/groups and throws an Error naming the node
+// otherwise, so a planner bug shows up as a clear message rather than an out-of-bounds write.
 WindowGeom conv_geom(const KernelArgs& args, const Shape& x, const Shape& w, const Shape& y);
 // Pooling geometry from x and y shapes and the node's kernel/stride/padding.
 WindowGeom pool_geom(const KernelArgs& args, const Shape& x, const Shape& y);

@@ -109,7 +109,7 @@ void avgpool_forward(const KernelArgs& a) {
   const TensorView &x = a.in[0], &y = a.out[0];
   expect_dtype(a, y, x.dtype, "y");
   const WindowGeom g = pool_geom(a, x.shape, y.shape);
-  const bool include_pad = a.node.attrs.i("count_include_pad", 1) != 0;
+  const bool include_pad = g.count_include_pad;
   const T* X = x.as<T>();
   T* Y = y.as<T>();
 #pragma omp parallel
@@ -139,7 +139,7 @@ void avgpool_backward(const KernelArgs& a) {
   const TensorView &dy = a.in[0], &dx = a.out[0];
   expect_dtype(a, dx, dy.dtype, "dx");
   const WindowGeom g = pool_geom(a, dx.shape, dy.shape);
-  const bool include_pad = a.node.attrs.i("count_include_pad", 1) != 0;
+  const bool include_pad = g.count_include_pad;
   const T* DY = dy.as<T>();
   T* DX = dx.as<T>();
 #pragma omp parallel for schedule(static)

@@ -8,6 +8,7 @@
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/kernels.h"
 #include "core/relu_mask.h"
+#include "ops/cbr_operands.h"
 
 namespace trident::cuda {
 
@@ -173,10 +174,11 @@ class BatchNormBackward final : public Kernel {
   }
 
  private:
-  // Input positions: the fused op starts with y and has conv_out where the plain op has x.
-  static constexpr size_t kX = FusedRelu ? 2 : 0;
-  static constexpr size_t kDy = 1;
-  static constexpr size_t kGamma = FusedRelu ? 3 : 2;
+  // Input positions: the fused op (ops/cbr_operands.h) starts with its mask and has conv_out
+  // where the plain op has x.
+  static constexpr size_t kX = FusedRelu ? ops::bn_relu_bwd_in::conv_out : 0;
+  static constexpr size_t kDy = ops::bn_relu_bwd_in::dy;
+  static constexpr size_t kGamma = FusedRelu ? ops::bn_relu_bwd_in::gamma : 2;
 
   CudaContext& ctx_;
   bool residual_ = false, two_gradients_ = false, bit_mask_ = false, affine_mask_ = false;

@@ -32,12 +32,13 @@ namespace trident::cuda {
 
 namespace {
 
-// Input and output positions of cbr/cbar/conv_bn_stats (ops/cbr_operands.h).
-enum Input : size_t { kX = 0, kW = 1, kGamma = 2, kBeta = 3, kRunningMean = 4, kRunningVar = 5 };
-enum Output : size_t {
-  kY = 0, kAffine = 0, kConvOut = 1, kSavedMean = 2, kSavedInvstd = 3, kRunningMeanOut = 4, kRunningVarOut = 5,
-  kReluMask = 6
-};
+// Input and output positions of cbr/cbar/conv_bn_stats, from ops/cbr_operands.h.
+constexpr size_t kX = ops::cbr_in::x, kW = ops::cbr_in::w, kGamma = ops::cbr_in::gamma, kBeta = ops::cbr_in::beta,
+                 kRunningMean = ops::cbr_in::running_mean, kRunningVar = ops::cbr_in::running_var;
+constexpr size_t kY = ops::cbr_out::y, kAffine = ops::cbr_out::affine, kConvOut = ops::cbr_out::conv_out,
+                 kSavedMean = ops::cbr_out::saved_mean, kSavedInvstd = ops::cbr_out::saved_invstd,
+                 kRunningMeanOut = ops::cbr_out::running_mean, kRunningVarOut = ops::cbr_out::running_var,
+                 kReluMask = ops::cbr_out::relu_mask;
 
 
 class CbrKernel final : public Kernel, public ReportsPath {
@@ -45,7 +46,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
   CbrKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(&ctx) {
     cbar_ = node.op == "cbar";
     stats_only_ = node.op == "conv_bn_stats";
-    operands_ = ops::cbr_operands(node);
+    operands_ = ops::CbrOperands::of(node);
     const size_t base_inputs =
         (cbar_ ? 7 : 6) + (operands_.x_affine >= 0 ? 1 : 0) + (operands_.residual_affine >= 0 ? 1 : 0);
     bit_mask_ = node.attrs.i("relu_mask", 0) != 0;

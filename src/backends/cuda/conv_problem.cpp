@@ -3,7 +3,7 @@
 #include "backends/cuda/conv_problem.h"
 
 #include "backends/cuda/kernels.h"
-#include "ops/op_helpers.h"
+#include "ops/window.h"
 
 namespace trident::cuda {
 
@@ -66,36 +66,21 @@ std::string ConvProblem::describe() const {
 }
 
 ConvProblem conv_problem(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y, DType dtype) {
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4)
-    fail(node, "the convolution needs rank-4 input " + shape_text(x) + ", weight " + shape_text(w) + " and output " +
-                   shape_text(y));
   ConvProblem p;
+  ops::WindowGeom geom;
   try {
-    const auto stride = ops::pair_attr(node.attrs, "stride", 1, 1);
-    const auto pad = ops::pair_attr(node.attrs, "padding", 0, 0);
-    const auto dil = ops::pair_attr(node.attrs, "dilation", 1, 1);
-    p.window.stride = {stride[0], stride[1]};
-    p.window.padding = {pad[0], pad[1]};
-    p.window.dilation = {dil[0], dil[1]};
+    geom = ops::conv_geometry(node.attrs, x, w, y);
   } catch (const Error& e) {
     fail(node, e.what());
   }
-  p.groups = node.attrs.i("groups", 1);
-  p.N = x[0], p.H = x[1], p.W = x[2], p.C = x[3];
-  p.K = w[0], p.R = w[1], p.S = w[2], p.Cg = w[3];
-  p.P = y[1], p.Q = y[2];
+  p.window.stride = {geom.stride.h, geom.stride.w};
+  p.window.padding = {geom.pad.h, geom.pad.w};
+  p.window.dilation = {geom.dil.h, geom.dil.w};
+  p.groups = geom.groups;
+  p.N = geom.N, p.H = geom.H, p.W = geom.W, p.C = geom.C;
+  p.K = geom.K, p.R = geom.R, p.S = geom.S, p.Cg = geom.Cg;
+  p.P = geom.P, p.Q = geom.Q;
   p.dtype = dtype;
-  if (p.groups < 1 || p.C % p.groups != 0 || p.K % p.groups != 0 || p.Cg * p.groups != p.C)
-    fail(node, "groups=" + std::to_string(p.groups) + " does not fit input " + shape_text(x) + " and weight " +
-                   shape_text(w));
-  auto extent = [](int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d) {
-    return (in + 2 * pad - d * (k - 1) - 1) / s + 1;
-  };
-  const int64_t want_p = extent(p.H, p.R, p.window.stride[0], p.window.padding[0], p.window.dilation[0]);
-  const int64_t want_q = extent(p.W, p.S, p.window.stride[1], p.window.padding[1], p.window.dilation[1]);
-  if (y[0] != p.N || y[3] != p.K || p.P != want_p || p.Q != want_q)
-    fail(node, "output " + shape_text(y) + " does not match input " + shape_text(x) + " and weight " + shape_text(w) +
-                   " with the node's stride, padding and dilation");
   if (p.N * p.H * p.W * p.C == 0 || p.N * p.P * p.Q * p.K == 0 || p.R * p.S * p.Cg == 0)
     fail(node, "the convolution has an empty tensor (" + p.describe() + ")");
   return p;

@@ -8,6 +8,7 @@
 #include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/pool.h"
 #include "backends/cuda/kernels.h"
+#include "ops/window.h"
 
 namespace trident::cuda {
 
@@ -16,29 +17,18 @@ namespace {
 using device::ElemType;
 using device::PoolGeometry;
 
-// An [h, w] attribute pair, `fallback` when absent.
-std::pair<int64_t, int64_t> pair_attr(const ir::Node& node, const char* key, std::pair<int64_t, int64_t> fallback) {
-  if (!node.attrs.has(key)) return fallback;
-  const std::vector<int64_t>& v = node.attrs.ints(key);
-  if (v.size() != 2) fail(node, std::string("attribute '") + key + "' must be an [h, w] pair");
-  return {v[0], v[1]};
-}
-
-// Geometry of pooling x [N,H,W,C] into y [N,P,Q,C], checked against the node's attributes.
+// Geometry of pooling x [N,H,W,C] into y [N,P,Q,C] (ops/window.h), as the kernels take it.
 PoolGeometry pool_geometry(const ir::Node& node, const Shape& x, const Shape& y) {
-  if (x.size() != 4 || y.size() != 4) fail(node, "pooling tensors must be rank 4 (NHWC)");
+  ops::WindowGeom w;
+  try {
+    w = ops::pool_geometry(node.attrs, x, y);
+  } catch (const Error& e) {
+    fail(node, e.what());
+  }
   PoolGeometry g;
-  g.N = x[0], g.H = x[1], g.W = x[2], g.C = x[3], g.P = y[1], g.Q = y[2];
-  const auto [r, s] = pair_attr(node, "kernel", {0, 0});
-  const auto [sh, sw] = pair_attr(node, "stride", {r, s});
-  const auto [ph, pw] = pair_attr(node, "padding", {0, 0});
-  if (r < 1 || s < 1) fail(node, "attribute 'kernel' must be a positive [h, w] pair");
-  if (sh < 1 || sw < 1) fail(node, "attribute 'stride' must be positive");
-  if (ph < 0 || pw < 0) fail(node, "attribute 'padding' must not be negative");
-  g.R = r, g.S = s, g.stride_h = sh, g.stride_w = sw, g.pad_h = ph, g.pad_w = pw;
-  g.count_include_pad = node.attrs.i("count_include_pad", 1) != 0;
-  if (y[0] != g.N || y[3] != g.C || g.P != (g.H + 2 * ph - r) / sh + 1 || g.Q != (g.W + 2 * pw - s) / sw + 1)
-    fail(node, "shapes x" + shape_str(x) + " and y" + shape_str(y) + " do not agree with the window attributes");
+  g.N = w.N, g.H = w.H, g.W = w.W, g.C = w.C, g.P = w.P, g.Q = w.Q;
+  g.R = w.R, g.S = w.S, g.stride_h = w.stride.h, g.stride_w = w.stride.w, g.pad_h = w.pad.h, g.pad_w = w.pad.w;
+  g.count_include_pad = w.count_include_pad;
   return g;
 }
 
