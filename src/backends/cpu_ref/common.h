@@ -35,6 +35,14 @@ void dispatch_float(const KernelArgs& args, DType dtype, Fn&& fn) {
   }
 }
 
+// An entry point's whole body: checks that the node has `n_in` inputs and one output, then
+// calls `fn(T{})` with T the dtype of input 0 (float or double).
+template <class Fn>
+void run_float(const KernelArgs& args, size_t n_in, Fn&& fn) {
+  expect_arity(args, n_in, 1);
+  dispatch_float(args, args.in[0].dtype, fn);
+}
+
 // Sizes of a 2-D sliding-window op over NHWC tensors (ops/window.h).
 using ops::WindowGeom;
 

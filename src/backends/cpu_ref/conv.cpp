@@ -183,9 +183,7 @@ void conv2d(const KernelArgs& args) {
 }
 
 void conv2d_backward_data(const KernelArgs& args) {
-  expect_arity(args, 2, 1);
-  dispatch_float(args, args.in[0].dtype,
-                 [&](auto tag) { conv_backward_data<decltype(tag)>(args); });
+  run_float(args, 2, [&](auto tag) { conv_backward_data<decltype(tag)>(args); });
 }
 
 void conv2d_backward_weight(const KernelArgs& args) {

@@ -66,20 +66,13 @@ void fill_t(const TensorView& y, double value) {
 
 }  // namespace
 
-void relu(const KernelArgs& args) {
-  expect_arity(args, 1, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { relu_t<decltype(tag)>(args); });
-}
+void relu(const KernelArgs& args) { run_float(args, 1, [&](auto tag) { relu_t<decltype(tag)>(args); }); }
 
 void relu_backward(const KernelArgs& args) {
-  expect_arity(args, 2, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { relu_backward_t<decltype(tag)>(args); });
+  run_float(args, 2, [&](auto tag) { relu_backward_t<decltype(tag)>(args); });
 }
 
-void add(const KernelArgs& args) {
-  expect_arity(args, 2, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { add_t<decltype(tag)>(args); });
-}
+void add(const KernelArgs& args) { run_float(args, 2, [&](auto tag) { add_t<decltype(tag)>(args); }); }
 
 void fill(const KernelArgs& args) {
   expect_arity(args, 0, 1);

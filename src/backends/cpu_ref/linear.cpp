@@ -114,9 +114,7 @@ void linear(const KernelArgs& args) {
 }
 
 void linear_backward_data(const KernelArgs& args) {
-  expect_arity(args, 2, 1);
-  dispatch_float(args, args.in[0].dtype,
-                 [&](auto tag) { linear_backward_data_t<decltype(tag)>(args); });
+  run_float(args, 2, [&](auto tag) { linear_backward_data_t<decltype(tag)>(args); });
 }
 
 void linear_backward_weight(const KernelArgs& args) {

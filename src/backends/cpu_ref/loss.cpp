@@ -93,13 +93,11 @@ void sce_backward(const KernelArgs& a) {
 }  // namespace
 
 void softmax_cross_entropy(const KernelArgs& args) {
-  expect_arity(args, 2, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { sce_forward<decltype(tag)>(args); });
+  run_float(args, 2, [&](auto tag) { sce_forward<decltype(tag)>(args); });
 }
 
 void softmax_cross_entropy_backward(const KernelArgs& args) {
-  expect_arity(args, 3, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { sce_backward<decltype(tag)>(args); });
+  run_float(args, 3, [&](auto tag) { sce_backward<decltype(tag)>(args); });
 }
 
 }  // namespace trident::cpu_ref

@@ -213,36 +213,24 @@ void global_avgpool_backward_t(const KernelArgs& a) {
 
 }  // namespace
 
-void maxpool2d(const KernelArgs& args) {
-  expect_arity(args, 1, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { maxpool_forward<decltype(tag)>(args); });
-}
+void maxpool2d(const KernelArgs& args) { run_float(args, 1, [&](auto tag) { maxpool_forward<decltype(tag)>(args); }); }
 
 void maxpool2d_backward(const KernelArgs& args) {
-  expect_arity(args, 2, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { maxpool_backward<decltype(tag)>(args); });
+  run_float(args, 2, [&](auto tag) { maxpool_backward<decltype(tag)>(args); });
 }
 
-void avgpool2d(const KernelArgs& args) {
-  expect_arity(args, 1, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { avgpool_forward<decltype(tag)>(args); });
-}
+void avgpool2d(const KernelArgs& args) { run_float(args, 1, [&](auto tag) { avgpool_forward<decltype(tag)>(args); }); }
 
 void avgpool2d_backward(const KernelArgs& args) {
-  expect_arity(args, 1, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { avgpool_backward<decltype(tag)>(args); });
+  run_float(args, 1, [&](auto tag) { avgpool_backward<decltype(tag)>(args); });
 }
 
 void global_avgpool(const KernelArgs& args) {
-  expect_arity(args, 1, 1);
-  dispatch_float(args, args.in[0].dtype,
-                 [&](auto tag) { global_avgpool_forward<decltype(tag)>(args); });
+  run_float(args, 1, [&](auto tag) { global_avgpool_forward<decltype(tag)>(args); });
 }
 
 void global_avgpool_backward(const KernelArgs& args) {
-  expect_arity(args, 1, 1);
-  dispatch_float(args, args.in[0].dtype,
-                 [&](auto tag) { global_avgpool_backward_t<decltype(tag)>(args); });
+  run_float(args, 1, [&](auto tag) { global_avgpool_backward_t<decltype(tag)>(args); });
 }
 
 }  // namespace trident::cpu_ref

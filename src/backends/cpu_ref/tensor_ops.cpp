@@ -54,10 +54,7 @@ void clip_t(const KernelArgs& a, double lo_d, double hi_d) {
 
 }  // namespace
 
-void mul(const KernelArgs& args) {
-  expect_arity(args, 2, 1);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { mul_t<decltype(tag)>(args); });
-}
+void mul(const KernelArgs& args) { run_float(args, 2, [&](auto tag) { mul_t<decltype(tag)>(args); }); }
 
 void clip(const KernelArgs& args) {
   expect_arity(args, 1, 1);
