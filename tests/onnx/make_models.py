@@ -140,6 +140,20 @@ def vgg_head(opset, reshape):
     return n.model("input", y, opset, ["N", 3, 8, 10], 2)
 
 
+def exported_head(opset):
+    """What PyTorch's default (dynamo) exporter writes for adaptive average pooling to 1x1 and a
+    classifier: ReduceMean over H, W (axes an attribute before opset 18, an input from 18 on) with
+    keepdims=0 straight into Gemm; saved with its weights in an external data file."""
+    n = Net(6)
+    y = n.node("Relu", [n.bn(n.conv("input", "c1", 3, 8, 3, pad=1), "bn1", 8)])
+    if opset >= 18:
+        y = n.node("ReduceMean", [y, n.init("axes", np.array([-2, -1], np.int64))], keepdims=0)
+    else:
+        y = n.node("ReduceMean", [y], axes=[2, 3], keepdims=0)
+    y = n.node("Gemm", [y, n.init("fc.w", n.weight((5, 8), 8)), n.init("fc.b", np.ones(5, np.float32))], transB=1)
+    return n.model("input", y, opset, ["N", 3, 6, 6], 2)
+
+
 def flatten_then_relu(opset=13):
     """A flatten of H*W > 1 read by something other than Gemm/MatMul: refused, with a reason."""
     n = Net(5)
@@ -278,11 +292,15 @@ def main():
         os.remove(manifest_path)
     manifest = {"models": [], "corrupt": []}
 
-    def save(name, model, batches, chw, kind, check=True):
+    def save(name, model, batches, chw, kind, check=True, external=False):
         if check:
             onnx.checker.check_model(model)
         path = os.path.join(out_dir, name + ".onnx")
-        onnx.save(model, path)
+        if external:  # weights in one file beside the model, small tensors inline, as the dynamo exporter does
+            onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                      location=name + ".onnx.data", size_threshold=64)
+        else:
+            onnx.save(model, path)
         refs = list(reference(path, model, batches, out_dir, name, chw)) if batches else []
         manifest["models"].append({"name": name, "kind": kind, "opset": model.opset_import[0].version,
                                    "refs": refs})
@@ -293,6 +311,7 @@ def main():
         save(f"ops_b_op{opset}", ops_b(opset), [2], (3, 9, 9), "small")
         save(f"vgg_head_op{opset}", vgg_head(opset, False), [1, 2], (3, 8, 10), "small")
         save(f"vgg_head_reshape_op{opset}", vgg_head(opset, True), [1, 2], (3, 8, 10), "small")
+        save(f"exported_head_op{opset}", exported_head(opset), [1, 2], (3, 6, 6), "small", external=True)
     save("bn_training_op15", bn_training(), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):

@@ -30,13 +30,30 @@ struct Const {
   int64_t numel() const { return is_float ? int64_t(f.size()) : int64_t(i.size()); }
 };
 
-// Converts a TensorProto (FLOAT, INT64 or INT32; inline data only), checking that the data
-// holds exactly the declared element count before allocating. `where` prefixes errors.
-Const read_tensor(const onnx::TensorProto& t, const std::string& where);
+// Reads the tensors an exporter keeps in files beside the model (TensorProto's external data:
+// location, offset, length), confined to the model's folder: a location that is absolute,
+// climbs out with "..", or resolves outside through a link is refused, and the range must lie
+// inside the file. Built from an empty folder (a model given as bytes), it refuses every one.
+class ExternalData {
+ public:
+  explicit ExternalData(std::string folder) : folder_(std::move(folder)) {}
+  // The bytes of external tensor `t`, at most `max_bytes` of them; `what` names it in errors.
+  std::string read(const onnx::TensorProto& t, uint64_t max_bytes, const std::string& what) const;
+
+ private:
+  std::string folder_;
+};
+
+// Converts a TensorProto (FLOAT, INT64 or INT32; inline data, or external data read through
+// `external`), checking that the data holds exactly the declared element count before
+// allocating. `where` prefixes errors.
+Const read_tensor(const onnx::TensorProto& t, const std::string& where, const ExternalData& external);
 
 class Importer {
  public:
-  Importer(std::string label, const OnnxOptions& options) : label_(std::move(label)), options_(options) {}
+  // `folder`: where the model's external data files are ("" for a model given as bytes).
+  Importer(std::string label, const OnnxOptions& options, std::string folder = "")
+      : label_(std::move(label)), options_(options), external_(std::move(folder)) {}
   OnnxImport run(const onnx::ModelProto& model);
 
  private:
@@ -50,6 +67,7 @@ class Importer {
   void conv(const onnx::NodeProto& n);
   void batchnorm(const onnx::NodeProto& n);
   void clip(const onnx::NodeProto& n);
+  void reduce_mean(const onnx::NodeProto& n);
   void pool(const onnx::NodeProto& n, bool max);
   void add(const onnx::NodeProto& n);
   void mul(const onnx::NodeProto& n);
@@ -89,6 +107,7 @@ class Importer {
 
   std::string label_;
   OnnxOptions options_;
+  ExternalData external_;
   OnnxImport out_;
   int64_t model_batch_ = 1;
   std::map<std::string, Const> consts_;

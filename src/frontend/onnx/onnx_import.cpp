@@ -4,6 +4,7 @@
 #include "frontend/onnx/onnx_import.h"
 
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "core/checked_math.h"
@@ -16,8 +17,11 @@ namespace trident::frontend {
 
 using namespace onnx_detail;
 
-OnnxImport import_onnx_from_memory(const void* data, size_t size, const OnnxOptions& options,
-                                   const std::string& label) {
+namespace {
+
+// `folder`: where external data files are looked up ("" refuses them).
+OnnxImport import_bytes(const void* data, size_t size, const OnnxOptions& options, const std::string& label,
+                        const std::string& folder) {
   if (size > kMaxFileBytes) throw Error(label + ": larger than 2 GiB, the most ONNX protobuf allows");
   if (size == 0) throw Error(label + ": empty file, not an ONNX model");
   if (options.batch < 0 || options.batch > kMaxExtent)
@@ -25,14 +29,22 @@ OnnxImport import_onnx_from_memory(const void* data, size_t size, const OnnxOpti
   onnx::ModelProto model;
   if (!model.ParseFromArray(data, static_cast<int>(size)))
     throw Error(label + ": not a valid ONNX model (the protobuf is truncated or corrupt)");
-  return Importer(label, options).run(model);
+  return Importer(label, options, folder).run(model);
+}
+
+}  // namespace
+
+OnnxImport import_onnx_from_memory(const void* data, size_t size, const OnnxOptions& options,
+                                   const std::string& label) {
+  return import_bytes(data, size, options, label, "");
 }
 
 OnnxImport import_onnx(const std::string& path, const OnnxOptions& options) {
   const InputFile f(path, "ONNX file");
   if (f.size() > kMaxFileBytes) throw Error(path + ": larger than 2 GiB, the most ONNX protobuf allows");
   const std::string bytes = f.read_all();
-  return import_onnx_from_memory(bytes.data(), bytes.size(), options, path);
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  return import_bytes(bytes.data(), bytes.size(), options, path, folder.empty() ? "." : folder);
 }
 
 namespace onnx_detail {
@@ -43,7 +55,7 @@ OnnxImport Importer::run(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
   for (const auto& t : graph.initializer()) {
     if (t.name().empty()) throw Error(label_ + ": an initializer has no name");
-    if (!consts_.emplace(t.name(), read_tensor(t, label_ + ": initializer ")).second)
+    if (!consts_.emplace(t.name(), read_tensor(t, label_ + ": initializer ", external_)).second)
       throw Error(label_ + ": initializer " + quoted_name(t.name()) + " is defined twice");
   }
   if (graph.sparse_initializer_size() > 0) throw Error(label_ + ": sparse initializers are not supported");
@@ -139,6 +151,7 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "MaxPool") pool(n, true);
   else if (t == "AveragePool") pool(n, false);
   else if (t == "GlobalAveragePool") unary(n, "global_avgpool");
+  else if (t == "ReduceMean") reduce_mean(n);
   else if (t == "Add") add(n);
   else if (t == "Mul") mul(n);
   else if (t == "Flatten") flatten(n);

@@ -24,10 +24,11 @@ struct OnnxImport {
   int64_t opset = 0;
 };
 
+// Tensors kept in external data files are read from the model's folder (and only from there).
 OnnxImport import_onnx(const std::string& path, const OnnxOptions& options = {});
 
 // Same as import_onnx, from bytes already in memory (fuzzing, tests); `label` names the
-// source in error messages.
+// source in error messages. A model whose tensors keep their data in external files is refused.
 OnnxImport import_onnx_from_memory(const void* data, size_t size, const OnnxOptions& options = {},
                                    const std::string& label = "<memory>");
 

@@ -1,6 +1,7 @@
 // ONNX op → trident op conversion, one function per op type. Weights are converted from ONNX
 // layouts (OIHW, [in,out]) to trident's (OHWI, [out,in]) here, once; every unsupported
 // attribute value is an error naming the node rather than a silently different network.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -157,6 +158,33 @@ void Importer::unary(const onnx::NodeProto& n, const std::string& op) {
   if (op == "global_avgpool" && out_.graph.value(x).shape.size() != 4)
     fail(n, "input must be a 4-D [N,C,H,W] tensor");
   emit(n, op, {x}, {});
+}
+
+// ReduceMean over H and W of an [N,C,H,W] tensor, which PyTorch's dynamo exporter writes for
+// adaptive average pooling to 1×1: global_avgpool, then a flatten when keepdims = 0. The axes
+// are an attribute before opset 18 and a constant input from it on.
+void Importer::reduce_mean(const onnx::NodeProto& n) {
+  allow_attrs(n, {"axes", "keepdims", "noop_with_empty_axes"});
+  expect_io(n, 1, 2, 1);
+  const int x = activation(n, 0);
+  if (out_.graph.value(x).shape.size() != 4) fail(n, "only a mean over H and W of a 4-D [N,C,H,W] tensor is supported");
+  std::vector<int64_t> axes = attr_ints(n, "axes");
+  if (has_input(n, 1)) {
+    const Const& a = constant_of(n, 1);
+    if (a.is_float || a.dims.size() != 1) fail(n, "axes " + quoted_name(a.name) + " must be a 1-D int64 tensor");
+    axes = a.i;
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+  std::sort(axes.begin(), axes.end());
+  if (axes != std::vector<int64_t>{2, 3})
+    fail(n, "only a mean over H and W (axes 2 and 3) is supported, got axes " + shape_str(axes));
+  if (attr_int(n, "keepdims", 1) != 0) {
+    emit(n, "global_avgpool", {x}, {});
+    return;
+  }
+  const int pooled = emit(n, "global_avgpool", {x}, {}, 0)[0];
+  out_.graph.node(out_.graph.value(pooled).producer).name += ".pool";
+  emit(n, "flatten", {pooled}, {});
 }
 
 void Importer::clip(const onnx::NodeProto& n) {
@@ -361,7 +389,7 @@ void Importer::constant(const onnx::NodeProto& n) {
   if (a.name() == "value") {
     if (a.type() != onnx::AttributeProto::TENSOR) fail(n, "attribute 'value' must be a tensor");
     try {
-      c = read_tensor(a.t(), label_ + ": node '" + node_name(n) + "': ");
+      c = read_tensor(a.t(), label_ + ": node '" + node_name(n) + "': ", external_);
     } catch (const Error& e) {
       fail(n, e.what());
     }

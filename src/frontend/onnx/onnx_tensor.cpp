@@ -27,12 +27,13 @@ const char* type_name(int t) {
 }
 }  // namespace
 
-Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
+Const read_tensor(const onnx::TensorProto& t, const std::string& where, const ExternalData& external) {
   Const c;
   c.name = t.name();
   const std::string what = where + "tensor " + quoted_name(t.name());
-  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
-    throw Error(what + " keeps its data in an external file, which trident does not read");
+  const bool is_external = t.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!is_external && t.external_data_size() > 0)
+    throw Error(what + " lists external data but does not say its data is external");
   if (t.has_segment()) throw Error(what + " is segmented, which trident does not read");
   int64_t n = 1;
   for (int64_t d : t.dims()) {
@@ -43,7 +44,13 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where) {
     if (n > kMaxElements) throw Error(what + " is absurdly large (more than 2^28 elements)");
   }
   const int type = t.data_type();
-  const std::string& raw = t.raw_data();
+  if (is_external && type != onnx::TensorProto::FLOAT && type != onnx::TensorProto::INT64 &&
+      type != onnx::TensorProto::INT32)
+    throw Error(what + " has element type " + type_name(type) +
+                "; trident reads float32 weights and int64/int32 shapes only");
+  // At most 8 bytes an element: a larger file range cannot be this tensor's data.
+  const std::string external_bytes = is_external ? external.read(t, static_cast<uint64_t>(n) * 8, what) : std::string();
+  const std::string& raw = is_external ? external_bytes : t.raw_data();
   auto expect_count = [&](int64_t have, const char* field) {
     if (have != n)
       throw Error(what + " declares " + std::to_string(n) + " elements (dims " + shape_str(c.dims) +
