@@ -4,7 +4,9 @@
 // On a device backend (cuda) every value also has device memory: run() sends the host
 // buffers there, runs the kernels and brings every value back, so tests read host memory.
 // `misalign` > 0 places every device tensor that many elements past an aligned allocation,
-// so kernels see pointers that are not 16-byte aligned (their scalar paths).
+// so kernels see pointers that are not 16-byte aligned (their scalar paths). With
+// `share_aliases` false, outputs an op declares as aliases get their own buffers (the kernel
+// must then copy); keep_kernels() + relocate() run the same kernel objects on new addresses.
 #pragma once
 #include <map>
 #include <memory>
@@ -19,28 +21,22 @@ namespace trident::test_support {
 
 class GraphRunner {
  public:
-  GraphRunner(const ir::Graph& g, const std::string& backend, int64_t misalign = 0)
+  GraphRunner(const ir::Graph& g, const std::string& backend, int64_t misalign = 0, bool share_aliases = true)
       : g_(g), backend_(backend), ctx_(KernelRegistry::make_context(backend)), misalign_(misalign) {
     for (int v = 0; v < g.num_values(); ++v) storage_.emplace_back();
     root_.resize(g.num_values());
     for (int v = 0; v < g.num_values(); ++v) root_[v] = v;
     for (int nid : g.order()) {
       const ir::Node& n = g.node(nid);
-      for (auto [o, i] : ir::OpRegistry::get(n.op).aliases(n)) root_[n.outputs[o]] = root_[n.inputs[i]];
+      if (share_aliases)
+        for (auto [o, i] : ir::OpRegistry::get(n.op).aliases(n)) root_[n.outputs[o]] = root_[n.inputs[i]];
     }
     for (int v = 0; v < g.num_values(); ++v)
       if (root_[v] == v)
         storage_[v].resize(static_cast<size_t>(numel(g.value(v).shape)) * dtype_size(g.value(v).dtype));
-    if (ctx_->on_device()) {
-      device_.resize(g.num_values(), nullptr);
-      for (int v = 0; v < g.num_values(); ++v)
-        if (root_[v] == v) device_[v] = ctx_->allocate(storage_[v].size() + device_offset(v));
-    }
+    allocate_device();
   }
-  ~GraphRunner() {
-    for (void* p : device_)
-      if (p) ctx_->free(p);
-  }
+  ~GraphRunner() { free_device(); }
   GraphRunner(const GraphRunner&) = delete;
   GraphRunner& operator=(const GraphRunner&) = delete;
 
@@ -78,6 +74,22 @@ class GraphRunner {
     std::copy_n(static_cast<std::byte*>(b.data), b.bytes(), static_cast<std::byte*>(a.data));
   }
 
+  // From now on run() builds the kernels once and reuses them in later runs.
+  void keep_kernels() { keep_kernels_ = true; }
+
+  // Moves every buffer (host and device) to a new address, keeping the values: the next run
+  // of kept kernels must rebind every data pointer.
+  void relocate() {
+    std::vector<std::vector<std::byte>> moved(storage_.begin(), storage_.end());  // allocated while the old live
+    storage_.swap(moved);
+    if (ctx_->on_device()) {
+      std::vector<void*> old = std::move(device_);
+      allocate_device();
+      for (void* p : old)
+        if (p) ctx_->free(p);
+    }
+  }
+
   // Runs every node once; `repeats` > 1 runs the whole graph again (cache and re-run checks).
   void run(int repeats = 1) {
     const bool dev = ctx_->on_device();
@@ -90,17 +102,20 @@ class GraphRunner {
         const std::vector<std::byte> poison(produced ? storage_[v].size() : 0, std::byte{0xff});
         ctx_->copy_to_device(device_data(v), produced ? poison.data() : storage_[v].data(), storage_[v].size());
       }
-    std::vector<std::pair<std::unique_ptr<Kernel>, KernelArgs>> steps;
+    if (kernels_.empty())
+      for (int nid : g_.order()) kernels_.push_back(KernelRegistry::make(backend_, g_.node(nid), g_, *ctx_));
+    std::vector<KernelArgs> steps;
     for (int nid : g_.order()) {
       const ir::Node& n = g_.node(nid);
       KernelArgs args{n, {}, {}};
       for (int in : n.inputs) args.in.push_back(dev ? device_view(in) : view(in));
       for (int out : n.outputs) args.out.push_back(dev ? device_view(out) : view(out));
-      steps.emplace_back(KernelRegistry::make(backend_, n, g_, *ctx_), std::move(args));
+      steps.push_back(std::move(args));
     }
     for (int r = 0; r < repeats; ++r)
-      for (auto& [kernel, args] : steps) kernel->run(args);
+      for (size_t k = 0; k < steps.size(); ++k) kernels_[k]->run(steps[k]);
     ctx_->synchronize();
+    if (!keep_kernels_) kernels_.clear();
     if (dev)
       for (int v = 0; v < g_.num_values(); ++v)
         if (root_[v] == v) ctx_->copy_to_host(storage_[v].data(), device_data(v), storage_[v].size());
@@ -133,6 +148,18 @@ class GraphRunner {
     return {device_data(v), val.shape, val.dtype};
   }
 
+  void allocate_device() {
+    if (!ctx_->on_device()) return;
+    device_.assign(g_.num_values(), nullptr);
+    for (int v = 0; v < g_.num_values(); ++v)
+      if (root_[v] == v) device_[v] = ctx_->allocate(storage_[v].size() + device_offset(v));
+  }
+  void free_device() {
+    for (void* p : device_)
+      if (p) ctx_->free(p);
+    device_.clear();
+  }
+
   const ir::Graph& g_;
   std::string backend_;
   std::shared_ptr<BackendContext> ctx_;
@@ -140,6 +167,8 @@ class GraphRunner {
   std::vector<std::vector<std::byte>> storage_;
   std::vector<int> root_;
   int64_t misalign_ = 0;  // elements between a device allocation and its tensor
+  bool keep_kernels_ = false;
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // in g_.order(): built by run(), kept between runs if asked
 };
 
 }  // namespace trident::test_support

@@ -1,0 +1,60 @@
+// The table of cross-backend op cases: every family file of support/op_cases/ appends its entries
+// once, in a fixed order, and the names are checked to be unique (they name tests).
+#include <set>
+#include <stdexcept>
+
+#include "ir/op_registry.h"
+#include "support/op_cases/family.h"
+
+namespace trident::test_support {
+
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> cases = [] {
+    std::vector<OpCase> all;
+    op_family::add_conv_cases(all);
+    op_family::add_batchnorm_cases(all);
+    op_family::add_pool_cases(all);
+    op_family::add_elementwise_cases(all);
+    op_family::add_linear_loss_sgd_cases(all);
+    op_family::add_cast_cases(all);
+    std::set<std::string> seen;
+    for (const OpCase& c : all)
+      if (!seen.insert(c.name).second) throw std::logic_error("two op cases are named " + c.name);
+    return all;
+  }();
+  return cases;
+}
+
+namespace op_family {
+
+std::string tag(const Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
+Shape inferred_shape(const std::string& op, const std::vector<Shape>& inputs, const ir::Attrs& attrs, int index) {
+  ir::Graph g;
+  ir::Node probe;
+  probe.op = op;
+  for (size_t i = 0; i < inputs.size(); ++i) probe.inputs.push_back(g.add_input("in" + std::to_string(i), inputs[i]));
+  probe.attrs = attrs;
+  return ir::OpRegistry::get(op).infer(probe, g).at(static_cast<size_t>(index)).shape;
+}
+
+OpCase decomposition_case(std::string name, std::function<ir::Graph(DType)> build) {
+  OpCase c;
+  c.name = std::move(name) + "_vs_decomposition";
+  c.build = std::move(build);
+  c.measure = Measure::PerElement;
+  c.reference = Reference::Decomposition;
+  c.seeds = {7};
+  return c;
+}
+
+std::function<void(GraphRunner&, const ir::Graph&)> make_positive(std::vector<std::string> names) {
+  return [names](GraphRunner& r, const ir::Graph& g) { map_values(r, g, names, positive); };
+}
+
+}  // namespace op_family
+}  // namespace trident::test_support

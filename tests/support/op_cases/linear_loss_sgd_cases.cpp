@@ -1,0 +1,212 @@
+// Op cases of the classifier head and the optimizer: linear with its data and weight gradients (±
+// bias; square, skinny and odd shapes; f32 matmuls on cuda use TF32, Row::Tf32), softmax
+// cross-entropy and its gradient (class counts from 3 to several thousand), and sgd_update over
+// several tensors with and without momentum, weight decay and Nesterov, in place and into separate
+// buffers.
+#include <algorithm>
+#include <cmath>
+
+#include "support/op_cases/family.h"
+
+namespace trident::test_support::op_family {
+namespace {
+
+using ir::Attrs;
+
+const std::vector<DType> kF32F16{DType::f32, DType::f16};
+
+OpCase per_element(std::string name, std::function<ir::Graph(DType)> build, Fill fill) {
+  OpCase c;
+  c.name = std::move(name);
+  c.build = std::move(build);
+  c.measure = Measure::PerElement;
+  c.fill = fill;
+  c.seeds = {11, 12};
+  return c;
+}
+
+ir::Graph linear_graph(DType t, int64_t N, int64_t I, int64_t O, bool bias) {
+  ir::Graph g;
+  std::vector<int> in{g.add_input("x", {N, I}, t), g.add_parameter("w", {O, I}, {}, t)};
+  if (bias) in.push_back(g.add_parameter("b", {O}, {}, t));
+  g.add_node1("linear", in, {}, "y");
+  const int dy = g.add_input("dy", {N, O}, t);
+  g.add_node1("linear_backward_data", {dy, in[1]}, {}, "dx");
+  g.add_node("linear_backward_weight", {in[0], dy}, {{"has_bias", int64_t{bias}}}, "wgrad");
+  return g;
+}
+
+// logits [N,K] in `d`; labels are drawn in 0..2 by the runner, so K ≥ 3.
+ir::Graph loss_graph(DType d, int64_t N, int64_t K) {
+  ir::Graph g;
+  const int logits = g.add_input("logits", {N, K}, d);
+  const int labels = g.add_input("labels", {N}, DType::i32);
+  g.add_node1("softmax_cross_entropy", {logits, labels}, {}, "loss");
+  g.add_node1("softmax_cross_entropy_backward", {logits, labels, g.add_input("dloss", {1}, d)}, {}, "dlogits");
+  return g;
+}
+
+// Logits four times wider (confident rows), labels over every class: each row's label from its
+// first logit, so every draw has its own.
+void wide_logits_any_label(GraphRunner& r, const ir::Graph& g) {
+  map_values(r, g, {"logits"}, [](double v) { return 4 * v; });
+  const int lv = g.find_value("logits");
+  const int64_t K = g.value(lv).shape[1];
+  const std::vector<double> logits = r.values(lv);
+  TensorView labels = r.view(g.find_value("labels"));
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    const double u = (logits[static_cast<size_t>(i * K)] + 4) / 8;  // in [0, 1)
+    labels.as<int32_t>()[i] = static_cast<int32_t>(std::clamp<int64_t>(static_cast<int64_t>(u * K), 0, K - 1));
+  }
+}
+
+ir::Graph sgd_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool state_roles) {
+  ir::Graph g;
+  std::vector<int> in{g.add_input("lr", {1})};
+  const size_t n = shapes.size();
+  for (size_t i = 0; i < n; ++i)
+    in.push_back(state_roles ? g.add_parameter("p" + std::to_string(i), shapes[i], {})
+                             : g.add_input("p" + std::to_string(i), shapes[i]));
+  for (size_t i = 0; i < n; ++i) in.push_back(g.add_input("g" + std::to_string(i), shapes[i]));
+  for (size_t i = 0; i < n; ++i)
+    in.push_back(state_roles ? g.add_state("m" + std::to_string(i), shapes[i], {})
+                             : g.add_input("m" + std::to_string(i), shapes[i]));
+  Attrs a = hyper;
+  a.set("count", static_cast<int64_t>(n));
+  g.add_node("sgd_update", in, a, "sgd");
+  return g;
+}
+
+}  // namespace
+
+void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
+  // One node a case on small integers, per element.
+  struct Linear {
+    const char* name;
+    int64_t N, I, O;
+    bool bias;
+  };
+  for (const Linear& l : {Linear{"Bias", 8, 20, 10, true}, Linear{"NoBias", 8, 20, 10, false},
+                          Linear{"OddSizes", 5, 33, 7, true}, Linear{"SingleSample", 1, 64, 3, false}}) {
+    const int64_t N = l.N, I = l.I, O = l.O;
+    const bool bias = l.bias;
+    auto one = [&](const std::string& op, std::function<ir::Graph(DType)> build) {
+      OpCase c = per_element(op + "_" + l.name, std::move(build), Fill::SmallInts);
+      c.row = Row::Tf32;
+      cases.push_back(std::move(c));
+    };
+    one("linear", [=](DType d) {
+      ir::Graph g;
+      std::vector<int> in{g.add_input("x", {N, I}, d), g.add_parameter("w", {O, I}, {}, d)};
+      if (bias) in.push_back(g.add_parameter("b", {O}, {}, d));
+      g.add_node1("linear", in, {}, "fc");
+      return g;
+    });
+    one("linear_backward_data", [=](DType d) {
+      ir::Graph g;
+      g.add_node1("linear_backward_data", {g.add_input("dy", {N, O}, d), g.add_parameter("w", {O, I}, {}, d)}, {},
+                  "fc.dgrad");
+      return g;
+    });
+    one("linear_backward_weight", [=](DType d) {
+      ir::Graph g;
+      g.add_node("linear_backward_weight", {g.add_input("x", {N, I}, d), g.add_input("dy", {N, O}, d)},
+                 {{"has_bias", int64_t{bias}}}, "fc.wgrad");
+      return g;
+    });
+  }
+  // Forward and both backward passes in one graph, relative to the tensor's scale.
+  struct Dims {
+    int64_t N, I, O;
+  };
+  for (const Dims& d : {Dims{8, 16, 8}, Dims{32, 512, 10}, Dims{256, 2048, 1000}, Dims{5, 24, 40}})
+    for (bool bias : {false, true}) {
+      std::vector<std::string> outs{"y", "dx", bias ? "wgrad.dw" : "wgrad"};
+      if (bias) outs.push_back("wgrad.db");
+      OpCase c;
+      c.name = "linear_fwd_bwd_N" + std::to_string(d.N) + "_I" + std::to_string(d.I) + "_O" + std::to_string(d.O) +
+               (bias ? "_bias" : "");
+      c.build = [=](DType t) { return linear_graph(t, d.N, d.I, d.O, bias); };
+      c.dtypes = kF32F16;
+      c.outputs = outs;
+      c.row = Row::Tf32;
+      c.seeds = {51};
+      cases.push_back(std::move(c));
+    }
+
+  // Softmax cross-entropy: wide logits, labels over every class, per element.
+  for (const Shape& s : {Shape{6, 10}, Shape{1, 3}, Shape{9, 17}}) {
+    const Shape ls{s[0]};
+    OpCase fwd = per_element(
+        "softmax_cross_entropy_" + tag(s),
+        [=](DType d) {
+          ir::Graph g;
+          g.add_node1("softmax_cross_entropy", {g.add_input("logits", s, d), g.add_input("labels", ls, DType::i32)}, {},
+                      "loss");
+          return g;
+        },
+        Fill::Uniform);
+    OpCase bwd = per_element(
+        "softmax_cross_entropy_backward_" + tag(s),
+        [=](DType d) {
+          ir::Graph g;
+          g.add_node1(
+              "softmax_cross_entropy_backward",
+              {g.add_input("logits", s, d), g.add_input("labels", ls, DType::i32), g.add_input("dloss", {1}, d)}, {},
+              "loss.backward");
+          return g;
+        },
+        Fill::Uniform);
+    fwd.prepare = bwd.prepare = wide_logits_any_label;
+    cases.push_back(std::move(fwd));
+    cases.push_back(std::move(bwd));
+  }
+  for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {7, 10}, {256, 10}, {33, 1000}, {3, 5003}}) {
+    OpCase c;
+    c.name = "softmax_cross_entropy_fwd_bwd_N" + std::to_string(N) + "_K" + std::to_string(K);
+    c.build = [N = N, K = K](DType d) { return loss_graph(d, N, K); };
+    c.dtypes = kF32F16;
+    c.outputs = {"loss", "dlogits"};
+    c.seeds = {31};
+    cases.push_back(std::move(c));
+  }
+
+  // sgd_update: lr 0.1, three small tensors, in place and into separate buffers.
+  for (int64_t nesterov : {0, 1})
+    for (bool separate : {false, true}) {
+      const Attrs hyper{{"momentum", 0.9}, {"weight_decay", 1e-2}, {"nesterov", nesterov}};
+      OpCase c = per_element(
+          std::string("sgd_update_small") + (nesterov ? "_nesterov" : "") + (separate ? "_separate" : ""),
+          [=](DType) {
+            return sgd_graph({{3, 4}, {5}, {2, 3, 3, 2}}, hyper, false);
+          },
+          Fill::Uniform);
+      c.prepare = [](GraphRunner& r, const ir::Graph& g) { r.view(g.find_value("lr")).as<float>()[0] = 0.1f; };
+      c.separate_outputs = separate;
+      cases.push_back(std::move(c));
+    }
+  // Parameters of odd sizes (as the planner lays them out: parameters, inputs, state), with and
+  // without momentum, weight decay and Nesterov.
+  const std::vector<Shape> params = {{3}, {10, 3, 3, 3}, {64}, {1000, 7}, {5}};
+  std::vector<std::string> updated;
+  for (size_t i = 0; i < params.size(); ++i) {
+    updated.push_back("p" + std::to_string(i));
+    updated.push_back("m" + std::to_string(i));
+  }
+  const std::pair<const char*, Attrs> hypers[] = {
+      {"plain", {{"momentum", 0.0}, {"weight_decay", 0.0}, {"nesterov", int64_t{0}}}},
+      {"momentum", {{"momentum", 0.9}, {"weight_decay", 5e-4}, {"nesterov", int64_t{0}}}},
+      {"nesterov", {{"momentum", 0.9}, {"weight_decay", 1e-4}, {"nesterov", int64_t{1}}}},
+  };
+  for (const auto& [name, attrs] : hypers) {
+    const Attrs hyper = attrs;
+    OpCase c;
+    c.name = std::string("sgd_update_tensor_table_") + name;
+    c.build = [=](DType) { return sgd_graph(params, hyper, true); };
+    c.outputs = updated;
+    c.seeds = {41};
+    cases.push_back(std::move(c));
+  }
+}
+
+}  // namespace trident::test_support::op_family
