@@ -35,8 +35,8 @@ inline std::string gpu_missing_reason() {
 #endif
 }
 
-#define TRIDENT_REQUIRE_GPU()                                                           \
-  do {                                                                                  \
+#define TRIDENT_REQUIRE_GPU()                                                          \
+  do {                                                                                 \
     const std::string trident_gpu_why = ::trident::test_support::gpu_missing_reason(); \
     if (!trident_gpu_why.empty()) GTEST_SKIP() << "needs a GPU: " << trident_gpu_why;  \
   } while (0)
@@ -49,13 +49,12 @@ inline void expect_close_scaled(const std::vector<double>& got, const std::vecto
   const Tolerance tol = tolerance(row);
   double scale = 1;
   for (double r : ref) scale = std::max(scale, std::abs(r));
-  int reported = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const bool ok = std::abs(got[i] - ref[i]) <= tol.atol * scale + tol.rtol * std::abs(ref[i]);
-    if (ok && std::isfinite(got[i])) continue;
-    ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " vs reference " << ref[i] << " (scale " << scale << ")";
-    if (++reported == 5) return;
-  }
+  expect_each(
+      got.size(),
+      [&](size_t i) {
+        return std::abs(got[i] - ref[i]) <= tol.atol * scale + tol.rtol * std::abs(ref[i]) && std::isfinite(got[i]);
+      },
+      [&](size_t i) { return mismatch(what, i, got[i], ref[i]) + cat(" (scale ", scale, ")"); });
 }
 
 // ‖got − ref‖₂ / ‖ref‖₂ ≤ the row's rtol: for whole training steps, where reduced precision
@@ -83,16 +82,38 @@ inline void expect_close_norm(const std::vector<double>& got, const std::vector<
 inline void expect_rounded_equal(const std::vector<double>& got, const std::vector<double>& ref, DType t,
                                  const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
-  int reported = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
+  auto want = [&](size_t i) {
     const float r = static_cast<float>(ref[i]);
-    const double want = t == DType::f16    ? half_to_float(float_to_half(r))
-                        : t == DType::bf16 ? bf16_to_float(float_to_bf16(r))
-                                           : r;
-    if (got[i] == want || (std::isnan(got[i]) && std::isnan(want))) continue;
-    ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " but the reference rounded to " << dtype_name(t) << " is "
-                  << want;
-    if (++reported == 5) return;
+    return t == DType::f16 ? half_to_float(float_to_half(r)) : t == DType::bf16 ? bf16_to_float(float_to_bf16(r)) : r;
+  };
+  expect_each(
+      got.size(), [&](size_t i) { return got[i] == want(i) || (std::isnan(got[i]) && std::isnan(want(i))); },
+      [&](size_t i) {
+        return cat(what, "[", i, "]: ", got[i], " but the reference rounded to ", dtype_name(t), " is ", want(i));
+      });
+}
+
+// Copies every non-activation value of `from` (graph g) into `to` (graph rg, the same names):
+// bytes where the dtypes agree, else converted to the reference's f32, f64 or i32.
+inline void copy_into_reference(GraphRunner& from, const ir::Graph& g, GraphRunner& to, const ir::Graph& rg) {
+  for (int v = 0; v < g.num_values(); ++v) {
+    const ir::Value& val = g.value(v);
+    if (val.role == ir::ValueRole::Activation) continue;
+    const int r = rg.find_value(val.name);
+    ASSERT_GE(r, 0) << "reference graph lacks " << val.name;
+    TensorView t = to.view(r);
+    if (t.dtype == val.dtype) {
+      to.copy_from(from, r, v);
+      continue;
+    }
+    const std::vector<double> x = from.values(v);
+    ASSERT_EQ(static_cast<size_t>(t.numel()), x.size()) << val.name;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (t.dtype == DType::f32) t.as<float>()[i] = static_cast<float>(x[i]);
+      else if (t.dtype == DType::f64) t.as<double>()[i] = x[i];
+      else if (t.dtype == DType::i32) t.as<int32_t>()[i] = static_cast<int32_t>(x[i]);
+      else FAIL() << "reference values must be f32, f64 or i32: " << val.name;
+    }
   }
 }
 
@@ -104,26 +125,13 @@ using ValueCheck = std::function<void(const std::vector<double>&, const std::vec
 // into the reference. Then every value named in `compare` is checked with `check`. `misalign`
 // places the GPU tensors that many elements past aligned memory (GraphRunner).
 inline void run_against_cpu_ref(const ir::Graph& gpu, const ir::Graph& ref, const std::vector<std::string>& compare,
-                                uint64_t seed, const std::function<void(GraphRunner&)>& adjust_inputs,
-                                int64_t misalign, const ValueCheck& check) {
+                                uint64_t seed, const std::function<void(GraphRunner&)>& adjust_inputs, int64_t misalign,
+                                const ValueCheck& check) {
   GraphRunner on_gpu(gpu, "cuda", misalign), on_ref(ref, "cpu_ref");
   on_gpu.randomize(seed);
   if (adjust_inputs) adjust_inputs(on_gpu);
-  for (int v = 0; v < gpu.num_values(); ++v) {
-    const ir::Value& val = gpu.value(v);
-    if (val.role == ir::ValueRole::Activation) continue;
-    const int r = ref.find_value(val.name);
-    ASSERT_GE(r, 0) << "reference graph lacks " << val.name;
-    const std::vector<double> x = on_gpu.values(v);
-    TensorView t = on_ref.view(r);
-    ASSERT_EQ(static_cast<size_t>(t.numel()), x.size()) << val.name;
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (t.dtype == DType::f32) t.as<float>()[i] = static_cast<float>(x[i]);
-      else if (t.dtype == DType::f64) t.as<double>()[i] = x[i];
-      else if (t.dtype == DType::i32) t.as<int32_t>()[i] = static_cast<int32_t>(x[i]);
-      else FAIL() << "reference values must be f32, f64 or i32: " << val.name;
-    }
-  }
+  copy_into_reference(on_gpu, gpu, on_ref, ref);
+  if (::testing::Test::HasFatalFailure()) return;
   on_gpu.run();
   on_ref.run();
   for (const std::string& name : compare) {
@@ -163,6 +171,14 @@ inline void check_rounded_reference(const GraphBuild& build, DType dtype, const 
                       [&](const std::vector<double>& got, const std::vector<double>& want, const std::string& name) {
                         expect_rounded_equal(got, want, dtype, name);
                       });
+}
+
+// Names of every value the nodes of `g` write.
+inline std::vector<std::string> produced_names(const ir::Graph& g) {
+  std::vector<std::string> names;
+  for (int nid : g.order())
+    for (int v : g.node(nid).outputs) names.push_back(g.value(v).name);
+  return names;
 }
 
 // Value `name` after one run of `g` on cuda from random inputs drawn from `seed`.

@@ -60,6 +60,8 @@ struct OpCase {
 
 // Every case, in table order (support/op_cases.cpp).
 const std::vector<OpCase>& op_cases();
+// The case named `name` (tests beside the table reuse its graphs: determinism, paths chosen).
+const OpCase& op_case(const std::string& name);
 
 // Why `c` cannot run on `backend` in `dtype` here (no GPU, an op without a kernel there), or "".
 std::string op_case_skip_reason(const OpCase& c, const std::string& backend, DType dtype);

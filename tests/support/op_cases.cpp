@@ -25,6 +25,12 @@ const std::vector<OpCase>& op_cases() {
   return cases;
 }
 
+const OpCase& op_case(const std::string& name) {
+  for (const OpCase& c : op_cases())
+    if (c.name == name) return c;
+  throw std::logic_error("no op case is named " + name);
+}
+
 namespace op_family {
 
 std::string tag(const Shape& s) {
@@ -40,6 +46,27 @@ Shape inferred_shape(const std::string& op, const std::vector<Shape>& inputs, co
   for (size_t i = 0; i < inputs.size(); ++i) probe.inputs.push_back(g.add_input("in" + std::to_string(i), inputs[i]));
   probe.attrs = attrs;
   return ir::OpRegistry::get(op).infer(probe, g).at(static_cast<size_t>(index)).shape;
+}
+
+OpCase scaled_case(std::string name, std::function<ir::Graph(DType)> build, uint64_t seed, std::vector<DType> dtypes,
+                   std::vector<std::string> outputs) {
+  OpCase c;
+  c.name = std::move(name);
+  c.build = std::move(build);
+  c.dtypes = std::move(dtypes);
+  c.seeds = {seed};
+  c.outputs = std::move(outputs);
+  return c;
+}
+
+OpCase per_element_case(std::string name, std::function<ir::Graph(DType)> build, Fill fill) {
+  OpCase c;
+  c.name = std::move(name);
+  c.build = std::move(build);
+  c.measure = Measure::PerElement;
+  c.fill = fill;
+  c.seeds = {11, 12};
+  return c;
 }
 
 OpCase decomposition_case(std::string name, std::function<ir::Graph(DType)> build) {

@@ -22,11 +22,7 @@ namespace trident::test_support {
 namespace {
 
 std::vector<std::string> compared_outputs(const OpCase& c, const ir::Graph& g) {
-  if (!c.outputs.empty()) return c.outputs;
-  std::vector<std::string> names;
-  for (int nid : g.order())
-    for (int v : g.node(nid).outputs) names.push_back(g.value(v).name);
-  return names;
+  return c.outputs.empty() ? produced_names(g) : c.outputs;
 }
 
 // Small integers in [-3, 3] for every f32 input, parameter and state value.
@@ -56,42 +52,15 @@ void poison_outputs(GraphRunner& r, const ir::Graph& g) {
     }
 }
 
-// The reference's copy of every non-activation value of the tested runner.
-void copy_inputs(GraphRunner& tested, const ir::Graph& g, GraphRunner& ref, const ir::Graph& rg) {
-  for (int v = 0; v < g.num_values(); ++v) {
-    const ir::Value& val = g.value(v);
-    if (val.role == ir::ValueRole::Activation) continue;
-    const int r = rg.find_value(val.name);
-    ASSERT_GE(r, 0) << "reference graph lacks " << val.name;
-    TensorView t = ref.view(r);
-    if (t.dtype == val.dtype) {
-      ref.copy_from(tested, r, v);
-      continue;
-    }
-    const std::vector<double> x = tested.values(v);
-    ASSERT_EQ(static_cast<size_t>(t.numel()), x.size()) << val.name;
-    for (size_t i = 0; i < x.size(); ++i) {
-      if (t.dtype == DType::f32) t.as<float>()[i] = static_cast<float>(x[i]);
-      else if (t.dtype == DType::f64) t.as<double>()[i] = x[i];
-      else if (t.dtype == DType::i32) t.as<int32_t>()[i] = static_cast<int32_t>(x[i]);
-      else FAIL() << "reference values must be f32, f64 or i32: " << val.name;
-    }
-  }
-}
-
 void expect_close_to_output_scale(const std::vector<double>& got, const std::vector<double>& ref, DType row,
                                   const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   const Tolerance tol = tolerance(row);
   double largest = 0;
   for (double r : ref) largest = std::max(largest, std::abs(r));
-  int reported = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::abs(got[i] - ref[i]) <= tol.atol + tol.rtol * largest) continue;  // NaN fails
-    ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " vs reference " << ref[i] << " (largest " << largest
-                  << ")";
-    if (++reported == 5) return;
-  }
+  expect_each(
+      got.size(), [&](size_t i) { return std::abs(got[i] - ref[i]) <= tol.atol + tol.rtol * largest; },  // NaN fails
+      [&](size_t i) { return mismatch(what, i, got[i], ref[i]) + cat(" (largest ", largest, ")"); });
 }
 
 void expect_same_bits(GraphRunner& a, int va, GraphRunner& b, int vb, const std::string& what) {
@@ -99,15 +68,13 @@ void expect_same_bits(GraphRunner& a, int va, GraphRunner& b, int vb, const std:
   ASSERT_EQ(x.bytes(), y.bytes()) << what;
   const size_t width = dtype_size(x.dtype);
   const std::vector<double> xs = a.values(va), ys = b.values(vb);
-  int reported = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    if (std::memcmp(static_cast<const std::byte*>(x.data) + i * width,
-                    static_cast<const std::byte*>(y.data) + i * width, width) == 0)
-      continue;
-    ADD_FAILURE() << what << "[" << i << "]: " << xs[static_cast<size_t>(i)] << " but the reference gives "
-                  << ys[static_cast<size_t>(i)];
-    if (++reported == 5) return;
-  }
+  expect_each(
+      static_cast<size_t>(x.numel()),
+      [&](size_t i) {
+        return std::memcmp(static_cast<const std::byte*>(x.data) + i * width,
+                           static_cast<const std::byte*>(y.data) + i * width, width) == 0;
+      },
+      [&](size_t i) { return cat(what, "[", i, "]: ", xs[i], " but the reference gives ", ys[i]); });
 }
 
 }  // namespace
@@ -169,7 +136,7 @@ void check_op_case(const OpCase& c, const std::string& backend, DType dtype) {
     if (c.fill == Fill::SmallInts) fill_small_ints(tested, g, seed);
     if (c.prepare) c.prepare(tested, g);
     GraphRunner ref(rg, "cpu_ref", 0, !c.separate_outputs);
-    copy_inputs(tested, g, ref, rg);
+    copy_into_reference(tested, g, ref, rg);
     if (::testing::Test::HasFatalFailure()) return;
     poison_outputs(tested, g);
     tested.run();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,16 +26,39 @@ inline Tolerance tolerance(DType t) {
   }
 }
 
+// One failure per element i < n where ok(i) is false, the first five described by describe(i)
+// (a string): every comparison of the suite reports its mismatches this way.
+template <class Ok, class Describe>
+void expect_each(size_t n, Ok ok, Describe describe) {
+  int reported = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (ok(i)) continue;
+    ADD_FAILURE() << describe(i);
+    if (++reported == 5) return;
+  }
+}
+
+// The parts streamed into one string, numbers with every digit (as gtest prints them).
+template <class... T>
+std::string cat(const T&... parts) {
+  std::ostringstream os;
+  os.precision(17);
+  (os << ... << parts);
+  return os.str();
+}
+
+// "what[i]: got vs reference ref", what a mismatch says.
+inline std::string mismatch(const std::string& what, size_t i, double got, double ref) {
+  return cat(what, "[", i, "]: ", got, " vs reference ", ref);
+}
+
 inline void expect_close(const std::vector<double>& got, const std::vector<double>& ref, DType t,
                          const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   const Tolerance tol = tolerance(t);
-  int reported = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::abs(got[i] - ref[i]) <= tol.atol + tol.rtol * std::abs(ref[i])) continue;
-    ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " vs reference " << ref[i];
-    if (++reported == 5) return;
-  }
+  expect_each(
+      got.size(), [&](size_t i) { return std::abs(got[i] - ref[i]) <= tol.atol + tol.rtol * std::abs(ref[i]); },
+      [&](size_t i) { return mismatch(what, i, got[i], ref[i]); });
 }
 
 }  // namespace trident::test_support

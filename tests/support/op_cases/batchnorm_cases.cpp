@@ -11,16 +11,9 @@ namespace {
 
 using ir::Attrs;
 
-const std::vector<DType> kF32F16{DType::f32, DType::f16};
-
 OpCase make(std::string name, std::function<ir::Graph(DType)> build, uint64_t seed,
             std::vector<std::string> outputs = {}) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.dtypes = kF32F16;
-  c.seeds = {seed};
-  c.outputs = std::move(outputs);
+  OpCase c = scaled_case(std::move(name), std::move(build), seed, kF32F16, std::move(outputs));
   // A saved inverse deviation is positive: oneDNN's backward takes the variance, from which a
   // negative one's sign cannot come back.
   c.prepare = make_positive({"saved_invstd"});
@@ -29,11 +22,7 @@ OpCase make(std::string name, std::function<ir::Graph(DType)> build, uint64_t se
 
 // Per element on the f32 row, two draws: the odd channel counts and momenta.
 OpCase per_element(std::string name, std::function<ir::Graph(DType)> build, std::vector<std::string> positive_values) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.measure = Measure::PerElement;
-  c.seeds = {11, 12};
+  OpCase c = per_element_case(std::move(name), std::move(build));
   c.prepare = make_positive(std::move(positive_values));
   return c;
 }

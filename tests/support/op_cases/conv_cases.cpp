@@ -77,30 +77,18 @@ ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d) {
   return g;
 }
 
-const std::vector<DType> kF32{DType::f32};
-const std::vector<DType> kF32F16{DType::f32, DType::f16};
-
 // Small integers, exact in f32 on every backend: per element, two draws.
 OpCase exact_case(std::string name, std::function<ir::Graph(DType)> build) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.measure = Measure::PerElement;
+  OpCase c = per_element_case(std::move(name), std::move(build), Fill::SmallInts);
   c.row = Row::Tf32;
-  c.fill = Fill::SmallInts;
-  c.seeds = {11, 12};
   return c;
 }
 
 // Uniform reals in f32 and f16, relative to the tensor's scale.
 OpCase real_case(std::string name, std::function<ir::Graph(DType)> build, uint64_t seed,
                  std::vector<DType> dtypes = kF32F16) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.dtypes = std::move(dtypes);
+  OpCase c = scaled_case(std::move(name), std::move(build), seed, std::move(dtypes));
   c.row = Row::Tf32;
-  c.seeds = {seed};
   return c;
 }
 

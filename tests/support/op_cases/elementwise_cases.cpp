@@ -9,29 +9,6 @@ namespace {
 
 using ir::Attrs;
 
-const std::vector<DType> kF32F16{DType::f32, DType::f16};
-const std::vector<DType> kAllFloat{DType::f32, DType::f16, DType::bf16};
-
-OpCase make(std::string name, std::function<ir::Graph(DType)> build, uint64_t seed, std::vector<DType> dtypes,
-            std::vector<std::string> outputs = {}) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.dtypes = std::move(dtypes);
-  c.seeds = {seed};
-  c.outputs = std::move(outputs);
-  return c;
-}
-
-OpCase per_element(std::string name, std::function<ir::Graph(DType)> build) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.measure = Measure::PerElement;
-  c.seeds = {11, 12};
-  return c;
-}
-
 ir::Graph unary(const char* op, const Shape& s, DType d, const Attrs& a = {}) {
   ir::Graph g;
   g.add_node1(op, {g.add_input("x", s, d)}, a, "y");
@@ -59,22 +36,22 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   // Per element, two draws.
   for (const Shape& s : {Shape{2, 5, 5, 3}, Shape{7, 13}, Shape{1}}) {
     const std::string t = tag(s);
-    cases.push_back(per_element("relu_" + t, [=](DType d) { return unary("relu", s, d); }));
-    OpCase back =
-        per_element("relu_backward_" + t, [=](DType d) { return binary("relu_backward", "y", "dy", s, s, d, "dx"); });
+    cases.push_back(per_element_case("relu_" + t, [=](DType d) { return unary("relu", s, d); }));
+    OpCase back = per_element_case("relu_backward_" + t,
+                                   [=](DType d) { return binary("relu_backward", "y", "dy", s, s, d, "dx"); });
     back.prepare = [](GraphRunner& r, const ir::Graph& g) { map_values(r, g, {"y"}, non_negative); };
     cases.push_back(std::move(back));
-    cases.push_back(per_element("add_" + t, [=](DType d) { return binary("add", "x", "z", s, s, d); }));
+    cases.push_back(per_element_case("add_" + t, [=](DType d) { return binary("add", "x", "z", s, s, d); }));
   }
   const char* programs[] = {"relu", "add:1", "add:1,relu", "relu;add:1", "add:1,relu;relu,add:2;add:2,add:1,relu"};
   for (const Shape& s : {Shape{2, 5, 5, 3}, Shape{7, 13}})
     for (size_t p = 0; p < std::size(programs); ++p) {
       const std::string program = programs[p];
       const std::string name = "elementwise_program" + std::to_string(p + 1) + "_" + tag(s);
-      cases.push_back(per_element(name, [=](DType d) { return program_graph(d, s, program); }));
+      cases.push_back(per_element_case(name, [=](DType d) { return program_graph(d, s, program); }));
       cases.push_back(decomposition_case(name, [=](DType d) { return program_graph(d, s, program); }));
     }
-  cases.push_back(per_element("fill_3x4", [](DType) {
+  cases.push_back(per_element_case("fill_3x4", [](DType) {
     ir::Graph g;
     g.add_node1("fill", {}, {{"shape", std::vector<int64_t>{3, 4}}, {"value", 2.5}}, "seed");
     return g;
@@ -82,8 +59,8 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   // Views: aliased (a no-op) and in separate buffers (a copy).
   for (bool separate : {false, true}) {
     const std::string mode = separate ? "_separate" : "";
-    OpCase f = per_element("flatten" + mode, [](DType d) { return unary("flatten", {2, 3, 4, 5}, d); });
-    OpCase r = per_element("reshape" + mode, [](DType d) {
+    OpCase f = per_element_case("flatten" + mode, [](DType d) { return unary("flatten", {2, 3, 4, 5}, d); });
+    OpCase r = per_element_case("reshape" + mode, [](DType d) {
       return unary("reshape", {2, 3, 4, 5}, d, {{"shape", std::vector<int64_t>{6, 20}}});
     });
     f.separate_outputs = r.separate_outputs = separate;
@@ -95,24 +72,25 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   const std::vector<Shape> shapes = {{2, 5, 7, 3}, {1, 1, 1, 10}, {3, 17, 19, 33}, {1, 1, 1, 300007}};
   for (const Shape& s : shapes) {
     const std::string t = tag(s);
-    cases.push_back(make(
+    cases.push_back(scaled_case(
         "relu_scaled_" + t, [=](DType d) { return unary("relu", s, d); }, 1, kF32F16));
-    cases.push_back(make(
+    cases.push_back(scaled_case(
         "relu_backward_scaled_" + t, [=](DType d) { return binary("relu_backward", "y", "dy", s, s, d, "dx"); }, 2,
         kF32F16));
-    cases.push_back(make(
+    cases.push_back(scaled_case(
         "add_scaled_" + t, [=](DType d) { return binary("add", "a", "b", s, s, d); }, 3, kAllFloat));
-    cases.push_back(make("mul_" + t, [=](DType d) { return binary("mul", "a", "b", s, s, d); }, 4, {DType::f32}));
-    cases.push_back(make("mul_per_channel_" + t, [=](DType d) { return binary("mul", "a", "b", s, {s.back()}, d); }, 4,
-                         {DType::f32}));
-    cases.push_back(make(
+    cases.push_back(
+        scaled_case("mul_" + t, [=](DType d) { return binary("mul", "a", "b", s, s, d); }, 4, {DType::f32}));
+    cases.push_back(scaled_case("mul_per_channel_" + t,
+                                [=](DType d) { return binary("mul", "a", "b", s, {s.back()}, d); }, 4, {DType::f32}));
+    cases.push_back(scaled_case(
         "elementwise_program_scaled_" + t, [=](DType d) { return program_graph(d, s); }, 9, kF32F16));
   }
   const std::pair<const char*, Attrs> bounds[] = {
       {"0_0.5", {{"min", 0.0}, {"max", 0.5}}}, {"min_only", {{"min", -0.25}}}, {"max_only", {{"max", 0.3}}}};
   for (const auto& [name, attrs] : bounds) {
     const Attrs a = attrs;
-    cases.push_back(make(
+    cases.push_back(scaled_case(
         std::string("clip_") + (name[0] == '0' ? "both" : name),
         [=](DType d) {
           return unary("clip", {3, 7, 5, 10}, d, a);
@@ -121,26 +99,26 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   }
   for (const char* dtype : {"f32", "i32"}) {
     const std::string dt = dtype;
-    OpCase c =
-        make("fill_" + dt + "_3x1001",
-             [=](DType) {
-               ir::Graph g;
-               g.add_node1("fill", {}, {{"shape", std::vector<int64_t>{3, 1001}}, {"value", 2.0}, {"dtype", dt}}, "y");
-               return g;
-             },
-             6, {DType::f32});
+    OpCase c = scaled_case(
+        "fill_" + dt + "_3x1001",
+        [=](DType) {
+          ir::Graph g;
+          g.add_node1("fill", {}, {{"shape", std::vector<int64_t>{3, 1001}}, {"value", 2.0}, {"dtype", dt}}, "y");
+          return g;
+        },
+        6, {DType::f32});
     if (dt == "i32") c.backends = {"cuda"};  // the cpu backend writes f32 only (and says so)
     cases.push_back(std::move(c));
   }
-  cases.push_back(make("flatten_then_reshape",
-                       [](DType d) {
-                         ir::Graph g;
-                         const int f = g.add_node1("flatten", {g.add_input("x", {4, 3, 5, 7}, d)}, {}, "flat");
-                         g.add_node1("reshape", {f}, {{"shape", std::vector<int64_t>{4, 35, 3}}}, "y");
-                         return g;
-                       },
-                       7, {DType::f32}, {"flat", "y"}));
-  cases.push_back(make(
+  cases.push_back(scaled_case("flatten_then_reshape",
+                              [](DType d) {
+                                ir::Graph g;
+                                const int f = g.add_node1("flatten", {g.add_input("x", {4, 3, 5, 7}, d)}, {}, "flat");
+                                g.add_node1("reshape", {f}, {{"shape", std::vector<int64_t>{4, 35, 3}}}, "y");
+                                return g;
+                              },
+                              7, {DType::f32}, {"flat", "y"}));
+  cases.push_back(scaled_case(
       "concat_channels",
       [](DType d) {
         ir::Graph g;
@@ -168,7 +146,7 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
       {"elementwise_program", [](DType d, const Shape& s) { return program_graph(d, s); }},
   };
   auto exact = [&](const std::string& what, const Build& build, const Shape& s, uint64_t seed, int64_t misalign) {
-    OpCase c = make(
+    OpCase c = scaled_case(
         "exact_" + what + "_" + tag(s) + (misalign ? "_misaligned" + std::to_string(misalign) : ""),
         [=](DType d) { return build(d, s); }, seed, kAllFloat);
     c.measure = Measure::Rounded;
@@ -189,7 +167,7 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
   const Build mul_per_channel = ops[4].second;
   for (const Shape& s : std::vector<Shape>{
            {2, 5, 7, 3}, {4, 6, 6, 12}, {2, 9, 9, 20}, {8, 56, 56, 64}, {3, 1, 1, 2048}, {1, 1, 1, 300008}}) {
-    OpCase c = make(
+    OpCase c = scaled_case(
         "exact_mul_per_channel_paths_" + tag(s), [=](DType d) { return mul_per_channel(d, s); }, 23, kAllFloat);
     c.measure = Measure::Rounded;
     cases.push_back(std::move(c));

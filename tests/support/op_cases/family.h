@@ -23,6 +23,17 @@ std::string tag(const Shape& s);
 // node.
 Shape inferred_shape(const std::string& op, const std::vector<Shape>& inputs, const ir::Attrs& attrs, int index = 0);
 
+const std::vector<DType> kF32F16{DType::f32, DType::f16};
+const std::vector<DType> kAllFloat{DType::f32, DType::f16, DType::bf16};
+
+// Relative to the tensor's scale (Measure::Scaled), one draw from `seed`, in `dtypes`; `outputs`
+// empty: every value a node writes.
+OpCase scaled_case(std::string name, std::function<ir::Graph(DType)> build, uint64_t seed, std::vector<DType> dtypes,
+                   std::vector<std::string> outputs = {});
+
+// Per element on the f32 row, two draws (seeds 11 and 12: the second rebinds every pointer).
+OpCase per_element_case(std::string name, std::function<ir::Graph(DType)> build, Fill fill = Fill::Uniform);
+
 // The case `build` in f32 against its one node's decomposition on cpu_ref
 // (Reference::Decomposition), per element, from one draw of reals: fused kernels are checked
 // against what they fuse.

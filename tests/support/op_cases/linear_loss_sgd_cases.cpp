@@ -13,18 +13,6 @@ namespace {
 
 using ir::Attrs;
 
-const std::vector<DType> kF32F16{DType::f32, DType::f16};
-
-OpCase per_element(std::string name, std::function<ir::Graph(DType)> build, Fill fill) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.measure = Measure::PerElement;
-  c.fill = fill;
-  c.seeds = {11, 12};
-  return c;
-}
-
 ir::Graph linear_graph(DType t, int64_t N, int64_t I, int64_t O, bool bias) {
   ir::Graph g;
   std::vector<int> in{g.add_input("x", {N, I}, t), g.add_parameter("w", {O, I}, {}, t)};
@@ -91,7 +79,7 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
     const int64_t N = l.N, I = l.I, O = l.O;
     const bool bias = l.bias;
     auto one = [&](const std::string& op, std::function<ir::Graph(DType)> build) {
-      OpCase c = per_element(op + "_" + l.name, std::move(build), Fill::SmallInts);
+      OpCase c = per_element_case(op + "_" + l.name, std::move(build), Fill::SmallInts);
       c.row = Row::Tf32;
       cases.push_back(std::move(c));
     };
@@ -137,7 +125,7 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
   // Softmax cross-entropy: wide logits, labels over every class, per element.
   for (const Shape& s : {Shape{6, 10}, Shape{1, 3}, Shape{9, 17}}) {
     const Shape ls{s[0]};
-    OpCase fwd = per_element(
+    OpCase fwd = per_element_case(
         "softmax_cross_entropy_" + tag(s),
         [=](DType d) {
           ir::Graph g;
@@ -146,7 +134,7 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
           return g;
         },
         Fill::Uniform);
-    OpCase bwd = per_element(
+    OpCase bwd = per_element_case(
         "softmax_cross_entropy_backward_" + tag(s),
         [=](DType d) {
           ir::Graph g;
@@ -175,7 +163,7 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
   for (int64_t nesterov : {0, 1})
     for (bool separate : {false, true}) {
       const Attrs hyper{{"momentum", 0.9}, {"weight_decay", 1e-2}, {"nesterov", nesterov}};
-      OpCase c = per_element(
+      OpCase c = per_element_case(
           std::string("sgd_update_small") + (nesterov ? "_nesterov" : "") + (separate ? "_separate" : ""),
           [=](DType) {
             return sgd_graph({{3, 4}, {5}, {2, 3, 3, 2}}, hyper, false);

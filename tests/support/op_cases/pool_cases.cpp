@@ -11,20 +11,6 @@ namespace {
 
 using ir::Attrs;
 
-const std::vector<DType> kF32F16{DType::f32, DType::f16};
-const std::vector<DType> kAllFloat{DType::f32, DType::f16, DType::bf16};
-
-OpCase make(std::string name, std::function<ir::Graph(DType)> build, uint64_t seed, std::vector<DType> dtypes,
-            std::vector<std::string> outputs = {}) {
-  OpCase c;
-  c.name = std::move(name);
-  c.build = std::move(build);
-  c.dtypes = std::move(dtypes);
-  c.seeds = {seed};
-  c.outputs = std::move(outputs);
-  return c;
-}
-
 // Inputs named "x" on a coarse grid, so windows hold ties and max-pool backward must pick the
 // first.
 void coarse_values(GraphRunner& r, const ir::Graph& g) {
@@ -70,13 +56,7 @@ void add_pool_cases(std::vector<OpCase>& cases) {
     const Attrs geom{{"kernel", n.kernel}, {"stride", n.stride}, {"padding", n.pad}};
     const Shape ys = inferred_shape("maxpool2d", {xs}, geom);
     auto one = [&](std::string name, Fill fill, std::function<ir::Graph(DType)> build) {
-      OpCase c;
-      c.name = std::move(name);
-      c.build = std::move(build);
-      c.measure = Measure::PerElement;
-      c.fill = fill;
-      c.seeds = {11, 12};
-      cases.push_back(std::move(c));
+      cases.push_back(per_element_case(std::move(name), std::move(build), fill));
     };
     one(std::string("maxpool2d_") + n.name, Fill::SmallInts, [=](DType d) {
       ir::Graph g;
@@ -108,19 +88,15 @@ void add_pool_cases(std::vector<OpCase>& cases) {
   }
   for (const Shape& xs : {Shape{2, 7, 7, 8}, Shape{3, 1, 1, 5}, Shape{1, 4, 6, 33}}) {
     for (bool backward : {false, true}) {
-      OpCase c;
-      c.name = std::string(backward ? "global_avgpool_backward_" : "global_avgpool_") + tag(xs);
-      c.build = [=](DType d) {
-        ir::Graph g;
-        if (backward)
-          g.add_node1("global_avgpool_backward", {g.add_input("dy", {xs[0], 1, 1, xs[3]}, d)}, {{"input_shape", xs}},
-                      "gap.backward");
-        else g.add_node1("global_avgpool", {g.add_input("x", xs, d)}, {}, "gap");
-        return g;
-      };
-      c.measure = Measure::PerElement;
-      c.seeds = {11, 12};
-      cases.push_back(std::move(c));
+      cases.push_back(per_element_case(
+          std::string(backward ? "global_avgpool_backward_" : "global_avgpool_") + tag(xs), [=](DType d) {
+            ir::Graph g;
+            if (backward)
+              g.add_node1("global_avgpool_backward", {g.add_input("dy", {xs[0], 1, 1, xs[3]}, d)},
+                          {{"input_shape", xs}}, "gap.backward");
+            else g.add_node1("global_avgpool", {g.add_input("x", xs, d)}, {}, "gap");
+            return g;
+          }));
     }
   }
 
@@ -143,33 +119,34 @@ void add_pool_cases(std::vector<OpCase>& cases) {
     const Shape xs = w.x;
     const std::string t = tag(w.x) + "_k" + tag(w.kernel) + "_s" + tag(w.stride) + "_p" + tag(w.padding);
     for (bool ties : {false, true}) {
-      OpCase c = make("maxpool2d_fwd_bwd_" + t + (ties ? "_ties" : ""),
-                      [=](DType d) {
-                        ir::Graph g;
-                        const int x = g.add_input("x", xs, d);
-                        const int y = g.add_node1("maxpool2d", {x}, a, "y");
-                        g.add_node1("maxpool2d_backward", {x, g.add_input("dy", g.value(y).shape, d)}, a, "dx");
-                        return g;
-                      },
-                      11, kF32F16, {"y", "dx"});
+      OpCase c = scaled_case("maxpool2d_fwd_bwd_" + t + (ties ? "_ties" : ""),
+                             [=](DType d) {
+                               ir::Graph g;
+                               const int x = g.add_input("x", xs, d);
+                               const int y = g.add_node1("maxpool2d", {x}, a, "y");
+                               g.add_node1("maxpool2d_backward", {x, g.add_input("dy", g.value(y).shape, d)}, a, "dx");
+                               return g;
+                             },
+                             11, kF32F16, {"y", "dx"});
       if (ties) c.prepare = coarse_values;
       cases.push_back(std::move(c));
     }
     Attrs back = a;
     back.set("input_shape", xs);
-    cases.push_back(make("avgpool2d_fwd_bwd_" + t,
-                         [=](DType d) {
-                           ir::Graph g;
-                           const int y = g.add_node1("avgpool2d", {g.add_input("x", xs, d)}, a, "y");
-                           g.add_node1("avgpool2d_backward", {g.add_input("dy", g.value(y).shape, d)}, back, "dx");
-                           return g;
-                         },
-                         12, kF32F16, {"y", "dx"}));
+    cases.push_back(scaled_case("avgpool2d_fwd_bwd_" + t,
+                                [=](DType d) {
+                                  ir::Graph g;
+                                  const int y = g.add_node1("avgpool2d", {g.add_input("x", xs, d)}, a, "y");
+                                  g.add_node1("avgpool2d_backward", {g.add_input("dy", g.value(y).shape, d)}, back,
+                                              "dx");
+                                  return g;
+                                },
+                                12, kF32F16, {"y", "dx"}));
   }
 
   for (const Shape& s : std::vector<Shape>{{2, 7, 7, 3}, {3, 1, 1, 10}, {1, 56, 57, 5}, {4, 7, 7, 2048}})
-    cases.push_back(make("global_avgpool_fwd_bwd_" + tag(s), [=](DType d) { return global_avgpool_graph(d, s); }, 13,
-                         kF32F16, {"y", "dx"}));
+    cases.push_back(scaled_case("global_avgpool_fwd_bwd_" + tag(s), [=](DType d) { return global_avgpool_graph(d, s); },
+                                13, kF32F16, {"y", "dx"}));
   // C % 8 = 0 (vector path in every dtype), C = 12 and 20 (f32 vectors, the f16/bf16 scalar path),
   // C = 3; HW = 1, small, 3136 (ResNet's first stage) and 12544.
   for (const Shape& s : std::vector<Shape>{{4, 1, 1, 64},
@@ -181,13 +158,13 @@ void add_pool_cases(std::vector<OpCase>& cases) {
                                            {2, 112, 112, 16},
                                            {3, 7, 7, 2048},
                                            {2, 5, 5, 520}})
-    cases.push_back(make("global_avgpool_paths_" + tag(s), [=](DType d) { return global_avgpool_graph(d, s); }, 15,
-                         kAllFloat, {"y", "dx"}));
+    cases.push_back(scaled_case("global_avgpool_paths_" + tag(s), [=](DType d) { return global_avgpool_graph(d, s); },
+                                15, kAllFloat, {"y", "dx"}));
   // Device tensors one element past 16-byte alignment: the scalar path, even where C splits into
   // vectors (alignment is a property of device memory: cuda only).
   for (const Shape& s : std::vector<Shape>{{2, 7, 7, 64}, {3, 1, 1, 16}, {2, 5, 5, 3}}) {
-    OpCase c = make("global_avgpool_misaligned_" + tag(s), [=](DType d) { return global_avgpool_graph(d, s); }, 16,
-                    kAllFloat, {"y", "dx"});
+    OpCase c = scaled_case("global_avgpool_misaligned_" + tag(s), [=](DType d) { return global_avgpool_graph(d, s); },
+                           16, kAllFloat, {"y", "dx"});
     c.misalign = 1;
     c.backends = {"cuda"};
     cases.push_back(std::move(c));
@@ -196,8 +173,8 @@ void add_pool_cases(std::vector<OpCase>& cases) {
   // the cuda kernel's promise; oneDNN's backward scales by 1 / HW, within the table above.
   for (const Shape& s : std::vector<Shape>{{2, 7, 7, 64}, {2, 9, 9, 20}, {4, 1, 1, 3}})
     for (int64_t misalign : {0, 1}) {
-      OpCase c = make("global_avgpool_backward_exact_" + tag(s) + (misalign ? "_misaligned" : ""),
-                      [=](DType d) { return global_avgpool_backward_graph(d, s); }, 17, kAllFloat, {"dx"});
+      OpCase c = scaled_case("global_avgpool_backward_exact_" + tag(s) + (misalign ? "_misaligned" : ""),
+                             [=](DType d) { return global_avgpool_backward_graph(d, s); }, 17, kAllFloat, {"dx"});
       c.measure = Measure::Rounded;
       c.misalign = misalign;
       c.backends = {"cuda"};
