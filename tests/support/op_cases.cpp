@@ -1,5 +1,11 @@
 // The table of cross-backend op cases: every family file of support/op_cases/ appends its entries
 // once, in a fixed order, and the names are checked to be unique (they name tests).
+//
+// Adding an op's cross-backend tests is one entry in its family's file (a new family: a new
+// file with its add_*_cases, declared in family.h and called below): a unique name, a builder
+// from an activation dtype to a small graph, the dtypes, and what differs from OpCase's
+// defaults (measure, row, fill, prepare, seeds; support/op_case.h). The harness
+// (backends/op_cases_test.cpp) then runs it on cpu, and, in gpu_tests, on cuda, against cpu_ref.
 #include <set>
 #include <stdexcept>
 
