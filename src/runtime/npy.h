@@ -1,6 +1,7 @@
 // NumPy .npy files (format versions 1, 2 and 3; little-endian f32, f64 and i32; C order) for
 // `trident infer` inputs and outputs, so users can bring arrays from PyTorch and take results back.
-// Layout: image tensors in .npy files are NCHW like PyTorch and ONNX; convert at the boundary.
+// Layout: image tensors in .npy files are NCHW like PyTorch and ONNX; convert at the boundary
+// (core/tensor_layout.h).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -21,13 +22,5 @@ HostTensor parse_npy(const void* data, size_t size, const std::string& label);
 std::string npy_bytes(const HostTensor& t);
 // Writes `t` through a temporary file and a rename: a failure never leaves a partial file.
 void write_npy(const std::string& path, const HostTensor& t);
-
-// 4-D layout conversion at the user boundary: trident's activations are NHWC, while arrays
-// from PyTorch and ONNX are NCHW. Any dtype; other ranks are returned unchanged.
-HostTensor nchw_to_nhwc(const HostTensor& t);
-HostTensor nhwc_to_nchw(const HostTensor& t);
-
-// A copy of `t` as f32 (from f32, f64 or i32); throws for other dtypes, naming `what`.
-HostTensor to_f32(const HostTensor& t, const std::string& what);
 
 }  // namespace trident::runtime

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
-#include "runtime/npy.h"
+#include "core/tensor_layout.h"
 
 namespace trident::runtime {
 

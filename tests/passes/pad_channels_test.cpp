@@ -19,6 +19,7 @@ namespace trident {
 namespace {
 
 using namespace trident::testing;
+using trident::testing::HostTensor;  // the test helper, not trident::HostTensor
 
 TEST(ResizeChannels, GrowsWithZerosAndShrinksByCutting) {
   HostTensor x = HostTensor::of({2, 3}, {1, 2, 3, 4, 5, 6});

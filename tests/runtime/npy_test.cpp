@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/tensor_layout.h"
 #include "runtime/npy.h"
 #include "support/special_files.h"
 
@@ -151,15 +152,15 @@ TEST(Npy, WriteIsAtomicAndNamesTheFile) {
 
 TEST(Npy, NchwNhwcConversionRoundTrips) {
   const HostTensor nchw = make<float>({2, 3, 4, 5}, DType::f32);
-  const HostTensor nhwc = trident::runtime::nchw_to_nhwc(nchw);
+  const HostTensor nhwc = trident::nchw_to_nhwc(nchw);
   EXPECT_EQ(nhwc.shape, (trident::Shape{2, 4, 5, 3}));
   const auto* a = reinterpret_cast<const float*>(nchw.data.data());
   const auto* b = reinterpret_cast<const float*>(nhwc.data.data());
   // element (n=1, c=2, h=3, w=4)
   EXPECT_EQ(b[((1 * 4 + 3) * 5 + 4) * 3 + 2], a[((1 * 3 + 2) * 4 + 3) * 5 + 4]);
-  EXPECT_EQ(trident::runtime::nhwc_to_nchw(nhwc).data, nchw.data);
+  EXPECT_EQ(trident::nhwc_to_nchw(nhwc).data, nchw.data);
   const HostTensor flat = make<float>({2, 3}, DType::f32);
-  EXPECT_EQ(trident::runtime::nchw_to_nhwc(flat).shape, flat.shape);
+  EXPECT_EQ(trident::nchw_to_nhwc(flat).shape, flat.shape);
 }
 
 TEST(Npy, RefusesAFifoOrADirectoryWithoutBlocking) {

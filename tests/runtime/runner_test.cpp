@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/tensor_layout.h"
 #include "frontend/zoo.h"
 #include "runtime/npy.h"
 #include "runtime/runner.h"
@@ -89,13 +90,13 @@ TEST(Runner, NchwInputMatchesNhwcInputAndIsDeterministic) {
   b.init_random_weights(1);
   const HostTensor nchw = ramp({2, 1, 28, 28});
   a.set_input(nchw);
-  b.set_input(runtime::nchw_to_nhwc(nchw), runtime::Layout::NHWC);
+  b.set_input(nchw_to_nhwc(nchw), runtime::Layout::NHWC);
   a.run();
   b.run();
   EXPECT_EQ(a.output().data, b.output().data);
   // The input view holds NHWC data.
   TensorView in = a.executable().find(a.input_name());
-  EXPECT_EQ(std::memcmp(in.data, runtime::nchw_to_nhwc(nchw).data.data(), in.bytes()), 0);
+  EXPECT_EQ(std::memcmp(in.data, nchw_to_nhwc(nchw).data.data(), in.bytes()), 0);
 }
 
 TEST(Runner, RefusesAnInputOfTheWrongShape) {

@@ -307,7 +307,7 @@ int Importer::weight(const onnx::NodeProto& n, const Const& c, const std::string
   } catch (const Error& e) {
     fail(n, e.what());
   }
-  runtime::HostTensor h;
+  HostTensor h;
   h.shape = shape;
   h.dtype = DType::f32;
   h.data.resize(data.size() * sizeof(float));

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/host_tensor.h"
 #include "ir/graph.h"
-#include "runtime/weights.h"
 
 namespace trident::frontend {
 
@@ -18,7 +18,7 @@ struct OnnxOptions {
 
 struct OnnxImport {
   ir::Graph graph;  // one input value (NHWC), outputs marked; BN nodes in inference form unless training_mode
-  runtime::WeightMap weights;  // initializers converted to trident layouts, named as in the ONNX file
+  WeightMap weights;           // initializers converted to trident layouts, named as in the ONNX file
   std::string input_name;      // the graph input's value name
   std::vector<std::string> output_names;
   int64_t opset = 0;
