@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "backends/cuda/device/batchnorm.h"
-#include "backends/cuda/device/checks.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 #include "core/relu_mask.h"
 #include "ops/cbr_operands.h"

@@ -2,8 +2,8 @@
 // pass inserts in front of convolutions (and its backward, which drops the padded channels
 // again), and bn_apply, [relu] x·scale + shift from an affine [2, C] (ops/bn_apply.cpp).
 #include "backends/cuda/device/channel_resize.h"
-#include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/conv_device.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 
 namespace trident::cuda {

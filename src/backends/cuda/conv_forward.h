@@ -7,6 +7,7 @@
 
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/cuda_context.h"
+#include "backends/cuda/verbose.h"
 #include "ir/graph.h"
 
 namespace trident::cuda {

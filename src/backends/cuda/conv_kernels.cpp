@@ -9,10 +9,10 @@
 
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
-#include "backends/cuda/device/checks.h"
-#include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/input_prologue.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 
 namespace trident::cuda {

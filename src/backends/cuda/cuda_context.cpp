@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cudnn_graphs.h"
+#include "backends/cuda/verbose.h"
 
 namespace trident::cuda {
 

@@ -5,13 +5,11 @@
 #include <cudnn_frontend.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <iomanip>
-#include <iostream>
-#include <mutex>
 #include <sstream>
 
 #include "backends/cuda/build_timing.h"
+#include "backends/cuda/verbose.h"
 #include "core/error.h"
 
 namespace trident::cuda {
@@ -353,20 +351,6 @@ GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc) {
     return made;
   });
   return *entry;
-}
-
-bool verbose() {
-  static const bool on = [] {
-    const char* v = std::getenv("TRIDENT_VERBOSE");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
-}
-
-void verbose_note(const std::string& line) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  std::cerr << "trident cuda: " << line << "\n";
 }
 
 }  // namespace trident::cuda

@@ -127,8 +127,4 @@ struct GraphBuild {
 // build twice.
 GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc);
 
-// Whether TRIDENT_VERBOSE is set: kernels then say which path (fused graph or fallback) they took.
-bool verbose();
-void verbose_note(const std::string& line);
-
 }  // namespace trident::cuda

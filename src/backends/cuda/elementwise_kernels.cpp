@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/elementwise.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 #include "core/half.h"
 #include "ops/elementwise_program.h"

@@ -3,8 +3,8 @@
 // of workspace for the per-row losses that its batch-mean kernel adds in a fixed order.
 #include <memory>
 
-#include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/loss.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 
 namespace trident::cuda {

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/optimizer.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 
 namespace trident::cuda {
