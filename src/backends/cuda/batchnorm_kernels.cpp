@@ -1,7 +1,7 @@
 // The cuda backend's batchnorm family: batchnorm2d (training and inference),
 // batchnorm2d_backward, the fused batchnorm_relu_backward and fold_batchnorm. Each kernel
 // plans its per-channel reduction when built (and reserves the workspace it needs); run()
-// enqueues the partial-sum, finalize and apply kernels of device/batchnorm.cu.
+// enqueues the partial-sum, finalize and apply kernels of device/batchnorm_*.cu.
 #include <memory>
 
 #include "backends/cuda/device/batchnorm.h"

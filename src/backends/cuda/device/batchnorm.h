@@ -1,8 +1,9 @@
-// Host launchers of the batchnorm kernels (device/batchnorm.cu) over NHWC activations seen as
-// [M = N·H·W, C]. Per-channel sums use a deterministic two-phase reduction: blocks over
-// (channel tile × row chunk) write f64 partial sums to the workspace, a finalize kernel adds
-// them per channel in a fixed order, and an apply kernel walks the activations once more
-// (16-byte vectors of channels when C and the pointers allow, one channel per thread else).
+// Host launchers of the batchnorm kernels over NHWC activations seen as [M = N·H·W, C].
+// Per-channel sums use a deterministic two-phase reduction (batchnorm_statistics.cu): blocks
+// over (channel tile × row chunk) write f64 partial sums to the workspace, a finalize kernel
+// adds them per channel in a fixed order; then an apply kernel walks the activations once more
+// (batchnorm_forward.cu, batchnorm_backward.cu; 16-byte vectors of channels when C and the
+// pointers allow, one channel per thread else). fold_batchnorm: batchnorm_fold.cu.
 // Results are therefore bitwise identical from run to run. Per-channel tensors (parameters,
 // statistics, their gradients) may be f32 or the activation's dtype: each carries its type.
 #pragma once
