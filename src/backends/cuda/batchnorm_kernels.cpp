@@ -1,5 +1,5 @@
 // The cuda backend's batchnorm family: batchnorm2d (training and inference),
-// batchnorm2d_backward, the fused batchnorm_relu_backward and fold_batchnorm. Each kernel
+// batchnorm2d_backward and the fused batchnorm_relu_backward. Each kernel
 // plans its per-channel reduction when built (and reserves the workspace it needs); run()
 // enqueues the partial-sum, finalize and apply kernels of device/batchnorm_*.cu.
 #include <memory>
@@ -25,12 +25,6 @@ struct RowsByChannels {
 RowsByChannels rows_by_channels(const ir::Node& node, const ir::Value& x) {
   if (x.shape.size() != 4) fail(node, "'" + x.name + "' must be rank 4 (NHWC), got " + shape_str(x.shape));
   return {x.shape[0] * x.shape[1] * x.shape[2], x.shape[3]};
-}
-
-// The storage type of a per-channel tensor, checked to hold C values.
-ElemType channel_type(const ir::Node& node, const ir::Value& v, int64_t C, const char* what) {
-  expect_shape(node, v, Shape{C}, what);
-  return elem_of(node, v, what);
 }
 
 class BatchNormForward final : public Kernel {
@@ -60,34 +54,33 @@ class BatchNormForward final : public Kernel {
   void run(const KernelArgs& a) override {
     auto ch = [](const TensorView& v, ElemType t) { return ChannelTensor{v.data, t}; };
     if (!training_) {
-      device::BatchNormInferArgs args;
-      args.x = a.in[0].data;
-      args.y = a.out[0].data;
-      args.gamma = ch(a.in[1], in_types_[0]);
-      args.beta = ch(a.in[2], in_types_[1]);
-      args.running_mean = ch(a.in[3], in_types_[2]);
-      args.running_var = ch(a.in[4], in_types_[3]);
-      args.eps = eps_;
-      device::launch_batchnorm_infer(act_, plan_, args, ctx_.stream());
+      device::launch_batchnorm_infer(act_, plan_, inputs<device::BatchNormInferArgs>(a), ctx_.stream());
       return;
     }
-    device::BatchNormTrainArgs args;
-    args.x = a.in[0].data;
-    args.y = a.out[0].data;
-    args.gamma = ch(a.in[1], in_types_[0]);
-    args.beta = ch(a.in[2], in_types_[1]);
-    args.running_mean = ch(a.in[3], in_types_[2]);
-    args.running_var = ch(a.in[4], in_types_[3]);
+    auto args = inputs<device::BatchNormTrainArgs>(a);
     args.saved_mean = ch(a.out[1], out_types_[0]);
     args.saved_invstd = ch(a.out[2], out_types_[1]);
     args.running_mean_out = ch(a.out[3], out_types_[2]);
     args.running_var_out = ch(a.out[4], out_types_[3]);
-    args.eps = eps_;
     args.momentum = momentum_;
     device::launch_batchnorm_train(act_, plan_, args, ctx_.workspace(0), ctx_.stream());
   }
 
  private:
+  // x, y, the four per-channel inputs and eps: what inference and training both take.
+  template <class Args>
+  Args inputs(const KernelArgs& a) const {
+    Args args;
+    args.x = a.in[0].data;
+    args.y = a.out[0].data;
+    args.gamma = {a.in[1].data, in_types_[0]};
+    args.beta = {a.in[2].data, in_types_[1]};
+    args.running_mean = {a.in[3].data, in_types_[2]};
+    args.running_var = {a.in[4].data, in_types_[3]};
+    args.eps = eps_;
+    return args;
+  }
+
   CudaContext& ctx_;
   bool training_ = true;
   ElemType act_ = ElemType::f32;
@@ -188,58 +181,12 @@ class BatchNormBackward final : public Kernel {
   device::ChannelReductionPlan plan_;
 };
 
-// fold_batchnorm: w [K, ...] and the BN parameters → folded weights and bias.
-class FoldBatchNorm final : public Kernel {
- public:
-  FoldBatchNorm(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
-    expect_arity(node, 5, 6, 2, 2);
-    const ir::Value& w = input_value(node, g, 0);
-    w_t_ = elem_of(node, w, "weight");
-    if (w.shape.empty()) fail(node, "the weight needs an output-channel axis");
-    K_ = w.shape[0];
-    per_k_ = K_ > 0 ? numel(w.shape) / K_ : 0;
-    expect_dtype(node, output_value(node, g, 0), w.dtype, "folded weight");
-    expect_shape(node, output_value(node, g, 0), w.shape, "folded weight");
-    const char* names[] = {"weight", "gamma", "beta", "running_mean", "running_var", "bias"};
-    for (size_t i = 1; i < node.inputs.size(); ++i) types_[i - 1] = channel_type(node, input_value(node, g, i), K_, names[i]);
-    has_bias_ = node.inputs.size() == 6;
-    b_out_t_ = channel_type(node, output_value(node, g, 1), K_, "folded bias");
-    eps_ = node.attrs.f("eps", 1e-5);
-  }
-
-  void run(const KernelArgs& a) override {
-    device::FoldBatchNormArgs args;
-    args.w = a.in[0].data;
-    args.w_folded = a.out[0].data;
-    args.w_type = w_t_;
-    args.K = K_;
-    args.per_k = per_k_;
-    args.gamma = {a.in[1].data, types_[0]};
-    args.beta = {a.in[2].data, types_[1]};
-    args.mean = {a.in[3].data, types_[2]};
-    args.var = {a.in[4].data, types_[3]};
-    if (has_bias_) args.bias = {a.in[5].data, types_[4]};
-    args.b_folded = {a.out[1].data, b_out_t_};
-    args.eps = eps_;
-    device::launch_fold_batchnorm(args, ctx_.stream());
-  }
-
- private:
-  CudaContext& ctx_;
-  ElemType w_t_ = ElemType::f32, b_out_t_ = ElemType::f32;
-  ElemType types_[5] = {};
-  bool has_bias_ = false;
-  int64_t K_ = 0, per_k_ = 0;
-  double eps_ = 1e-5;
-};
-
 }  // namespace
 
 void register_batchnorm_kernels() {
   add_kernel<BatchNormForward>("batchnorm2d");
   add_kernel<BatchNormBackward<false>>("batchnorm2d_backward");
   add_kernel<BatchNormBackward<true>>("batchnorm_relu_backward");
-  add_kernel<FoldBatchNorm>("fold_batchnorm");
 }
 
 }  // namespace trident::cuda

@@ -49,4 +49,11 @@ inline void expect_shape(const ir::Node& node, const ir::Value& v, const Shape& 
                    " was expected");
 }
 
+// The storage type of a per-channel tensor (batchnorm parameters and statistics), checked to
+// hold C values.
+inline device::ElemType channel_type(const ir::Node& node, const ir::Value& v, int64_t C, const char* what) {
+  expect_shape(node, v, Shape{C}, what);
+  return elem_of(node, v, what);
+}
+
 }  // namespace trident::cuda

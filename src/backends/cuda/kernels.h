@@ -1,5 +1,5 @@
 // Internal header of the "cuda" backend: how its kernels are registered and the entry points
-// of each kernel family (one file or folder per family, listed in register.cpp).
+// of each kernel family (one file per family, <family>_kernels.cpp, listed in register.cpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -34,15 +34,18 @@ void add_kernel(const char* op) {
 }
 
 // Kernel families (each defined in its own file; register.cpp calls them all).
-void register_elementwise_kernels();  // relu, add, fill, views, mul, clip, concat, elementwise
-void register_pool_kernels();         // max/avg/global pooling, forward and backward
-void register_linear_kernels();       // linear forward/backward on cuBLASLt
-void register_loss_kernels();         // softmax cross-entropy, forward and backward
-void register_optimizer_kernels();    // sgd_update over the flat buffers
-void register_batchnorm_kernels();    // batchnorm2d, its backward, batchnorm_relu_backward, fold
-void register_conv_kernels();         // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
-void register_cbr_kernels();          // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
-void register_precision_kernels();    // cast (mixed precision)
-void register_channel_kernels();      // resize_channels (channel padding), bn_apply
+void register_elementwise_kernels();        // relu, relu_backward, add, fill, flatten/reshape views
+void register_elementwise_fused_kernels();  // elementwise (the fused programs)
+void register_tensor_kernels();             // mul, clip, concat, resize_channels (channel padding)
+void register_pool_kernels();               // max/avg/global pooling, forward and backward
+void register_linear_kernels();             // linear forward/backward on cuBLASLt
+void register_loss_kernels();               // softmax cross-entropy, forward and backward
+void register_optimizer_kernels();          // sgd_update over the flat buffers
+void register_batchnorm_kernels();          // batchnorm2d, its backward, batchnorm_relu_backward
+void register_conv_kernels();               // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
+void register_cbr_kernels();                // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
+void register_bn_apply_kernels();           // bn_apply (the deferred batchnorm apply)
+void register_fused_inference_kernels();    // fold_batchnorm
+void register_precision_kernels();          // cast, cast_group (mixed precision)
 
 }  // namespace trident::cuda

@@ -6,6 +6,8 @@ namespace trident {
 void register_cuda_kernels() {
   KernelRegistry::add_context(cuda::kBackend, [] { return std::make_shared<cuda::CudaContext>(); });
   cuda::register_elementwise_kernels();
+  cuda::register_elementwise_fused_kernels();
+  cuda::register_tensor_kernels();
   cuda::register_pool_kernels();
   cuda::register_linear_kernels();
   cuda::register_loss_kernels();
@@ -13,8 +15,9 @@ void register_cuda_kernels() {
   cuda::register_batchnorm_kernels();
   cuda::register_conv_kernels();
   cuda::register_cbr_kernels();
+  cuda::register_bn_apply_kernels();
+  cuda::register_fused_inference_kernels();
   cuda::register_precision_kernels();
-  cuda::register_channel_kernels();
 }
 
 }  // namespace trident

@@ -1,0 +1,150 @@
+// The cuda backend's tensor ops: mul (same shape, or [C] broadcast over the last axis), clip,
+// concat along the last axis (one strided 2-D copy per input), and resize_channels, the
+// channel padding the pad_channels pass inserts in front of convolutions (and its backward,
+// which drops the padded channels again). Checked once, at construction.
+#include <limits>
+#include <memory>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device/channel_resize.h"
+#include "backends/cuda/device/elementwise.h"
+#include "backends/cuda/kernel_checks.h"
+#include "backends/cuda/kernels.h"
+
+namespace trident::cuda {
+
+namespace {
+
+using device::ElemType;
+
+// mul: b has a's shape, or is [C] broadcast over a's last axis.
+class MulKernel final : public Kernel {
+ public:
+  MulKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 2, 2, 1, 1);
+    const ir::Value &a = input_value(node, g, 0), &b = input_value(node, g, 1);
+    type_ = elem_of(node, a, "input");
+    expect_dtype(node, b, a.dtype, "operand");
+    expect_dtype(node, output_value(node, g, 0), a.dtype, "output");
+    expect_shape(node, output_value(node, g, 0), a.shape, "output");
+    if (a.shape.empty()) fail(node, "cannot multiply a scalar tensor; give it at least one axis");
+    if (b.shape != a.shape) {
+      expect_shape(node, b, Shape{a.shape.back()}, "operand");
+      channels_ = a.shape.back();
+    }
+  }
+
+  void run(const KernelArgs& a) override {
+    device::launch_mul(type_, a.in[0].data, a.in[1].data, a.out[0].data, a.out[0].numel(), channels_, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  int64_t channels_ = 0;  // 0: same shape
+};
+
+class ClipKernel final : public Kernel {
+ public:
+  ClipKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 1, 1, 1, 1);
+    const ir::Value& x = input_value(node, g, 0);
+    type_ = elem_of(node, x, "input");
+    expect_dtype(node, output_value(node, g, 0), x.dtype, "output");
+    if (numel(output_value(node, g, 0).shape) != numel(x.shape)) fail(node, "output and input sizes differ");
+    lo_ = static_cast<float>(node.attrs.f("min", -std::numeric_limits<double>::infinity()));
+    hi_ = static_cast<float>(node.attrs.f("max", std::numeric_limits<double>::infinity()));
+  }
+
+  void run(const KernelArgs& a) override {
+    device::launch_clip(type_, a.in[0].data, a.out[0].data, a.out[0].numel(), lo_, hi_, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  float lo_ = 0, hi_ = 0;
+};
+
+// concat along the last axis: one strided 2-D copy per input (rows × its channel bytes).
+class ConcatKernel final : public Kernel {
+ public:
+  ConcatKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx), node_name_(node.name) {
+    if (node.inputs.empty()) fail(node, "needs at least one input");
+    expect_arity(node, 1, node.inputs.size(), 1, 1);
+    const ir::Value& y = output_value(node, g, 0);
+    if (y.shape.empty()) fail(node, "cannot concatenate into a scalar");
+    elem_bytes_ = dtype_size(y.dtype);
+    out_channels_ = y.shape.back();
+    rows_ = out_channels_ > 0 ? numel(y.shape) / out_channels_ : 0;
+    int64_t offset = 0;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ir::Value& x = input_value(node, g, i);
+      expect_dtype(node, x, y.dtype, "input");
+      if (x.shape.size() != y.shape.size() || numel(x.shape) != rows_ * x.shape.back())
+        fail(node, "input " + shape_str(x.shape) + " does not fit output " + shape_str(y.shape));
+      channels_.push_back(x.shape.back());
+      offset += x.shape.back();
+    }
+    if (offset != out_channels_) fail(node, "the inputs' channels do not add up to the output's");
+  }
+
+  void run(const KernelArgs& a) override {
+    auto* dst = static_cast<std::byte*>(a.out[0].data);
+    const size_t pitch = static_cast<size_t>(out_channels_) * elem_bytes_;
+    size_t offset = 0;
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      const size_t width = static_cast<size_t>(channels_[i]) * elem_bytes_;
+      if (width > 0 && rows_ > 0)
+        check(cudaMemcpy2DAsync(dst + offset, pitch, a.in[i].data, width, width, static_cast<size_t>(rows_),
+                                cudaMemcpyDeviceToDevice, ctx_.stream()),
+              "the copy of input " + std::to_string(i) + " of concat node '" + node_name_ + "'");
+      offset += width;
+    }
+  }
+
+ private:
+  CudaContext& ctx_;
+  std::string node_name_;
+  size_t elem_bytes_ = 4;
+  int64_t out_channels_ = 0, rows_ = 0;
+  std::vector<int64_t> channels_;
+};
+
+class ResizeChannels final : public Kernel {
+ public:
+  ResizeChannels(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 1, 1, 1, 1);
+    const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
+    elem_of(node, x, "the input");
+    expect_dtype(node, y, x.dtype, "the output");
+    if (x.shape.empty() || x.shape.size() != y.shape.size())
+      fail(node, "input and output must have the same rank (at least one axis)");
+    from_ = x.shape.back();
+    to_ = y.shape.back();
+    rows_ = to_ > 0 ? numel(y.shape) / to_ : 0;
+    if (from_ <= 0 || numel(x.shape) != rows_ * from_)
+      fail(node, "input " + shape_str(x.shape) + " and output " + shape_str(y.shape) +
+                     " differ in more than the last axis");
+    element_bytes_ = dtype_size(x.dtype);
+  }
+  void run(const KernelArgs& a) override {
+    device::launch_resize_channels(a.in[0].data, a.out[0].data, rows_, from_, to_, element_bytes_, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  int64_t rows_ = 0, from_ = 0, to_ = 0;
+  size_t element_bytes_ = 0;
+};
+
+}  // namespace
+
+void register_tensor_kernels() {
+  add_kernel<MulKernel>("mul");
+  add_kernel<ClipKernel>("clip");
+  add_kernel<ConcatKernel>("concat");
+  add_kernel<ResizeChannels>("resize_channels");
+}
+
+}  // namespace trident::cuda
