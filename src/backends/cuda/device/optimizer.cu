@@ -44,20 +44,30 @@ __global__ void nonfinite_flat_kernel(const float* __restrict__ grad, int64_t n,
   if (bad) *flag = 1;  // every writer writes the same value
 }
 
+// The elements of chunk `chunk` of a table's tensors: its tensor (the last whose first chunk
+// is ≤ chunk, by binary search) and the range [begin, end) of that tensor's elements.
+struct TableChunk {
+  SgdTensor t;
+  int64_t begin, end;
+};
+__device__ __forceinline__ TableChunk table_chunk(const SgdTensor* __restrict__ table, int count, int64_t chunk) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table[mid].first_chunk <= chunk) lo = mid;
+    else hi = mid - 1;
+  }
+  const SgdTensor t = table[lo];
+  const int64_t begin = (chunk - t.first_chunk) * kSgdChunk;
+  return {t, begin, begin + kSgdChunk < t.numel ? begin + kSgdChunk : t.numel};
+}
+
 __global__ void nonfinite_table_kernel(const SgdTensor* __restrict__ table, int count, int64_t total_chunks,
                                        int* flag) {
   bool bad = false;
   for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
-    int lo = 0, hi = count - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (table[mid].first_chunk <= chunk) lo = mid;
-      else hi = mid - 1;
-    }
-    const SgdTensor t = table[lo];
-    const int64_t begin = (chunk - t.first_chunk) * kSgdChunk;
-    const int64_t end = begin + kSgdChunk < t.numel ? begin + kSgdChunk : t.numel;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) bad |= !isfinite(t.grad[i]);
+    const TableChunk c = table_chunk(table, count, chunk);
+    for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) bad |= !isfinite(c.t.grad[i]);
   }
   if (bad) *flag = 1;
 }
@@ -81,16 +91,8 @@ __global__ void sgd_table_kernel(const float* __restrict__ lr, const SgdTensor* 
                                  int64_t total_chunks, SgdHyper h) {
   const float rate = *lr, factor = gradient_factor(h);
   for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
-    int lo = 0, hi = count - 1;  // the last tensor whose first chunk is ≤ chunk
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (table[mid].first_chunk <= chunk) lo = mid;
-      else hi = mid - 1;
-    }
-    const SgdTensor t = table[lo];
-    const int64_t begin = (chunk - t.first_chunk) * kSgdChunk;
-    const int64_t end = begin + kSgdChunk < t.numel ? begin + kSgdChunk : t.numel;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) sgd_element(t, i, rate, h, factor);
+    const TableChunk c = table_chunk(table, count, chunk);
+    for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) sgd_element(c.t, i, rate, h, factor);
   }
 }
 
