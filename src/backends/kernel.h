@@ -74,7 +74,7 @@ std::string default_backend();
 // Each backend's registration entry point (called once, lazily, by KernelRegistry).
 void register_cpu_ref_kernels();
 #ifdef TRIDENT_HAVE_ONEDNN
-void register_onednn_kernels();  // backend "cpu" (src/backends/cpu)
+void register_cpu_kernels();     // backend "cpu", on oneDNN (src/backends/cpu)
 #endif
 #ifdef TRIDENT_HAVE_CUDA
 void register_cuda_kernels();    // backend "cuda" (src/backends/cuda)

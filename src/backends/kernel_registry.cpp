@@ -21,7 +21,7 @@ void ensure_builtins() {
   std::call_once(g_once, [] {
     register_cpu_ref_kernels();
 #ifdef TRIDENT_HAVE_ONEDNN
-    register_onednn_kernels();
+    register_cpu_kernels();
 #endif
 #ifdef TRIDENT_HAVE_CUDA
     register_cuda_kernels();

@@ -105,7 +105,7 @@ class BnBackward {
   memory var_;
 };
 
-// eltwise.cpp: element-wise steps over `numel` elements (in place allowed).
+// elementwise.cpp: element-wise steps over `numel` elements (in place allowed).
 void append_relu(PrimitiveKernel& k, int64_t numel, const Operand& x, const Operand& y);
 void append_relu_backward(PrimitiveKernel& k, int64_t numel, const Operand& y, const Operand& dy,
                           const Operand& dx);
@@ -115,13 +115,16 @@ void append_add(PrimitiveKernel& k, int64_t numel, const Operand& a, const Opera
 
 // ---- registration ----
 
-void register_conv_kernels();       // conv.cpp
-void register_batchnorm_kernels();  // batchnorm.cpp
-void register_eltwise_kernels();    // eltwise.cpp
-void register_pool_kernels();       // pool.cpp
-void register_linear_kernels();     // linear.cpp
-void register_misc_kernels();       // misc.cpp
-void register_tensor_kernels();     // tensor_ops.cpp
-void register_fused_kernels();      // fused.cpp
+void register_conv_kernels();               // conv.cpp
+void register_batchnorm_kernels();          // batchnorm.cpp
+void register_elementwise_kernels();        // elementwise.cpp
+void register_elementwise_fused_kernels();  // elementwise_fused.cpp
+void register_pool_kernels();               // pool.cpp
+void register_linear_kernels();             // linear.cpp
+void register_loss_kernels();               // loss.cpp
+void register_optimizer_kernels();          // optimizer.cpp
+void register_tensor_kernels();             // tensor_ops.cpp
+void register_fused_kernels();              // fused.cpp (cbr, cbar, conv2d_epilogue)
+void register_fused_inference_kernels();    // fused_inference.cpp
 
 }  // namespace trident::onednn

@@ -1,8 +1,10 @@
-// relu, relu_backward and add on oneDNN eltwise/binary primitives. Element-wise ops ignore
-// the shape, so every tensor is described as a flat f32 vector: one primitive serves every
-// tensor of the same element count, whatever its rank, and in-place aliasing just works.
-#include "backends/cpu/kernels.h"
-#include "backends/cpu/onednn_util.h"
+// The element-wise family on the "cpu" backend: relu, relu_backward and add on oneDNN
+// eltwise/binary primitives, fill on cpu_ref's loop, and the flatten/reshape views. Element-wise
+// ops ignore the shape, so every tensor is described as a flat f32 vector: one primitive serves
+// every tensor of the same element count, whatever its rank, and in-place aliasing just works.
+#include <cstring>
+
+#include "backends/cpu/ref_kernels.h"
 
 namespace trident::onednn {
 
@@ -95,12 +97,30 @@ class Add final : public PrimitiveKernel {
   }
 };
 
+// flatten and reshape: views that copy only when the planner did not alias them.
+class View final : public Kernel {
+ public:
+  View(const ir::Node& node, const ir::Graph& g) {
+    expect_f32(node, g);
+    if (node.inputs.size() != 1 || node.outputs.size() != 1 ||
+        trident::numel(in_shape(node, g, 0)) != trident::numel(out_shape(node, g, 0)))
+      fail(node, "a view needs one input and one output of the same element count");
+  }
+  void run(const KernelArgs& args) override {
+    const TensorView &x = args.in[0], &y = args.out[0];
+    if (x.data != y.data) std::memmove(y.data, x.data, x.bytes());
+  }
+};
+
 }  // namespace
 
-void register_eltwise_kernels() {
+void register_elementwise_kernels() {
   add_kernel<Relu>("relu");
   add_kernel<ReluBackward>("relu_backward");
   add_kernel<Add>("add");
+  add_kernel<RefLoop<cpu_ref::fill>>("fill");
+  add_kernel<View>("flatten");
+  add_kernel<View>("reshape");
 }
 
 }  // namespace trident::onednn
