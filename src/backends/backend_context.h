@@ -1,7 +1,11 @@
 // Per-executable state of a backend: where its tensors live and how bytes move there.
-// Host backends use this base as is (aligned host memory, memcpy); the CUDA backend derives
-// from it to own device memory, streams, library handles and its plan cache. An Executable
-// owns one context for its whole life, so caches are never process-wide mutable statics.
+// Host backends keep this base's memory (aligned host memory, memcpy); the cpu backend's
+// context adds the scratch arena its kernels share, and the CUDA backend's owns device memory,
+// streams, library handles and its plan cache. An Executable owns one context for its whole
+// life, and what its kernels cache lives there, with one exception by design: the cpu
+// backend's oneDNN primitives and timed algorithm choices are cached process-wide
+// (backends/cpu/onednn_context.h), shared by every executable under a mutex, since the
+// primitives are stateless (user-owned scratchpads) and identical layers may share them.
 #pragma once
 #include <cstddef>
 #include <cstdint>
