@@ -1,12 +1,20 @@
-// 4-D layout conversion of host tensors at the user boundary: trident's activations are NHWC,
-// while arrays from PyTorch and ONNX are NCHW. A plain copy through the permuted strides, so
-// it serves any dtype; tensors of other ranks are returned unchanged.
+// Layout conversion at the user boundary: trident's activations are NHWC and its weights OHWI
+// and [out, in], while arrays and initializers from PyTorch and ONNX are NCHW, OIHW and
+// [in, out]. Plain copies through the permuted strides, so they serve any dtype; host tensors
+// of other ranks are returned unchanged.
 #pragma once
+#include <vector>
+
 #include "core/host_tensor.h"
 
 namespace trident {
 
 HostTensor nchw_to_nhwc(const HostTensor& t);
 HostTensor nhwc_to_nchw(const HostTensor& t);
+
+// Convolution weights [K, C, R, S] → [K, R, S, C] (the NCHW → NHWC permutation).
+std::vector<float> oihw_to_ohwi(const std::vector<float>& w, const Shape& oihw);
+// A row-major [rows, cols] matrix → its [cols, rows] transpose.
+std::vector<float> transpose_2d(const std::vector<float>& m, int64_t rows, int64_t cols);
 
 }  // namespace trident

@@ -1,12 +1,14 @@
 // ONNX op → trident op conversion, one function per op type. Weights are converted from ONNX
-// layouts (OIHW, [in,out]) to trident's (OHWI, [out,in]) here, once; every unsupported
-// attribute value is an error naming the node rather than a silently different network.
+// layouts (OIHW, [in,out]) to trident's (OHWI, [out,in]) here, once, by core/tensor_layout.h;
+// every unsupported attribute value is an error naming the node rather than a silently
+// different network.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "core/tensor_layout.h"
 #include "frontend/onnx/onnx_detail.h"
 
 namespace trident::frontend::onnx_detail {
@@ -22,24 +24,8 @@ bool pair_ok(const std::vector<int64_t>& v, int64_t min) {
   return v.size() == 2 && v[0] >= min && v[1] >= min;
 }
 
-std::vector<float> oihw_to_ohwi(const Const& w) {
-  const int64_t K = w.dims[0], C = w.dims[1], R = w.dims[2], S = w.dims[3];
-  std::vector<float> out(w.f.size());
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t s = 0; s < S; ++s)
-          out[((k * R + r) * S + s) * C + c] = w.f[((k * C + c) * R + r) * S + s];
-  return out;
-}
-
-std::vector<float> transpose2d(const Const& b) {
-  const int64_t I = b.dims[0], O = b.dims[1];
-  std::vector<float> out(b.f.size());
-  for (int64_t i = 0; i < I; ++i)
-    for (int64_t o = 0; o < O; ++o) out[o * I + i] = b.f[i * O + o];
-  return out;
-}
+// An ONNX [in, out] matrix (Gemm, MatMul) as trident's [out, in].
+std::vector<float> transpose2d(const Const& b) { return transpose_2d(b.f, b.dims[0], b.dims[1]); }
 
 ir::Attrs window_attrs(const Window& w, bool conv) {
   ir::Attrs a{{"stride", w.stride}, {"padding", w.pad}};
@@ -101,7 +87,7 @@ void Importer::conv(const onnx::NodeProto& n) {
   const int64_t groups = attr_int(n, "group", 1);
   if (groups < 1 || groups > kMaxAttrInt) fail(n, "group must be positive");
   std::vector<int> in{x, weight(n, w, "conv_ohwi", {w.dims[0], w.dims[2], w.dims[3], w.dims[1]},
-                                oihw_to_ohwi(w))};
+                                oihw_to_ohwi(w.f, w.dims))};
   if (has_input(n, 2)) {
     const Const& b = constant_of(n, 2);
     if (!b.is_float || b.dims != Shape{w.dims[0]})
