@@ -1,4 +1,5 @@
-// Training fusion of the block trident exists for. Patterns (data, checked in order):
+// Training fusion of the block trident exists for. Patterns (drawn here, matched by match()
+// below, in order):
 //
 //   conv2d ──► batchnorm2d ──► relu                         ⇒   cbr
 //   conv2d ──► batchnorm2d ──► add(·, residual) ──► relu    ⇒   cbar

@@ -175,7 +175,7 @@ ir::Graph two_identical_layers(DType d = DType::f32) {
 
 TEST(CrossBackend, IdenticalConvLayersShareOnePrimitive) {
   const ir::Graph g = two_identical_layers();
-  onednn::OnednnContext& ctx = onednn::OnednnContext::instance();
+  cpu::OnednnContext& ctx = cpu::OnednnContext::instance();
   const int64_t misses0 = ctx.misses();
   auto k1 = KernelRegistry::make("cpu", g.node(g.order()[0]), g);
   const int64_t misses1 = ctx.misses(), hits1 = ctx.hits();

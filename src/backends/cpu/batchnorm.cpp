@@ -7,7 +7,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 namespace {
 
@@ -186,4 +186,4 @@ void register_batchnorm_kernels() {
   add_kernel<Batchnorm2dBackward>("batchnorm2d_backward");
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -11,7 +11,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 using dnnl::convolution_backward_data;
 using dnnl::convolution_backward_weights;
@@ -265,4 +265,4 @@ void register_conv_kernels() {
   add_kernel<Conv2dBackwardWeight>("conv2d_backward_weight");
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

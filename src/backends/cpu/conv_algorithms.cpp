@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 namespace {
 
@@ -202,4 +202,4 @@ ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const 
   return {build(s, post, key, c), candidate_key(key, c), c.winograd(), choice.note};
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

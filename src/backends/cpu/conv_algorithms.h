@@ -8,7 +8,7 @@
 
 #include "backends/cpu/conv_setup.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 struct ConvPlan {
   CachedPrimitive p;
@@ -26,4 +26,4 @@ struct ConvPlan {
 ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
                              int winograd, bool autotune, uint64_t trial_bytes = UINT64_MAX);
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -9,7 +9,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 struct ConvSetup {
   memory::desc src, weights, bias, dst;  // NHWC activations, weights in the graph's OHWI layout
@@ -40,4 +40,4 @@ void walk_forward_implementations(
 // The attributes of a forward conv with post-ops, applied in order: sum, then relu.
 dnnl::primitive_attr post_ops_attr(const ConvPostOps& post);
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

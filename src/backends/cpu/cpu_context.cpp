@@ -1,7 +1,7 @@
 // The cpu backend's per-executable context and its shared scratch arena.
 #include "backends/cpu/cpu_context.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 void ScratchArena::reserve(size_t bytes) {
   if (bytes > reserved_) reserved_ = bytes;
@@ -21,4 +21,4 @@ const CpuContext& cpu_context(const BackendContext& ctx) {
   return cpu ? *cpu : defaults;
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

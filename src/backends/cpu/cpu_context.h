@@ -7,7 +7,7 @@
 
 #include "backends/backend_context.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 // Storage that kernels reserve while they are built and address while they run; it is
 // allocated at first use with the largest reservation (zero-filled, 64-byte aligned).
@@ -39,4 +39,4 @@ class CpuContext final : public BackendContext {
 // `ctx` as the cpu backend's context; a default one for a context of another kind.
 const CpuContext& cpu_context(const BackendContext& ctx);
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -6,7 +6,7 @@
 
 #include "backends/cpu/ref_kernels.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 namespace {
 
@@ -123,4 +123,4 @@ void register_elementwise_kernels() {
   add_kernel<View>("reshape");
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -1,10 +1,52 @@
-// fold_batchnorm on the "cpu" backend: cpu_ref's kernel, which runs once per weight update
-// (the executable hoists it), so its speed does not matter. conv2d_epilogue, the other
-// inference fusion, is a oneDNN convolution with post-ops (fused.cpp).
+// The inference fusions on the "cpu" backend: conv2d_epilogue, one oneDNN convolution with
+// post-ops (bias, residual sum, relu), and fold_batchnorm, cpu_ref's kernel, which runs once per
+// weight update (the executable hoists it), so its speed does not matter.
+#include <cstring>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_util.h"
 #include "backends/cpu/ref_kernels.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
-void register_fused_inference_kernels() { add_kernel<RefKernel>("fold_batchnorm"); }
+namespace {
 
-}  // namespace trident::onednn
+// conv2d_epilogue: inputs x, w, [b (has_bias)], [residual (residual)]; output y. The residual
+// is copied into y before the convolution, whose `sum` post-op then accumulates onto it.
+class ConvEpilogue final : public PrimitiveKernel {
+ public:
+  ConvEpilogue(const ir::Node& node, const ir::Graph& g, const CpuContext& ctx)
+      : PrimitiveKernel(node, g), residual_(node.attrs.i("residual", 0) != 0) {
+    expect_f32(node, g);
+    const bool has_bias = node.attrs.i("has_bias", 0) != 0;
+    if (node.inputs.size() != 2 + size_t{has_bias} + size_t{residual_} || node.outputs.size() != 1)
+      fail(node, "the inputs disagree with the has_bias/residual attributes");
+    ConvOperands conv{in(0), in(1), std::nullopt, out(0)};
+    if (has_bias) conv.bias = in(2);
+    append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
+                        out_shape(node, g, 0), conv,
+                        ConvPostOps{residual_, node.attrs.i("relu", 0) != 0},
+                        ConvAlgorithms::from(ctx));
+  }
+
+  void run(const KernelArgs& args) override {
+    check_views(args);
+    if (residual_) {
+      const TensorView &r = args.in.back(), &y = args.out[0];
+      if (r.data != y.data) std::memcpy(y.data, r.data, y.bytes());  // unless the plan aliased them
+    }
+    execute(args);
+  }
+
+ private:
+  bool residual_;
+};
+
+}  // namespace
+
+void register_fused_inference_kernels() {
+  add_kernel<ConvEpilogue>("conv2d_epilogue");
+  add_kernel<RefLoop<cpu_ref::fold_batchnorm>>("fold_batchnorm");
+}
+
+}  // namespace trident::cpu

@@ -8,7 +8,7 @@
 #include "backends/cpu/onednn_util.h"
 #include "backends/kernel.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 inline constexpr const char* kBackend = "cpu";
 
@@ -124,7 +124,7 @@ void register_linear_kernels();             // linear.cpp
 void register_loss_kernels();               // loss.cpp
 void register_optimizer_kernels();          // optimizer.cpp
 void register_tensor_kernels();             // tensor_ops.cpp
-void register_fused_kernels();              // fused.cpp (cbr, cbar, conv2d_epilogue)
-void register_fused_inference_kernels();    // fused_inference.cpp
+void register_fused_cbr_kernels();          // fused_cbr.cpp (cbr, cbar, batchnorm_relu_backward)
+void register_fused_inference_kernels();    // fused_inference.cpp (conv2d_epilogue, fold_batchnorm)
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -4,7 +4,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 namespace {
 
@@ -96,4 +96,4 @@ void register_linear_kernels() {
   add_kernel<LinearBackwardWeight>("linear_backward_weight");
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

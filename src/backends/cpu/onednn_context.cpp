@@ -5,7 +5,7 @@
 
 #include <omp.h>
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 OnednnContext& OnednnContext::instance() {
   static OnednnContext ctx;
@@ -71,4 +71,4 @@ size_t OnednnContext::size() const {
   return cache_.size();
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -11,7 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 // Which of several ways to compute something timing preferred, with a line saying why.
 struct TimedChoice {
@@ -57,4 +57,4 @@ class OnednnContext {
   int64_t misses_ = 0;
 };
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

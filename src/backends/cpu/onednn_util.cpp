@@ -7,7 +7,7 @@
 
 #include "ops/window.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 void fail(const ir::Node& node, const std::string& what) {
   throw Error("the cpu backend cannot run node '" + node.name + "' (op " + node.op + "): " + what);
@@ -229,4 +229,4 @@ void PrimitiveKernel::prepare(const KernelArgs& args) {
   }
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

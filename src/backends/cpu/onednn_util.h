@@ -20,7 +20,7 @@
 #include "backends/kernel.h"
 #include "core/error.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 using dnnl::memory;
 using Dims = memory::dims;
@@ -170,4 +170,4 @@ class PrimitiveKernel : public Kernel {
   std::deque<Step> steps_;
 };
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

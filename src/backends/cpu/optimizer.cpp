@@ -2,8 +2,8 @@
 // buffers, cpu_ref's loop (oneDNN has no optimizer primitive).
 #include "backends/cpu/ref_kernels.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 void register_optimizer_kernels() { add_kernel<RefLoop<cpu_ref::sgd_update>>("sgd_update"); }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -4,7 +4,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 namespace {
 
@@ -133,4 +133,4 @@ void register_pool_kernels() {
   add_kernel<AvgPoolBackward>("global_avgpool_backward");
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

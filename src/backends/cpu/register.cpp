@@ -6,18 +6,18 @@
 namespace trident {
 
 void register_cpu_kernels() {
-  KernelRegistry::add_context(onednn::kBackend, [] { return std::make_shared<onednn::CpuContext>(); });
-  onednn::register_conv_kernels();
-  onednn::register_batchnorm_kernels();
-  onednn::register_elementwise_kernels();
-  onednn::register_elementwise_fused_kernels();
-  onednn::register_pool_kernels();
-  onednn::register_linear_kernels();
-  onednn::register_loss_kernels();
-  onednn::register_optimizer_kernels();
-  onednn::register_tensor_kernels();
-  onednn::register_fused_kernels();
-  onednn::register_fused_inference_kernels();
+  KernelRegistry::add_context(cpu::kBackend, [] { return std::make_shared<cpu::CpuContext>(); });
+  cpu::register_conv_kernels();
+  cpu::register_batchnorm_kernels();
+  cpu::register_elementwise_kernels();
+  cpu::register_elementwise_fused_kernels();
+  cpu::register_pool_kernels();
+  cpu::register_linear_kernels();
+  cpu::register_loss_kernels();
+  cpu::register_optimizer_kernels();
+  cpu::register_tensor_kernels();
+  cpu::register_fused_cbr_kernels();
+  cpu::register_fused_inference_kernels();
 }
 
 }  // namespace trident

@@ -2,7 +2,7 @@
 // would gain little, so they run the cpu_ref kernels behind this backend's f32-only check.
 #include "backends/cpu/ref_kernels.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 void register_tensor_kernels() {
   add_kernel<RefLoop<cpu_ref::mul>>("mul");
@@ -11,4 +11,4 @@ void register_tensor_kernels() {
   add_kernel<RefLoop<cpu_ref::resize_channels>>("resize_channels");
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

@@ -4,7 +4,7 @@
 // gradient with a prologue runs as its decomposition, bn_apply then the plain one.
 #include <algorithm>
 
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
 
 namespace trident::cpu_ref {

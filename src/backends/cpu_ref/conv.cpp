@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
 
 namespace trident::cpu_ref {

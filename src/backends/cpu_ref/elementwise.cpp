@@ -3,7 +3,7 @@
 // planner did not alias the output onto the input.
 #include <cstring>
 
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
 
 namespace trident::cpu_ref {

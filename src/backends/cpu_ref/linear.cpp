@@ -3,7 +3,7 @@
 // the backward passes are row axpys; each output row belongs to one thread.
 #include <algorithm>
 
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
 
 namespace trident::cpu_ref {

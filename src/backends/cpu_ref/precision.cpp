@@ -1,6 +1,6 @@
 // Reference `cast`: f32, f64, f16 and bf16 in any direction through double, rounding to
 // nearest even (core/half.h), so the GPU's conversions can be checked bit for bit.
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
 #include "core/half.h"
 

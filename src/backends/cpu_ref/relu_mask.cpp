@@ -3,7 +3,7 @@
 // call the same two helpers, so a fused op and its decomposition share one definition.
 #include <cstdint>
 
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
 #include "core/relu_mask.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
 
 namespace trident::cpu_ref {

@@ -1,7 +1,7 @@
 // A convolution's input prologue (defer_bn_apply) on the GPU: relu(x·scale + shift) either
 // inside the convolution's cuDNN graph (ConvBNfprop, ConvBNwgrad) or, where cuDNN refuses
 // it or is slower, made by the channel-affine kernel in scratch first. Shared by the fused
-// forward (cbr_kernels.cpp) and the weight gradient (conv_kernels.cpp), which choose between
+// forward (fused_cbr_kernels.cpp) and the weight gradient (conv_kernels.cpp), which choose between
 // the two by timing.
 #pragma once
 #include <array>

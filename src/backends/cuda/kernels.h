@@ -43,7 +43,7 @@ void register_loss_kernels();               // softmax cross-entropy, forward an
 void register_optimizer_kernels();          // sgd_update over the flat buffers
 void register_batchnorm_kernels();          // batchnorm2d, its backward, batchnorm_relu_backward
 void register_conv_kernels();               // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
-void register_cbr_kernels();                // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
+void register_fused_cbr_kernels();          // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
 void register_bn_apply_kernels();           // bn_apply (the deferred batchnorm apply)
 void register_fused_inference_kernels();    // fold_batchnorm
 void register_precision_kernels();          // cast, cast_group (mixed precision)

@@ -1,12 +1,11 @@
 // The cuda backend's pooling family: maxpool2d, avgpool2d, global_avgpool and their backward
 // ops. The window geometry is read from the node and the graph's shapes once, when the kernel
 // is built; run() launches one kernel on the context's stream.
+#include <cstdint>
 #include <memory>
 
-#include <cstdint>
-
-#include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/pool.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 #include "ops/window.h"
 

@@ -14,7 +14,7 @@ void register_cuda_kernels() {
   cuda::register_optimizer_kernels();
   cuda::register_batchnorm_kernels();
   cuda::register_conv_kernels();
-  cuda::register_cbr_kernels();
+  cuda::register_fused_cbr_kernels();
   cuda::register_bn_apply_kernels();
   cuda::register_fused_inference_kernels();
   cuda::register_precision_kernels();

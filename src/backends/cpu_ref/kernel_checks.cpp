@@ -1,7 +1,8 @@
-// Error sentences and window geometry shared by every reference kernel.
+// Error sentences, dtype dispatch and window geometry (ops/window.h) shared by every reference
+// kernel.
 // Geometry is recomputed from the views and checked against the attributes, so a planner
 // bug shows up as a clear message rather than an out-of-bounds write.
-#include "backends/cpu_ref/common.h"
+#include "backends/cpu_ref/kernel_checks.h"
 
 namespace trident::cpu_ref {
 

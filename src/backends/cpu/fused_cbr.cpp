@@ -1,15 +1,14 @@
 // The fused training ops cbr / cbar (conv → batchnorm → [add residual] → relu) and their
 // batchnorm_relu_backward, built from the same step builders as the single ops: one kernel,
 // one list of primitive steps; the relu runs inside the batchnorm pass (cbr) or inside the
-// residual add (cbar). Also the inference conv2d_epilogue: one convolution with post-ops.
-#include <cstring>
+// residual add (cbar). (conv2d_epilogue, the inference fusion, is in fused_inference.cpp.)
 #include <optional>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 #include "ops/cbr_operands.h"
 
-namespace trident::onednn {
+namespace trident::cpu {
 
 namespace {
 
@@ -94,44 +93,12 @@ class FusedBackward final : public PrimitiveKernel {
   std::optional<BnBackward> bwd_;
 };
 
-// conv2d_epilogue: inputs x, w, [b (has_bias)], [residual (residual)]; output y. The residual
-// is copied into y before the convolution, whose `sum` post-op then accumulates onto it.
-class ConvEpilogue final : public PrimitiveKernel {
- public:
-  ConvEpilogue(const ir::Node& node, const ir::Graph& g, const CpuContext& ctx)
-      : PrimitiveKernel(node, g), residual_(node.attrs.i("residual", 0) != 0) {
-    expect_f32(node, g);
-    const bool has_bias = node.attrs.i("has_bias", 0) != 0;
-    if (node.inputs.size() != 2 + size_t{has_bias} + size_t{residual_} || node.outputs.size() != 1)
-      fail(node, "the inputs disagree with the has_bias/residual attributes");
-    ConvOperands conv{in(0), in(1), std::nullopt, out(0)};
-    if (has_bias) conv.bias = in(2);
-    append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
-                        out_shape(node, g, 0), conv,
-                        ConvPostOps{residual_, node.attrs.i("relu", 0) != 0},
-                        ConvAlgorithms::from(ctx));
-  }
-
-  void run(const KernelArgs& args) override {
-    check_views(args);
-    if (residual_) {
-      const TensorView &r = args.in.back(), &y = args.out[0];
-      if (r.data != y.data) std::memcpy(y.data, r.data, y.bytes());  // unless the plan aliased them
-    }
-    execute(args);
-  }
-
- private:
-  bool residual_;
-};
-
 }  // namespace
 
-void register_fused_kernels() {
+void register_fused_cbr_kernels() {
   add_kernel<FusedForward>("cbr");
   add_kernel<FusedForward>("cbar");
   add_kernel<FusedBackward>("batchnorm_relu_backward");
-  add_kernel<ConvEpilogue>("conv2d_epilogue");
 }
 
-}  // namespace trident::onednn
+}  // namespace trident::cpu

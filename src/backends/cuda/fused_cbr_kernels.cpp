@@ -21,9 +21,9 @@
 #include "backends/cuda/build_timing.h"
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
-#include "backends/cuda/device/checks.h"
 #include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/input_prologue.h"
+#include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 #include "core/relu_mask.h"
 #include "ops/cbr_operands.h"
@@ -352,7 +352,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
 
 }  // namespace
 
-void register_cbr_kernels() {
+void register_fused_cbr_kernels() {
   add_kernel<CbrKernel>("cbr");
   add_kernel<CbrKernel>("cbar");
   add_kernel<CbrKernel>("conv_bn_stats");
