@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const CheckpointInfo& i = ck.info;
     const TrainConfig& c = i.config;
     if (!kEpochsLimit.allows(static_cast<double>(c.epochs)) || !kBatchLimit.allows(static_cast<double>(i.batch)) ||
-        !kLrLimit.allows(c.lr) || !kMomentumLimit.allows(c.momentum) ||
-        !kWeightDecayLimit.allows(c.weight_decay) || !kWarmupLimit.allows(c.warmup_epochs) || i.epoch < 0 ||
+        !kLrLimit.allows(c.lr) || !kMomentumLimit.allows(c.compile.momentum) ||
+        !kWeightDecayLimit.allows(c.compile.weight_decay) || !kWarmupLimit.allows(c.warmup_epochs) || i.epoch < 0 ||
         i.epoch > c.epochs || i.step < 0 || i.train_images < 0)
       std::abort();
   } catch (const trident::Error&) {

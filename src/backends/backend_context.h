@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "backends/backend_options.h"
+
 namespace trident {
 
 // Host memory as the CPU backends use it: 64-byte aligned, zero-filled; an Error saying how
@@ -38,22 +40,16 @@ class BackendContext {
   virtual void synchronize() {}
   // One line of cache statistics for --verbose output; empty when the backend has none.
   virtual std::string cache_report() const { return {}; }
-  // Whether library plans are chosen by timing the candidates (GPU backends; see CompileOptions).
-  virtual void set_autotune(bool) {}
-
-  // What the compile options ask of the kernels built with this context (set once, before).
+  // What the kernels built with this context are asked to do (set once, before they are
+  // built): the user's backend options as chosen, and what the executable knows of itself.
   struct KernelOptions {
-    bool inference = false;  // an inference executable (weights constant between prepare()s)
-    bool autotune = true;    // choose implementations by timing them once, at build
-    int winograd = -1;       // CPU: Winograd convolutions, -1 by timing, 0 never, 1 always
+    BackendOptions backend;
+    bool constant_weights = false;  // an inference executable: weights change only between prepare()s
     // Host memory a kernel may hold while it is built (autotuning's trial tensors): what the
     // run's memory budget leaves. A kernel times fewer candidates rather than pass it.
     uint64_t build_bytes = UINT64_MAX;
   };
-  void set_kernel_options(const KernelOptions& o) {
-    kernel_options_ = o;
-    set_autotune(o.autotune);
-  }
+  void set_kernel_options(const KernelOptions& o) { kernel_options_ = o; }
   const KernelOptions& kernel_options() const { return kernel_options_; }
 
   // Step recording (CUDA graphs on the GPU): the kernels a step enqueues between

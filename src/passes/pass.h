@@ -1,5 +1,6 @@
 // The compile pipeline: passes with one signature, run in order by the PassManager, which
 // verifies the graph after each pass, can dump it, and skips passes the user disabled.
+// CompileOptions holds only what the passes read.
 #pragma once
 #include <functional>
 #include <string>
@@ -19,6 +20,9 @@ std::string_view mode_name(Mode m);
 
 struct CompileOptions {
   Mode mode = Mode::Train;
+  // The backend the graph is compiled for: passes choose their defaults by it, and lowering
+  // asks the kernel registry for its kernels. How that backend builds and runs them (timing,
+  // Winograd, CUDA graphs) is no pass's business: BackendOptions (backends/backend_options.h).
   std::string backend = "cpu_ref";
   // Training: append an SGD step to the graph. Off: parameter gradients become graph outputs.
   bool optimizer = true;
@@ -37,17 +41,6 @@ struct CompileOptions {
   int loss_scaling = -1;
   double initial_loss_scale = 65536.0;
   int64_t loss_scale_growth_interval = 2000;
-  // GPU: time cuDNN's candidate plans for each graph once, when it is built, and keep the
-  // fastest (as cudnn.benchmark). Off: the heuristics' first choice, a faster start.
-  bool autotune = true;
-  // CPU inference: 3x3 stride-1 convolutions may run as Winograd F(4,3)/F(2,3) transforms
-  // (oneDNN; a different rounding than the direct convolution, within the fp32 tolerance):
-  // -1 automatic (where timing both once at build says Winograd is faster; with autotune off,
-  // never), 0 never, 1 wherever oneDNN implements it.
-  int winograd = -1;
-  // GPU: record a step's kernels once as a CUDA graph (on the second run, when every lazy
-  // allocation has happened) and replay the recording on later runs: one launch per step.
-  bool cuda_graph = true;
   // Zero-pad convolution inputs and weights whose channels do not fill 16-byte vectors (the
   // pad_channels pass): -1 automatic (on for the cuda backend), 0 off, 1 on.
   int channel_padding = -1;

@@ -34,8 +34,8 @@ CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions
   return c;
 }
 
-std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
-                                                const passes::CompileOptions& options) {
+std::unique_ptr<Executable> Executable::compile(const ir::Graph& model, const passes::CompileOptions& options,
+                                                const BackendOptions& backend) {
   CompiledGraph c = compile_graph(model, options);
   std::unique_ptr<Executable> exe(new Executable(std::move(c.graph), options));
   exe->loss_ = c.loss;
@@ -53,8 +53,8 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model,
       budget->check_device(est.backend_bytes, *free, what);
     budget->claim(est.host_bytes, exe->ctx_->on_device() ? graph_name + "host copies" : what);
   }
-  exe->ctx_->set_kernel_options({options.mode == passes::Mode::Infer, options.autotune, options.winograd,
-                                 budget ? budget->headroom() : UINT64_MAX});
+  exe->ctx_->set_kernel_options(
+      {backend, options.mode == passes::Mode::Infer, budget ? budget->headroom() : UINT64_MAX});
   // TRIDENT_POISON_ARENA=1 fills intermediate tensors with NaN before the first step, so a
   // kernel that reads an element nothing wrote shows up as NaN instead of as stale zeros.
   const char* poison = std::getenv("TRIDENT_POISON_ARENA");
@@ -91,7 +91,7 @@ std::vector<Executable::Bound> Executable::build_steps(bool hoisted) {
     for (int out : n.outputs) args.out.push_back(view(out));
     steps.push_back({KernelRegistry::make(options_.backend, n, graph_, *ctx_), std::move(args)});
     // Inference: weights change only between prepare() calls (copy/import/init mark that).
-    steps.back().kernel->set_constant_weights(options_.mode == passes::Mode::Infer);
+    steps.back().kernel->set_constant_weights(ctx_->kernel_options().constant_weights);
   }
   return steps;
 }
@@ -129,7 +129,7 @@ void Executable::run() {
     return;
   }
   // The first run allocates what kernels create lazily (workspaces); the second is recorded.
-  if (options_.cuda_graph && !record_failed_ && runs_ >= 1 && ctx_->begin_recording()) {
+  if (backend_options().cuda_graph && !record_failed_ && runs_ >= 1 && ctx_->begin_recording()) {
     bool recorded = true;
     try {
       for (Bound& s : *steps_) s.kernel->run(s.args);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend_options.h"
 #include "backends/kernel.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
@@ -28,15 +29,25 @@ struct CompiledGraph {
 };
 CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options);
 
+// Compile options for `mode` on the build's default backend, where the runner's and the
+// trainer's configurations start.
+inline passes::CompileOptions default_compile_options(passes::Mode mode) {
+  passes::CompileOptions o;
+  o.mode = mode;
+  o.backend = default_backend();
+  return o;
+}
+
 class Executable {
  public:
   // Runs the standard pipeline for `options.mode` on a copy of `model`, plans memory and
-  // lowers every node to `options.backend`. Errors name the node, pass or backend at fault.
-  static std::unique_ptr<Executable> compile(const ir::Graph& model,
-                                             const passes::CompileOptions& options);
+  // lowers every node to `options.backend`, whose kernels are built as `backend` asks.
+  // Errors name the node, pass or backend at fault.
+  static std::unique_ptr<Executable> compile(const ir::Graph& model, const passes::CompileOptions& options,
+                                             const BackendOptions& backend = {});
 
   // One step. Runs prepare() first when weights changed since the last one. On a device
-  // backend with CompileOptions::cuda_graph the second run records the step and later runs
+  // backend with BackendOptions::cuda_graph the second run records the step and later runs
   // replay the recording (the same kernels on the same buffers, one launch).
   void run();
   // Recomputes hoisted results (folded weights) from the current parameters and state.
@@ -80,6 +91,7 @@ class Executable {
   const ir::Graph& graph() const { return graph_; }
   const plan::MemoryPlan& memory_plan() const { return plan_; }
   const passes::CompileOptions& options() const { return options_; }
+  const BackendOptions& backend_options() const { return ctx_->kernel_options().backend; }
   int loss() const { return loss_; }      // -1 for inference
   int logits() const { return logits_; }
   const std::vector<std::pair<int, int>>& param_grads() const { return param_grads_; }

@@ -71,17 +71,9 @@ std::vector<std::vector<TopEntry>> top_k(const HostTensor& scores, int k) {
 }
 
 Runner::Runner(const ir::Graph& model, const RunnerOptions& options) {
-  passes::CompileOptions opt;
+  passes::CompileOptions opt = options.compile;
   opt.mode = passes::Mode::Infer;
-  opt.backend = options.backend;
-  opt.disabled_passes = options.disabled_passes;
-  opt.dump_dir = options.dump_dir;
-  opt.precision = options.precision;
-  opt.autotune = options.autotune;
-  opt.cuda_graph = options.cuda_graph;
-  opt.winograd = options.winograd;
-  opt.memory_budget = options.memory_budget;
-  exe_ = Executable::compile(model, opt);
+  exe_ = Executable::compile(model, opt, options.backend_options);
   const ir::Graph& g = exe_->graph();
   for (int v : g.values_with_role(ir::ValueRole::Input))
     if (exe_->has(g.value(v).name)) {

@@ -19,14 +19,10 @@ namespace trident::runtime {
 enum class Layout { NCHW, NHWC };
 
 struct RunnerOptions {
-  std::string backend = default_backend();
-  std::vector<std::string> disabled_passes;
-  std::string dump_dir;
-  DType precision = DType::f32;  // activations on the GPU: f16/bf16 for mixed precision
-  bool autotune = true;          // GPU: time cuDNN's candidate plans (CompileOptions)
-  bool cuda_graph = true;        // GPU: replay each run as a recorded CUDA graph
-  int winograd = -1;             // CPU: Winograd 3x3 convolutions, -1 auto / 0 off / 1 on
-  MemoryBudget* memory_budget = nullptr;  // claims the executable's memory (CompileOptions)
+  // What the passes read: backend, precision (f16/bf16 on the GPU: mixed precision), disabled
+  // passes, the IR dump directory, the memory budget. The runner compiles for Mode::Infer.
+  passes::CompileOptions compile = default_compile_options(passes::Mode::Infer);
+  BackendOptions backend_options;  // timing, Winograd, CUDA graphs: how the backend builds kernels
 };
 
 // Latency of timed iterations (milliseconds) and throughput.

@@ -34,6 +34,8 @@ namespace {
 // executable gets the ones its pipeline has; a name in neither is an error with the lists.
 void split_disabled(const std::vector<std::string>& names, passes::CompileOptions& train,
                     passes::CompileOptions& infer) {
+  train.disabled_passes.clear();
+  infer.disabled_passes.clear();
   const passes::PassManager tp = passes::standard_pipeline(passes::Mode::Train, train);
   const passes::PassManager ip = passes::standard_pipeline(passes::Mode::Infer, infer);
   auto has = [](const passes::PassManager& pm, const std::string& n) {
@@ -56,33 +58,20 @@ void split_disabled(const std::vector<std::string>& names, passes::CompileOption
 }  // namespace
 
 Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move(config)) {
-  passes::CompileOptions train_opt;
+  passes::CompileOptions train_opt = config_.compile, eval_opt = config_.compile;
   train_opt.mode = passes::Mode::Train;
-  train_opt.backend = config_.backend;
-  train_opt.momentum = config_.momentum;
-  train_opt.weight_decay = config_.weight_decay;
-  train_opt.nesterov = config_.nesterov;
-  train_opt.precision = config_.precision;
-  train_opt.autotune = config_.autotune;
-  train_opt.cuda_graph = config_.cuda_graph;
-  train_opt.memory_budget = config_.memory_budget;
-  passes::CompileOptions eval_opt;
   eval_opt.mode = passes::Mode::Infer;
-  eval_opt.backend = config_.backend;
-  eval_opt.precision = config_.precision;
-  eval_opt.autotune = config_.autotune;
-  eval_opt.cuda_graph = config_.cuda_graph;
-  eval_opt.memory_budget = config_.memory_budget;
   // Evaluation keeps the direct convolutions: a run's accuracies must not depend on which
   // algorithm start-up timing happened to prefer.
-  eval_opt.winograd = 0;
-  split_disabled(config_.disabled_passes, train_opt, eval_opt);
-  if (!config_.dump_dir.empty()) {
-    train_opt.dump_dir = config_.dump_dir + "/train";
-    eval_opt.dump_dir = config_.dump_dir + "/infer";
+  BackendOptions eval_backend = config_.backend_options;
+  eval_backend.winograd = 0;
+  split_disabled(config_.compile.disabled_passes, train_opt, eval_opt);
+  if (!config_.compile.dump_dir.empty()) {
+    train_opt.dump_dir = config_.compile.dump_dir + "/train";
+    eval_opt.dump_dir = config_.compile.dump_dir + "/infer";
   }
-  train_ = Executable::compile(model, train_opt);
-  eval_ = Executable::compile(model, eval_opt);
+  train_ = Executable::compile(model, train_opt, config_.backend_options);
+  eval_ = Executable::compile(model, eval_opt, eval_backend);
   batch_ = train_->find("images").shape[0];
   train_->init_parameters(config_.seed);
 }

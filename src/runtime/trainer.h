@@ -18,18 +18,15 @@ namespace trident::runtime {
 struct TrainConfig {
   int64_t epochs = 3;
   double lr = 0.05;             // peak learning rate (after warm-up)
-  double momentum = 0.9;
-  double weight_decay = 5e-4;
-  bool nesterov = false;
   double warmup_epochs = 0.2;   // linear warm-up from lr/10, then cosine decay to 0
   uint64_t seed = 1;
-  std::string backend = default_backend();
-  DType precision = DType::f32;              // f16/bf16: mixed precision on the GPU
-  bool autotune = true;                      // GPU: time cuDNN's candidate plans (CompileOptions)
-  bool cuda_graph = true;                    // GPU: replay each step as a recorded CUDA graph
-  std::vector<std::string> disabled_passes;  // by name, for both executables
-  std::string dump_dir;                      // IR after every pass: DIR/train, DIR/infer
-  MemoryBudget* memory_budget = nullptr;     // both executables claim their memory (CompileOptions)
+  // What the passes read, for both executables (the trainer sets each one's mode): backend,
+  // precision (f16/bf16: mixed precision on the GPU), SGD's momentum, weight decay and
+  // Nesterov, the disabled passes by name (each executable takes those its pipeline has), the
+  // IR dump directory (DIR/train, DIR/infer) and the memory budget both executables claim from.
+  passes::CompileOptions compile = default_compile_options(passes::Mode::Train);
+  // Timing and CUDA graphs, for both executables; evaluation never uses Winograd (trainer.cpp).
+  BackendOptions backend_options;
 };
 
 // The learning rate at a step: linear warm-up over `warmup` steps from base/10, then cosine
@@ -56,7 +53,7 @@ using BatchCallback = std::function<void(int64_t, int64_t, double, double, doubl
 
 class Trainer {
  public:
-  // Compiles `model` for training and for inference on `config.backend`, initialises weights.
+  // Compiles `model` for training and for inference on `config.compile.backend`, initialises weights.
   Trainer(const ir::Graph& model, TrainConfig config);
 
   EpochStats train_epoch(data::BatchIterator& batches, int64_t epoch, int64_t epochs_total,

@@ -53,10 +53,10 @@ ir::Graph winograd_graph(const WinogradCase& c, DType d = DType::f32) {
   return g;
 }
 
-// How the cpu backend builds the node with CompileOptions::winograd = `mode` (and autotune).
+// How the cpu backend builds the node with BackendOptions::winograd = `mode` (and autotune).
 std::string implementation(const ir::Graph& g, int mode, bool autotune = true) {
   std::shared_ptr<BackendContext> ctx = KernelRegistry::make_context("cpu");
-  ctx->set_kernel_options({/*inference=*/true, autotune, mode});
+  ctx->set_kernel_options({.backend = {.autotune = autotune, .winograd = mode}, .constant_weights = true});
   return KernelRegistry::make("cpu", g.node(g.order().at(0)), g, *ctx)->implementation();
 }
 
@@ -76,7 +76,7 @@ TEST_P(CpuWinograd, AgreesWithCpuRef) {
   c.build = [p](DType d) { return winograd_graph(p, d); };
   c.measure = test_support::Measure::OutputScale;
   c.seeds = {11, 12};
-  c.options["cpu"] = {/*inference=*/true, /*autotune=*/true, /*winograd=*/1};
+  c.options["cpu"] = {.backend = {.autotune = true, .winograd = 1}, .constant_weights = true};
   test_support::check_op_case(c, "cpu", DType::f32);
 }
 

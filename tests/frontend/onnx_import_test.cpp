@@ -64,7 +64,7 @@ struct RunResult {
   size_t winograd_nodes = 0;  // convolutions the cpu backend runs by Winograd's algorithm
 };
 
-// winograd: CompileOptions::winograd (-1 by timing, 0 never, 1 wherever oneDNN has it).
+// winograd: BackendOptions::winograd (-1 by timing, 0 never, 1 wherever oneDNN has it).
 RunResult run(const std::string& name, const nlohmann::json& ref, bool fused,
               const std::string& backend = "cpu", int winograd = -1) {
   const int64_t batch = ref["batch"];
@@ -72,9 +72,8 @@ RunResult run(const std::string& name, const nlohmann::json& ref, bool fused,
   passes::CompileOptions opt;
   opt.mode = passes::Mode::Infer;
   opt.backend = backend;
-  opt.winograd = winograd;
   if (!fused) opt.disabled_passes = {"fold_bn", "fuse_conv_epilogue", "fuse_elementwise"};
-  auto exe = runtime::Executable::compile(imp.graph, opt);
+  auto exe = runtime::Executable::compile(imp.graph, opt, {.winograd = winograd});
   exe->import_weights(imp.weights, true);
   const std::string tag = name + ".b" + std::to_string(batch);
   const auto x = permute(read_floats(kDir / (tag + ".input.bin")), ref["input_shape"], true);

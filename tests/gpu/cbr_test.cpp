@@ -109,7 +109,7 @@ std::vector<std::string> compared_values() {
 #ifdef TRIDENT_HAVE_CUDA
 std::string kernel_path(const ir::Graph& g, bool autotune = true) {
   auto ctx = KernelRegistry::make_context("cuda");
-  ctx->set_autotune(autotune);
+  ctx->set_kernel_options({.backend = {.autotune = autotune}});
   auto kernel = KernelRegistry::make("cuda", g.node(g.order().back()), g, *ctx);
   auto* report = dynamic_cast<cuda::ReportsPath*>(kernel.get());
   return report ? report->path() : "(kernel does not report its path)";
@@ -216,7 +216,7 @@ TEST(GpuCbr, StatisticsPathsWithAndWithoutAutotuning) {
       std::cout << "cbr " << c.name << (tune ? " autotuned: " : ": ") << kernel_path(gpu, tune) << "\n";
 #endif
       compare_with_cpu_ref(gpu, decomposed_graph("cbr", c, false), compared_values(), DType::f16, 52,
-                           [&](GraphRunner& r) { r.context().set_autotune(tune); });
+                           [&](GraphRunner& r) { r.context().set_kernel_options({.backend = {.autotune = tune}}); });
     }
 }
 

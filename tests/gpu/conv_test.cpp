@@ -121,7 +121,7 @@ TEST(GpuConvTuning, TimesCandidatesAndKeepsARunningPlan) {
   // Whole kernels, tuned (the default) and not, agree with each other.
   auto run = [&](bool tune) {
     test_support::GraphRunner r(g, "cuda");
-    r.context().set_autotune(tune);  // before the first run builds the kernels
+    r.context().set_kernel_options({.backend = {.autotune = tune}});  // before the first run builds the kernels
     r.randomize(17);
     r.run();
     return r.values(g.find_value("y"));

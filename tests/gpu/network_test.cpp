@@ -309,9 +309,7 @@ TEST(GpuNetwork, RecordedStepsEqualDirectStepsBitForBit) {
         opt.mode = mode;
         opt.backend = "cuda";
         opt.precision = precision;
-        opt.autotune = false;
-        opt.cuda_graph = graph;
-        auto exe = Executable::compile(model, opt);
+        auto exe = Executable::compile(model, opt, {.autotune = false, .cuda_graph = graph});
         exe->init_parameters(42);
         feed(*exe, 10);
         return exe;
@@ -429,7 +427,7 @@ TEST(GpuNetwork, LossFallsWhenTrainingOnGpu) {
   TRIDENT_REQUIRE_GPU();
   data::Dataset ds = data::make_synthetic(512, 28, 28, 1, 10, 5);
   runtime::TrainConfig cfg;
-  cfg.backend = "cuda";
+  cfg.compile.backend = "cuda";
   runtime::Trainer t(frontend::build_model("fmnist_cnn", {64}), cfg);
   data::BatchIterator it(ds, 64, true, 1, true);
   std::vector<double> losses;

@@ -32,7 +32,7 @@ runtime::WeightMap with_variance(runtime::WeightMap w, float v, std::string& nam
 
 TEST(BatchnormStatistics, ANegativeOrNonFiniteRunningVarianceIsRefused) {
   runtime::RunnerOptions o;
-  o.backend = "cpu_ref";
+  o.compile.backend = "cpu_ref";
   for (const char* model : {"fmnist_cnn", "resnet_cifar"}) {
     runtime::Runner runner(frontend::build_model(model, {2}), o);
     runner.init_random_weights(1);

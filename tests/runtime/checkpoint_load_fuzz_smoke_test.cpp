@@ -27,7 +27,7 @@ std::string read_file(const std::string& path) {
 // Checkpoints of the default model before training and after one epoch of 4 steps.
 std::vector<std::string> seeds(const std::filesystem::path& dir) {
   TrainConfig c;
-  c.backend = "cpu_ref";
+  c.compile.backend = "cpu_ref";
   c.epochs = 3;
   const Trainer t(frontend::build_model("fmnist_cnn", {32}), c);
   std::vector<std::string> v;
@@ -64,7 +64,8 @@ TEST(CheckpointLoadFuzzSmoke, MutatedCheckpointsAreLoadedOrRefused) {
       const CheckpointInfo& in = ck.info;
       EXPECT_TRUE(kEpochsLimit.allows(static_cast<double>(in.config.epochs)) &&
                   kBatchLimit.allows(static_cast<double>(in.batch)) && kLrLimit.allows(in.config.lr) &&
-                  kMomentumLimit.allows(in.config.momentum) && kWeightDecayLimit.allows(in.config.weight_decay) &&
+                  kMomentumLimit.allows(in.config.compile.momentum) &&
+                  kWeightDecayLimit.allows(in.config.compile.weight_decay) &&
                   kWarmupLimit.allows(in.config.warmup_epochs))
           << "mutation " << i << " loaded out-of-range settings";
       EXPECT_TRUE(in.epoch >= 0 && in.epoch <= in.config.epochs && in.step >= 0) << "mutation " << i;

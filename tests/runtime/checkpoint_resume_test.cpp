@@ -37,7 +37,7 @@ fs::path temp_dir(const std::string& name) {
 
 TrainConfig config() {
   TrainConfig c;
-  c.backend = "cpu_ref";
+  c.compile.backend = "cpu_ref";
   c.seed = 7;
   c.epochs = kEpochs;
   return c;
@@ -100,7 +100,7 @@ TEST(CheckpointResume, ContinuesBitwiseLikeAnUninterruptedRun) {
   EXPECT_EQ(ck.info.step, 4);  // 128 images / 32
   EXPECT_EQ(ck.info.config.seed, 7u);
   EXPECT_EQ(ck.info.config.lr, config().lr);
-  EXPECT_EQ(ck.info.config.weight_decay, config().weight_decay);
+  EXPECT_EQ(ck.info.config.compile.weight_decay, config().compile.weight_decay);
   EXPECT_EQ(ck.info.config.epochs, kEpochs);
   // Parameters, BatchNorm running statistics and momentum buffers all travel.
   size_t momenta = 0, running = 0;

@@ -85,7 +85,9 @@ TEST(Runner, BenchmarksAZooModel) {
 
 TEST(Runner, NchwInputMatchesNhwcInputAndIsDeterministic) {
   ir::Graph g = frontend::build_model("fmnist_cnn", {2});
-  runtime::Runner a(g, {"cpu_ref", {}, ""}), b(g, {"cpu_ref", {}, ""});
+  runtime::RunnerOptions on_ref;
+  on_ref.compile.backend = "cpu_ref";
+  runtime::Runner a(g, on_ref), b(g, on_ref);
   a.init_random_weights(1);
   b.init_random_weights(1);
   const HostTensor nchw = ramp({2, 1, 28, 28});

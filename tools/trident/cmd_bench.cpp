@@ -31,9 +31,8 @@ struct Options {
   std::vector<int64_t> layer{56, 56, 64, 64};  // cbr-layer: H, W, C, K
   int iterations = 50, warmup = 10, profile = 0;
   bool json = false, verbose = false;
-  std::string backend = default_backend();
   DeviceFlags device;
-  CompileFlags flags;
+  passes::CompileOptions compile = runtime::default_compile_options(passes::Mode::Train);
   ThreadFlags threads;
   std::string max_memory;
 };
@@ -78,26 +77,20 @@ void fill_inputs(runtime::Executable& exe, int64_t classes) {
 int run_bench(Options o) {
   if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
   if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
-  o.backend = resolve_device(o.device, o.backend);
+  o.compile.backend = resolve_device(o.device, o.compile.backend);
   o.threads.apply();
   const DType precision = precision_dtype(o.device);
   const bool layer = o.model == "cbr-layer";
   ir::Graph model = layer ? cbr_layer(o, precision) : frontend::build_model(o.model, {o.batch});
 
-  passes::CompileOptions opt;
+  passes::CompileOptions& opt = o.compile;
   opt.mode = o.mode == "train" ? passes::Mode::Train : passes::Mode::Infer;
-  opt.backend = o.backend;
   opt.precision = precision;
-  opt.autotune = o.device.autotune;
-  opt.cuda_graph = o.device.cuda_graph;
-  opt.winograd = o.device.winograd_mode();
   opt.optimizer = !layer;  // the layer benchmark times forward+backward; models a full step
-  opt.disabled_passes = o.flags.disabled_passes;
-  opt.dump_dir = o.flags.dump_dir;
   MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
   opt.memory_budget = &budget;
   const auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<runtime::Executable> exe = runtime::Executable::compile(model, opt);
+  std::unique_ptr<runtime::Executable> exe = runtime::Executable::compile(model, opt, o.device.backend_options);
   exe->init_parameters(1);
   const int64_t classes = exe->graph().value(exe->logits()).shape.back();
   fill_inputs(*exe, classes);
@@ -149,13 +142,13 @@ int run_bench(Options o) {
   const std::string cache = exe->context().cache_report();
 
   if (o.json) {
-    nlohmann::json j = {{"model", o.model}, {"mode", o.mode}, {"batch", o.batch}, {"device", o.backend == "cuda" ? "cuda" : "cpu"},
-                        {"backend", o.backend}, {"precision", o.device.precision}, {"iterations", o.iterations},
+    nlohmann::json j = {{"model", o.model}, {"mode", o.mode}, {"batch", o.batch}, {"device", opt.backend == "cuda" ? "cuda" : "cpu"},
+                        {"backend", opt.backend}, {"precision", o.device.precision}, {"iterations", o.iterations},
                         {"warmup", o.warmup}, {"images_per_s", ips}, {"throughput_images_per_s", throughput},
                         {"ms_median", median}, {"ms_p90", p90},
                         {"ms_min", stats.min_ms}, {"total_s", total_s},
                         {"compile_s", compile_s}, {"peak_device_bytes", peak},
-                        {"plan_bytes", exe->total_bytes()}, {"disabled_passes", o.flags.disabled_passes}};
+                        {"plan_bytes", exe->total_bytes()}, {"disabled_passes", opt.disabled_passes}};
     if (layer) j["layer"] = o.layer;
     if (o.verbose) j["cache"] = cache;
     if (o.profile > 0) {
@@ -166,7 +159,7 @@ int run_bench(Options o) {
     return 0;
   }
   std::cout << std::fixed << std::setprecision(3) << o.model << " " << o.mode << ", batch " << o.batch << ", "
-            << o.backend << " " << o.device.precision << ": " << std::setprecision(1) << ips << " images/s, "
+            << opt.backend << " " << o.device.precision << ": " << std::setprecision(1) << ips << " images/s, "
             << std::setprecision(3) << median << " ms median, " << p90 << " ms p90 (" << o.iterations
             << " iterations after " << o.warmup << " warm-up; compile " << compile_s << " s)\n"
             << std::setprecision(1) << throughput << " images/s with the steps back to back\n";
@@ -201,12 +194,12 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_option("--profile", o->profile, "Afterwards, time N runs node by node and report the time per op kind")
       ->check(CLI::Range(0, 10000));
   sub->add_flag("--verbose", o->verbose, "Also print the backend's plan-cache statistics");
-  add_backend_option(sub, o->backend, "CPU backend (with --device cpu)");
+  add_backend_option(sub, o->compile.backend, "CPU backend (with --device cpu)");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
-  add_compile_flags(sub, o->flags);
+  add_compile_flags(sub, o->compile);
   return [o] { return run_bench(*o); };
 }
 

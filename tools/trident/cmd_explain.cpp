@@ -26,26 +26,24 @@ struct Options {
   int64_t batch = 32;
   bool json = false;
   std::string dot;
-  CompileFlags flags;
+  passes::CompileOptions compile;
   DeviceFlags device;
-  std::string backend = default_backend();
 };
 
 int run_explain(Options o) {
   if (!o.model_file.empty()) o.model = o.model_file;
   const bool onnx = o.model.size() > 5 && o.model.ends_with(".onnx");
   if (onnx && !o.mode_given) o.mode = "infer";  // an exported model is an inference graph
-  passes::CompileOptions opt;
+  passes::CompileOptions& opt = o.compile;
   opt.mode = o.mode == "infer" ? passes::Mode::Infer : passes::Mode::Train;
-  opt.disabled_passes = o.flags.disabled_passes;
-  opt.dump_dir = o.flags.dump_dir;
   ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
   // The report is made for the pipeline of the device asked for. --device cuda on a machine
   // without a usable GPU still compiles the graph for the cuda pipeline (no kernels are built).
   std::string no_gpu;
-  if (o.device.device != "cpu") {
+  const bool on_cpu = o.device.device == "cpu";
+  if (!on_cpu) {
     try {
-      opt.backend = resolve_device(o.device, o.backend);
+      opt.backend = resolve_device(o.device, default_backend());
     } catch (const Error& e) {
       if (o.device.device != "cuda") throw;
       no_gpu = e.what();
@@ -53,18 +51,16 @@ int run_explain(Options o) {
     }
     opt.precision = precision_dtype(o.device);
   }
-  opt.autotune = o.device.autotune;
-  opt.winograd = o.device.winograd_mode();
   runtime::FusionReport r = runtime::explain(o.model, model, opt);
   // With a device, or for an inference graph on the CPU, the kernels are built too, and those
   // that chose a way to run say which (on the GPU: one cuDNN graph, or a convolution plus a
   // fused element-wise kernel; on the CPU: Winograd or the direct convolution).
   std::vector<std::pair<std::string, std::string>> kernels;
-  const bool build = no_gpu.empty() && (o.device.device != "cpu" || opt.mode == passes::Mode::Infer);
+  const bool build = no_gpu.empty() && (!on_cpu || opt.mode == passes::Mode::Infer);
   if (build) {
-    if (o.device.device == "cpu") opt.backend = resolve_device(o.device, o.backend);
+    if (on_cpu) opt.backend = resolve_device(o.device, default_backend());
     opt.dump_dir.clear();
-    kernels = runtime::Executable::compile(model, opt)->kernel_implementations();
+    kernels = runtime::Executable::compile(model, opt, o.device.backend_options)->kernel_implementations();
   }
   if (!o.dot.empty()) {
     const std::string dot = runtime::report_dot(r);
@@ -105,7 +101,7 @@ Runner add_explain_command(CLI::App& app) {
   sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
-  add_compile_flags(sub, o->flags);
+  add_compile_flags(sub, o->compile);
   return [o] { return run_explain(*o); };
 }
 

@@ -32,9 +32,8 @@ struct Options {
   ThreadFlags threads;
   uint64_t seed = 1;
   bool json = false;
-  std::string backend = default_backend();
   DeviceFlags device;
-  CompileFlags flags;
+  passes::CompileOptions compile = runtime::default_compile_options(passes::Mode::Infer);
   std::string max_memory;
 };
 
@@ -81,8 +80,8 @@ nlohmann::json stats_json(const runtime::LatencyStats& s) {
 
 int run_infer(Options o) {
   if (o.iterations < 1) throw Error("--iterations must be at least 1");
-  o.backend = resolve_device(o.device, o.backend);
-  const bool gpu = o.backend == "cuda";
+  o.compile.backend = resolve_device(o.device, o.compile.backend);
+  const bool gpu = o.compile.backend == "cuda";
   if (!o.model_file.empty() && !o.model.empty())
     throw Error("give the model once: either MODEL.onnx or --model, not both");
   if (o.model_file.empty()) o.model_file = o.model.empty() ? frontend::default_model() : o.model;
@@ -117,9 +116,9 @@ int run_infer(Options o) {
   } else {
     model = frontend::build_model(o.model_file, {o.batch});
   }
-  runtime::Runner runner(model, {o.backend, o.flags.disabled_passes, o.flags.dump_dir,
-                                 precision_dtype(o.device), o.device.autotune, o.device.cuda_graph,
-                                 o.device.winograd_mode(), &budget});
+  o.compile.precision = precision_dtype(o.device);
+  o.compile.memory_budget = &budget;
+  runtime::Runner runner(model, {o.compile, o.device.backend_options});
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);
@@ -158,7 +157,7 @@ int run_infer(Options o) {
     nlohmann::json j = {{"model", o.model_file}, {"source", source}, {"weights", weights},
                         {"input", input_desc}, {"input_name", runner.input_name()},
                         {"input_shape", runner.input_shape()}, {"batch", runner.batch()},
-                        {"device", gpu ? "cuda" : "cpu"}, {"backend", o.backend}, {"precision", o.device.precision},
+                        {"device", gpu ? "cuda" : "cpu"}, {"backend", o.compile.backend}, {"precision", o.device.precision},
                         {"threads", runtime::HostThreads::max_threads()},
                         {"thread_policy", o.threads.policy}, {"warmup", o.warmup},
                         {"iterations", s.iterations}, {"compile_s", compile_s}, {"total_s", s.total_s},
@@ -174,7 +173,7 @@ int run_infer(Options o) {
             << "model: " << o.model_file << " (" << source << ", weights " << weights << ")\n"
             << "input: " << runner.input_name() << " f32" << shape_str(runner.input_shape())
             << (runner.input_shape().size() == 4 ? " NCHW" : "") << " from " << input_desc << "\n"
-            << "device: " << (gpu ? "cuda" : "cpu") << ", backend " << o.backend << ", "
+            << "device: " << (gpu ? "cuda" : "cpu") << ", backend " << o.compile.backend << ", "
             << runtime::HostThreads::max_threads() << " threads (" << o.threads.policy << "), " << o.device.precision << "\n"
             << "compile: " << compile_s << " s, warm-up " << o.warmup << " iterations, timed " << s.iterations
             << " iterations (" << s.total_s << " s)\n";
@@ -226,12 +225,12 @@ Runner add_infer_command(CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
-  add_backend_option(sub, o->backend, "CPU backend that runs the kernels");
+  add_backend_option(sub, o->compile.backend, "CPU backend that runs the kernels");
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")
       ->check(CLI::Range(0, 100000));
-  add_compile_flags(sub, o->flags);
+  add_compile_flags(sub, o->compile);
   return [o] { return run_infer(*o); };
 }
 

@@ -35,7 +35,6 @@ struct Options {
   int64_t train_limit = 0, test_limit = 0;
   ThreadFlags threads;
   bool json = false;
-  CompileFlags flags;
   DeviceFlags device;
   std::string save_path, resume_path, weights_path;
   std::string max_memory;
@@ -60,12 +59,12 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   adopt("--batch", o.batch, i.batch);
   adopt("--seed", o.config.seed, i.config.seed);
   adopt("--lr", o.config.lr, i.config.lr);
-  adopt("--momentum", o.config.momentum, i.config.momentum);
-  adopt("--weight-decay", o.config.weight_decay, i.config.weight_decay);
-  adopt("--nesterov", o.config.nesterov, i.config.nesterov);
+  adopt("--momentum", o.config.compile.momentum, i.config.compile.momentum);
+  adopt("--weight-decay", o.config.compile.weight_decay, i.config.compile.weight_decay);
+  adopt("--nesterov", o.config.compile.nesterov, i.config.compile.nesterov);
   adopt("--warmup", o.config.warmup_epochs, i.config.warmup_epochs);
   if (!given("--epochs")) o.epochs = i.config.epochs;
-  if (!given("--backend")) o.config.backend = i.config.backend;
+  if (!given("--backend")) o.config.compile.backend = i.config.compile.backend;
 }
 
 std::string fixed(double v, int digits) {
@@ -134,16 +133,13 @@ int run_train(Options o) {
                 std::to_string(train.count) + " training images");
 
   if (o.device.device != "cpu" || o.device.precision != "fp32") {
-    if (o.app && o.app->count("--backend") && o.config.backend != "cuda")
-      throw Error("--backend " + o.config.backend + " runs on the CPU; drop it or --device");
-    o.config.backend = resolve_device(o.device, o.config.backend);
+    if (o.app && o.app->count("--backend") && o.config.compile.backend != "cuda")
+      throw Error("--backend " + o.config.compile.backend + " runs on the CPU; drop it or --device");
+    o.config.compile.backend = resolve_device(o.device, o.config.compile.backend);
   }
-  o.config.precision = precision_dtype(o.device);
-  o.config.autotune = o.device.autotune;
-  o.config.cuda_graph = o.device.cuda_graph;
-  o.config.disabled_passes = o.flags.disabled_passes;
-  o.config.dump_dir = o.flags.dump_dir;
-  o.config.memory_budget = &budget;
+  o.config.compile.precision = precision_dtype(o.device);
+  o.config.compile.memory_budget = &budget;
+  o.config.backend_options = o.device.backend_options;
   ir::Graph model = frontend::build_model(o.model, {o.batch});
   runtime::Trainer trainer(model, o.config);
   int64_t first_epoch = 0;
@@ -171,10 +167,10 @@ int run_train(Options o) {
   };
   std::cerr << "training " << o.model << " on " << train.name << " (" << train.count
             << " images, batch " << o.batch << ", " << o.epochs << " epochs, backend "
-            << o.config.backend << ", " << o.device.precision << ", " << omp_get_max_threads() << " threads)\n";
+            << o.config.compile.backend << ", " << o.device.precision << ", " << omp_get_max_threads() << " threads)\n";
   emit({{"event", "start"}, {"model", o.model}, {"dataset", train.name}, {"train_images", train.count},
         {"test_images", test.count}, {"batch", o.batch}, {"epochs", o.epochs},
-        {"backend", o.config.backend}, {"precision", o.device.precision}, {"threads", omp_get_max_threads()},
+        {"backend", o.config.compile.backend}, {"precision", o.device.precision}, {"threads", omp_get_max_threads()},
         {"params", trainer.train_executable().parameter_count()}, {"first_epoch", first_epoch + 1}});
   if (first_epoch > 0)
     std::cerr << "resuming from '" << o.resume_path << "' after epoch " << first_epoch << " (step "
@@ -225,12 +221,12 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--epochs", o->epochs, "Training epochs")->check(within(runtime::kEpochsLimit))->capture_default_str();
   sub->add_option("--batch", o->batch, "Batch size")->check(within(runtime::kBatchLimit))->capture_default_str();
   sub->add_option("--lr", o->config.lr, "Peak learning rate")->check(within(runtime::kLrLimit))->capture_default_str();
-  sub->add_option("--momentum", o->config.momentum, "SGD momentum")->check(within(runtime::kMomentumLimit))->capture_default_str();
-  sub->add_option("--weight-decay", o->config.weight_decay, "L2 weight decay")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
-  sub->add_flag("--nesterov", o->config.nesterov, "Nesterov momentum");
+  sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum")->check(within(runtime::kMomentumLimit))->capture_default_str();
+  sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
+  sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
   sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs")->check(within(runtime::kWarmupLimit))->capture_default_str();
   add_seed_option(sub, o->config.seed, "Seed for initialisation and shuffling");
-  add_backend_option(sub, o->config.backend, "Backend that runs the kernels");
+  add_backend_option(sub, o->config.compile.backend, "Backend that runs the kernels");
   sub->add_option("--data", o->data_dir, "Fashion-MNIST directory (default: the Debian package's)");
   sub->add_flag("--synthetic", o->synthetic, "Train on synthetic data of the model's input shape");
   sub->add_option("--train-limit", o->train_limit, "Read only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
@@ -256,7 +252,7 @@ Runner add_train_command(CLI::App& app) {
       ->type_name("FILE")
       ->excludes(resume);
   add_device_options(sub, o->device);
-  add_compile_flags(sub, o->flags);
+  add_compile_flags(sub, o->config.compile);
   o->app = sub;
   return [o] { return run_train(*o); };
 }

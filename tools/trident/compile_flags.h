@@ -1,5 +1,6 @@
 // Flags every compiling sub-command shares: which passes to switch off and where to dump the
-// IR after each pass. Unknown pass names are rejected by the pass manager with the list.
+// IR after each pass (unknown pass names are rejected by the pass manager with the list), the
+// device and the backend options, and the limits on threads, memory and numeric flags.
 #pragma once
 #include <charconv>
 #include <cstdint>
@@ -10,21 +11,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backends/backend_options.h"
 #include "backends/kernel.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "passes/pass.h"
 #include "runtime/device.h"
 #include "runtime/host_threads.h"
 #include "runtime/train_limits.h"
 
 namespace trident::cli {
 
-struct CompileFlags {
-  std::vector<std::string> disabled_passes;
-  std::string dump_dir;
-};
-
-inline void add_compile_flags(CLI::App* sub, CompileFlags& f) {
+// --disable-pass and --dump-ir, bound into the CompileOptions the command compiles with.
+inline void add_compile_flags(CLI::App* sub, passes::CompileOptions& f) {
   sub->add_option("--disable-pass", f.disabled_passes,
                   "Turn a pass off by name (repeatable), e.g. fuse_conv_bn_relu");
   sub->add_option("--dump-ir", f.dump_dir, "Write the graph after every pass into this directory");
@@ -110,15 +109,12 @@ inline void add_backend_option(CLI::App* sub, std::string& backend, const std::s
       ->capture_default_str();
 }
 
-// --device and --precision, shared by train, infer and bench.
+// --device and --precision, shared by train, infer and bench, and the flags that fill
+// BackendOptions, which the commands hand to the runner, the trainer or the executable whole.
 struct DeviceFlags {
   std::string device = "cpu";
   std::string precision = "fp32";
-  bool autotune = true;
-  bool cuda_graph = true;
-  std::string winograd = "auto";
-  // CompileOptions::winograd: -1 auto, 0 off, 1 on.
-  int winograd_mode() const { return winograd == "on" ? 1 : winograd == "off" ? 0 : -1; }
+  BackendOptions backend_options;
 };
 
 inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string& default_device = "cpu") {
@@ -131,24 +127,32 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string&
                   "statistics, dynamic loss scaling)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
       ->capture_default_str();
-  sub->add_flag("!--no-autotune", f.autotune,
+  sub->add_flag("!--no-autotune", f.backend_options.autotune,
                 "On the GPU, take cuDNN's heuristic plan for each convolution instead of timing the "
                 "candidates once at start-up (starts faster; steps may be slower); on the CPU, do "
                 "not time Winograd against the direct convolution (--winograd auto means off)");
-  sub->add_flag("!--no-cuda-graph", f.cuda_graph,
+  sub->add_flag("!--no-cuda-graph", f.backend_options.cuda_graph,
                 "On the GPU, launch every kernel of every step instead of replaying the step recorded "
                 "as a CUDA graph");
 }
 
-// --winograd, for the commands that compile inference graphs (infer, bench, explain).
+// --winograd, for the commands that compile inference graphs (infer, bench, explain): the
+// words auto, on and off become BackendOptions::winograd's -1, 1 and 0 as they are parsed.
 inline void add_winograd_option(CLI::App* sub, DeviceFlags& f) {
-  sub->add_option("--winograd", f.winograd,
+  sub->add_option("--winograd", f.backend_options.winograd,
                   "CPU inference: compute 3x3 stride-1 convolutions by Winograd's transforms "
                   "(oneDNN; rounds differently from the direct convolution, within fp32 "
                   "tolerance): auto where timing each shape once at start-up says it is faster, "
                   "on wherever oneDNN has it, off never")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
+      ->transform(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s != "auto" && s != "on" && s != "off") return s + " not in {auto,on,off}";
+            s = s == "auto" ? "-1" : s == "on" ? "1" : "0";
+            return "";
+          },
+          "{auto,on,off}"))
+      ->type_name("TEXT")
+      ->default_str("auto");
 }
 
 // The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend

@@ -151,15 +151,16 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
                          const Shape& w, const Shape& y, const ConvOperands& ops,
                          const ConvPostOps& post, const ConvAlgorithms& algorithms) {
   const ConvSetup s = conv_setup(node, x, w, y, ops.bias.has_value());
-  const bool inference = post.sum || post.relu || algorithms.inference;
+  const bool inference = post.sum || post.relu || algorithms.options.constant_weights;
   CachedPrimitive p;
   std::string kind = "|fwd";
   bool blocked = false;
   if (inference) {
     kind = Signature("|infer").add("sum", int64_t{post.sum}).add("relu", int64_t{post.relu}).str();
     const bool arena = algorithms.scratch != nullptr;  // blocked copies need it
-    const ConvPlan plan = plan_inference_conv(s, post, s.sig + kind, arena ? algorithms.winograd : 0,
-                                              arena && algorithms.autotune, algorithms.trial_bytes);
+    const BackendOptions& chosen = algorithms.options.backend;
+    const ConvPlan plan = plan_inference_conv(s, post, s.sig + kind, arena ? chosen.winograd : 0,
+                                              arena && chosen.autotune, algorithms.options.build_bytes);
     k.set_implementation(plan.note);
     p = plan.p;
     blocked = plan.blocked;

@@ -44,18 +44,12 @@ struct ConvPostOps {
 };
 // How a forward convolution may run: in an inference executable (or with post-ops, which only
 // inference graphs have) the implementation timing chose among oneDNN's direct and, where
-// `winograd` allows, Winograd ones (conv_algorithms.h); Winograd's blocked activation copies
-// live in `scratch`. Without a scratch arena: oneDNN's first direct implementation.
+// BackendOptions::winograd allows, Winograd ones (conv_algorithms.h); Winograd's blocked
+// activation copies live in `scratch`. Without a scratch arena: oneDNN's first direct one.
 struct ConvAlgorithms {
-  bool inference = false;
-  int winograd = 0;
-  bool autotune = false;
+  BackendContext::KernelOptions options;  // the executable's: constant weights, timing, Winograd
   std::shared_ptr<ScratchArena> scratch;
-  uint64_t trial_bytes = UINT64_MAX;  // most memory timing the candidates may take
-  static ConvAlgorithms from(const CpuContext& ctx) {
-    const BackendContext::KernelOptions& o = ctx.kernel_options();
-    return {o.inference, o.winograd, o.autotune, ctx.scratch(), o.build_bytes};
-  }
+  static ConvAlgorithms from(const CpuContext& ctx) { return {ctx.kernel_options(), ctx.scratch()}; }
 };
 void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
                          const Shape& w, const Shape& y, const ConvOperands& ops,

@@ -37,8 +37,6 @@ class CudaContext final : public BackendContext {
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void synchronize() override;
   std::string cache_report() const override;
-  void set_autotune(bool on) override { autotune_ = on; }
-  bool autotune() const { return autotune_; }
 
   // A step recorded as a CUDA graph by capturing stream() (the side stream joins through the
   // kernels' fork/join events). Capture is thread-local: a call that cannot be captured (a
@@ -101,7 +99,6 @@ class CudaContext final : public BackendContext {
 
  private:
   int device_ = 0;
-  bool autotune_ = true;
   cudaGraphExec_t recording_ = nullptr;
   int sm_count_ = 0, cc_ = 0;
   std::string name_, prefix_;

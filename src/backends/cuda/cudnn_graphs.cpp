@@ -330,8 +330,9 @@ void CudnnGraph::execute(cudnnHandle_t handle, const std::array<void*, kMaxGraph
 
 GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc) {
   PlanPolicy policy;
-  policy.tune_candidates = ctx.autotune() ? kTuneCandidates : 0;
-  const std::string key = ctx.signature_prefix() + (ctx.autotune() ? "tuned-graph/" : "graph/") + desc.key();
+  const bool autotune = ctx.kernel_options().backend.autotune;
+  policy.tune_candidates = autotune ? kTuneCandidates : 0;
+  const std::string key = ctx.signature_prefix() + (autotune ? "tuned-graph/" : "graph/") + desc.key();
   auto entry = ctx.cached<GraphBuild>(key, [&] {
     auto made = std::make_shared<GraphBuild>();
     try {

@@ -122,9 +122,9 @@ struct GraphBuild {
   std::string failure;  // empty when graph is set
 };
 
-// The graph for `desc` from ctx's cache, built on ctx.cudnn() on a miss (tuned when
-// ctx.autotune() is on). Failures are cached too, so identical nodes do not pay for a refused
-// build twice.
+// The graph for `desc` from ctx's cache, built on ctx.cudnn() on a miss (tuned when the
+// context's BackendOptions::autotune is on). Failures are cached too, so identical nodes do
+// not pay for a refused build twice.
 GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc);
 
 }  // namespace trident::cuda

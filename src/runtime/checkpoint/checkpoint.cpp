@@ -81,11 +81,11 @@ void save_checkpoint(const std::string& path, const Trainer& trainer, const Chec
       {"train_images", std::to_string(info.train_images)},
       {"loss_scale", number(info.loss_scale)},
       {"seed", std::to_string(c.seed)},
-      {"backend", c.backend},
+      {"backend", c.compile.backend},
       {"lr", number(c.lr)},
-      {"momentum", number(c.momentum)},
-      {"weight_decay", number(c.weight_decay)},
-      {"nesterov", c.nesterov ? "1" : "0"},
+      {"momentum", number(c.compile.momentum)},
+      {"weight_decay", number(c.compile.weight_decay)},
+      {"nesterov", c.compile.nesterov ? "1" : "0"},
       {"warmup_epochs", number(c.warmup_epochs)},
   };
   write_safetensors(path, trainer.train_executable().export_weights(), md);
@@ -121,11 +121,11 @@ Checkpoint load_checkpoint(const std::string& path) {
                 std::to_string(i.train_images) + " / " + std::to_string(i.batch) + ")");
   i.loss_scale = r.num<double>("loss_scale");
   i.config.seed = r.num<uint64_t>("seed");
-  i.config.backend = printable(r.text("backend"));
+  i.config.compile.backend = printable(r.text("backend"));
   i.config.lr = r.limited<double>(kLrLimit);
-  i.config.momentum = r.limited<double>(kMomentumLimit);
-  i.config.weight_decay = r.limited<double>(kWeightDecayLimit);
-  i.config.nesterov = r.num<int>("nesterov") != 0;
+  i.config.compile.momentum = r.limited<double>(kMomentumLimit);
+  i.config.compile.weight_decay = r.limited<double>(kWeightDecayLimit);
+  i.config.compile.nesterov = r.num<int>("nesterov") != 0;
   i.config.warmup_epochs = r.limited<double>(kWarmupLimit);
   if (i.loss_scale != 1)
     throw Error("checkpoint '" + path + "' has loss scale " + quoted_name(r.text("loss_scale")) +

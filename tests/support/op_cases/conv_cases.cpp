@@ -163,9 +163,9 @@ void add_conv_cases(std::vector<OpCase>& cases) {
   // element. Winograd stays off on cpu: its transforms round (and timing could pick it on a loaded
   // machine); CpuWinograd covers it.
   BackendContext::KernelOptions direct;
-  direct.inference = true;
-  direct.autotune = true;
-  direct.winograd = 0;
+  direct.constant_weights = true;
+  direct.backend.autotune = true;
+  direct.backend.winograd = 0;
   struct NamedEpilogue {
     const char* name;
     Window w;

@@ -1,0 +1,23 @@
+// How a backend builds and runs an executable's kernels: the choices no compiler pass reads.
+// Defined once, here, and held by value by whoever makes the choice (the CLI's flags, the
+// runner's and the trainer's configurations) and by the backend context that reads it.
+#pragma once
+
+namespace trident {
+
+struct BackendOptions {
+  // Time the candidate implementations of each kernel once, when it is built, and keep the
+  // fastest: cuDNN's plans on the GPU (as cudnn.benchmark), oneDNN's direct and Winograd
+  // convolutions for CPU inference. Off: the library's first choice, a faster start.
+  bool autotune = true;
+  // CPU inference: 3x3 stride-1 convolutions may run as Winograd F(4,3)/F(2,3) transforms
+  // (oneDNN; a different rounding than the direct convolution, within the fp32 tolerance):
+  // -1 automatic (where timing both once at build says Winograd is faster; with autotune off,
+  // never), 0 never, 1 wherever oneDNN implements it.
+  int winograd = -1;
+  // GPU: record a step's kernels once as a CUDA graph (on the second run, when every lazy
+  // allocation has happened) and replay the recording on later runs: one launch per step.
+  bool cuda_graph = true;
+};
+
+}  // namespace trident
