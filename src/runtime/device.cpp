@@ -1,6 +1,10 @@
 // --device resolution (see device.h).
 #include "runtime/device.h"
 
+#include <algorithm>
+#include <vector>
+
+#include "backends/kernel.h"
 #include "core/error.h"
 
 #ifdef TRIDENT_HAVE_CUDA
@@ -19,10 +23,14 @@ std::string gpu_unavailable_reason() {
 #endif
 }
 
-std::string backend_for_device(const std::string& device, const std::string& cpu_backend, std::string* notice) {
+std::string backend_for_device(const std::string& device, std::string* notice) {
+  const std::string cpu_backend = default_backend();
   if (device == "cpu") return cpu_backend;
-  if (device != "cuda" && device != "auto")
-    throw Error("--device '" + device + "' is not one of cpu, cuda, auto");
+  if (device != "cuda" && device != "auto") {
+    const std::vector<std::string> backends = KernelRegistry::backends();
+    if (std::find(backends.begin(), backends.end(), device) != backends.end()) return device;
+    throw Error("--device '" + device + "' is not one of " + kDeviceChoices);
+  }
   const std::string why = gpu_unavailable_reason();
   if (why.empty()) return "cuda";
   if (device == "cuda") throw Error("--device cuda: " + why);

@@ -1,6 +1,7 @@
-// Choosing where a network runs: --device cpu|cuda|auto becomes a backend name. `cuda`
-// without a GPU (or in a build without the cuda backend) is an Error in one sentence; `auto`
-// falls back to the CPU backend and says so in `notice`.
+// Choosing where a network runs: --device cpu|cpu_ref|cuda|auto becomes a backend name. `cpu`
+// is the build's default CPU backend, a backend's own name picks it; `cuda` without a GPU (or
+// in a build without the cuda backend) is an Error in one sentence; `auto` falls back to the
+// default CPU backend and says so in `notice`.
 #pragma once
 #include <string>
 
@@ -9,7 +10,10 @@ namespace trident::runtime {
 // Empty when the cuda backend is built and a GPU is usable; otherwise why not.
 std::string gpu_unavailable_reason();
 
-// The backend for `device` ("cpu", "cuda" or "auto"); `cpu_backend` is used on the CPU.
-std::string backend_for_device(const std::string& device, const std::string& cpu_backend, std::string* notice);
+// The devices --device names besides the backends themselves.
+inline constexpr const char* kDeviceChoices = "cpu, cpu_ref, cuda, auto";
+
+// The backend for `device`: "cpu", "auto", or the name of a registered backend.
+std::string backend_for_device(const std::string& device, std::string* notice);
 
 }  // namespace trident::runtime

@@ -4,6 +4,7 @@
 
 #include "support/run_binary.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -118,4 +119,19 @@ TEST(Cli, ExplainForTheCudaPipelineNeedsNoGpu) {
   Result cpu = run("explain --model resnet_cifar --mode train --batch 2 --json", false);
   ASSERT_EQ(cpu.code, 0) << cpu.output;
   EXPECT_EQ(cpu.output.find("relu-bitmask"), std::string::npos) << "the CPU pipeline keeps y as the mask";
+}
+
+// --device is the one flag for where a network runs, and names a CPU backend too; --backend
+// is its alias. Both given, naming different devices, is one sentence and a non-zero exit.
+TEST(Cli, DeviceNamesTheBackendAndBackendIsItsAlias) {
+  const std::string bench = "bench --model cbr-layer --layer 8 8 16 16 --batch 4 --iterations 1 --warmup 0 --json ";
+  for (const char* flags : {"--device cpu_ref", "--backend cpu_ref", "--device cpu_ref --backend cpu_ref"}) {
+    Result r = run(bench + flags, false);
+    ASSERT_EQ(r.code, 0) << flags << ": " << r.output;
+    EXPECT_NE(r.output.find("\"backend\":\"cpu_ref\""), std::string::npos) << flags << ": " << r.output;
+  }
+  Result both = run(bench + "--device cuda --backend cpu_ref");
+  expect_clean_failure(both, "trident: error: --device cuda and --backend cpu_ref disagree");
+  EXPECT_EQ(std::count(both.output.begin(), both.output.end(), '\n'), 1) << both.output;
+  expect_clean_failure(run("train --device cpu --backend cpu_ref --synthetic"), "disagree");
 }

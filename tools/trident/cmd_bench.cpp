@@ -32,7 +32,7 @@ struct Options {
   int iterations = 50, warmup = 10, profile = 0;
   bool json = false, verbose = false;
   DeviceFlags device;
-  passes::CompileOptions compile = runtime::default_compile_options(passes::Mode::Train);
+  passes::CompileOptions compile;  // the backend is what --device resolves to
   ThreadFlags threads;
   std::string max_memory;
 };
@@ -77,7 +77,7 @@ void fill_inputs(runtime::Executable& exe, int64_t classes) {
 int run_bench(Options o) {
   if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
   if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
-  o.compile.backend = resolve_device(o.device, o.compile.backend);
+  o.compile.backend = resolve_device(o.device);
   o.threads.apply();
   const DType precision = precision_dtype(o.device);
   const bool layer = o.model == "cbr-layer";
@@ -194,7 +194,6 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_option("--profile", o->profile, "Afterwards, time N runs node by node and report the time per op kind")
       ->check(CLI::Range(0, 10000));
   sub->add_flag("--verbose", o->verbose, "Also print the backend's plan-cache statistics");
-  add_backend_option(sub, o->compile.backend, "CPU backend (with --device cpu)");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
   add_thread_options(sub, o->threads);

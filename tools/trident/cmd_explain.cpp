@@ -40,12 +40,13 @@ int run_explain(Options o) {
   // The report is made for the pipeline of the device asked for. --device cuda on a machine
   // without a usable GPU still compiles the graph for the cuda pipeline (no kernels are built).
   std::string no_gpu;
-  const bool on_cpu = o.device.device == "cpu";
+  const std::string device = device_choice(o.device);
+  const bool on_cpu = device != "cuda" && device != "auto";
   if (!on_cpu) {
     try {
-      opt.backend = resolve_device(o.device, default_backend());
+      opt.backend = resolve_device(o.device);
     } catch (const Error& e) {
-      if (o.device.device != "cuda") throw;
+      if (device != "cuda") throw;
       no_gpu = e.what();
       opt.backend = "cuda";
     }
@@ -58,7 +59,7 @@ int run_explain(Options o) {
   std::vector<std::pair<std::string, std::string>> kernels;
   const bool build = no_gpu.empty() && (!on_cpu || opt.mode == passes::Mode::Infer);
   if (build) {
-    if (on_cpu) opt.backend = resolve_device(o.device, default_backend());
+    if (on_cpu) opt.backend = resolve_device(o.device);
     opt.dump_dir.clear();
     kernels = runtime::Executable::compile(model, opt, o.device.backend_options)->kernel_implementations();
   }

@@ -33,7 +33,7 @@ struct Options {
   uint64_t seed = 1;
   bool json = false;
   DeviceFlags device;
-  passes::CompileOptions compile = runtime::default_compile_options(passes::Mode::Infer);
+  passes::CompileOptions compile;  // the backend is what --device resolves to
   std::string max_memory;
 };
 
@@ -80,7 +80,7 @@ nlohmann::json stats_json(const runtime::LatencyStats& s) {
 
 int run_infer(Options o) {
   if (o.iterations < 1) throw Error("--iterations must be at least 1");
-  o.compile.backend = resolve_device(o.device, o.compile.backend);
+  o.compile.backend = resolve_device(o.device);
   const bool gpu = o.compile.backend == "cuda";
   if (!o.model_file.empty() && !o.model.empty())
     throw Error("give the model once: either MODEL.onnx or --model, not both");
@@ -225,7 +225,6 @@ Runner add_infer_command(CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
-  add_backend_option(sub, o->compile.backend, "CPU backend that runs the kernels");
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")

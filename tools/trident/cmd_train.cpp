@@ -64,7 +64,7 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   adopt("--nesterov", o.config.compile.nesterov, i.config.compile.nesterov);
   adopt("--warmup", o.config.warmup_epochs, i.config.warmup_epochs);
   if (!given("--epochs")) o.epochs = i.config.epochs;
-  if (!given("--backend")) o.config.compile.backend = i.config.compile.backend;
+  if (!given("--device") && !given("--backend")) o.device.device = i.config.compile.backend;
 }
 
 std::string fixed(double v, int digits) {
@@ -132,11 +132,7 @@ int run_train(Options o) {
     throw Error("--batch " + std::to_string(o.batch) + " is larger than the " +
                 std::to_string(train.count) + " training images");
 
-  if (o.device.device != "cpu" || o.device.precision != "fp32") {
-    if (o.app && o.app->count("--backend") && o.config.compile.backend != "cuda")
-      throw Error("--backend " + o.config.compile.backend + " runs on the CPU; drop it or --device");
-    o.config.compile.backend = resolve_device(o.device, o.config.compile.backend);
-  }
+  o.config.compile.backend = resolve_device(o.device);
   o.config.compile.precision = precision_dtype(o.device);
   o.config.compile.memory_budget = &budget;
   o.config.backend_options = o.device.backend_options;
@@ -226,7 +222,6 @@ Runner add_train_command(CLI::App& app) {
   sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
   sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs")->check(within(runtime::kWarmupLimit))->capture_default_str();
   add_seed_option(sub, o->config.seed, "Seed for initialisation and shuffling");
-  add_backend_option(sub, o->config.compile.backend, "Backend that runs the kernels");
   sub->add_option("--data", o->data_dir, "Fashion-MNIST directory (default: the Debian package's)");
   sub->add_flag("--synthetic", o->synthetic, "Train on synthetic data of the model's input shape");
   sub->add_option("--train-limit", o->train_limit, "Read only the first N training images (0: all)")->check(CLI::NonNegativeNumber);

@@ -101,27 +101,38 @@ inline void add_thread_options(CLI::App* sub, ThreadFlags& f) {
       ->capture_default_str();
 }
 
-// --backend: one of the backends this build registered (the kernel registry's list, so a
-// new backend appears here without touching the commands).
-inline void add_backend_option(CLI::App* sub, std::string& backend, const std::string& help) {
-  sub->add_option("--backend", backend, help)
-      ->check(CLI::IsMember(KernelRegistry::backends()))
-      ->capture_default_str();
-}
-
-// --device and --precision, shared by train, infer and bench, and the flags that fill
-// BackendOptions, which the commands hand to the runner, the trainer or the executable whole.
+// --device (cpu, cpu_ref, cuda or auto), --backend (its alias, from before --device took a
+// backend's name), --precision, and the flags that fill BackendOptions, which the commands
+// hand to the runner, the trainer or the executable as a whole.
 struct DeviceFlags {
   std::string device = "cpu";
+  std::string backend_alias;  // --backend, where given
   std::string precision = "fp32";
   BackendOptions backend_options;
+  CLI::Option* device_flag = nullptr;  // tells a --device given from its default
 };
 
-inline void add_device_options(CLI::App* sub, DeviceFlags& f, const std::string& default_device = "cpu") {
-  f.device = default_device;
-  sub->add_option("--device", f.device, "cpu, cuda, or auto (the GPU where there is one)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
-      ->capture_default_str();
+inline void add_device_options(CLI::App* sub, DeviceFlags& f) {
+  f.device_flag =
+      sub->add_option("--device", f.device,
+                      "cpu (this build's default CPU backend), cpu_ref (the reference backend), "
+                      "cuda, or auto (the GPU where there is one, else cpu)")
+          ->check(CLI::Validator(
+              [](std::string& s) -> std::string {
+                std::string backends;
+                for (const std::string& b : KernelRegistry::backends()) {
+                  if (s == b) return "";
+                  backends += (backends.empty() ? "" : ", ") + b;
+                }
+                if (s == "cpu" || s == "cuda" || s == "auto") return "";
+                return s + " not in {cpu,cuda,auto} nor a backend of this build (" + backends + ")";
+              },
+              "{cpu,cpu_ref,cuda,auto}"))
+          ->capture_default_str();
+  sub->add_option("--backend", f.backend_alias,
+                  "Alias of --device, kept for older command lines; given with --device, the two "
+                  "must agree")
+      ->check(CLI::IsMember(KernelRegistry::backends()));
   sub->add_option("--precision", f.precision,
                   "fp32, or on the GPU fp16 / bf16 (mixed precision: fp32 master weights and BN "
                   "statistics, dynamic loss scaling)")
@@ -155,15 +166,26 @@ inline void add_winograd_option(CLI::App* sub, DeviceFlags& f) {
       ->default_str("auto");
 }
 
-// The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend
-// otherwise; --device auto prints a notice when it falls back. Reduced precision needs the GPU.
 inline DType precision_dtype(const DeviceFlags& f) {
   return f.precision == "fp16" ? DType::f16 : f.precision == "bf16" ? DType::bf16 : DType::f32;
 }
 
-inline std::string resolve_device(const DeviceFlags& f, const std::string& cpu_backend) {
+// The device asked for: --device, or --backend where only the alias is given. Both given and
+// naming different devices is an Error in one sentence.
+inline std::string device_choice(const DeviceFlags& f) {
+  if (f.backend_alias.empty()) return f.device;
+  if (f.device_flag && f.device_flag->count() > 0 && f.device != f.backend_alias)
+    throw trident::Error("--device " + f.device + " and --backend " + f.backend_alias +
+                         " disagree; --backend is an alias of --device, so give one of them");
+  return f.backend_alias;
+}
+
+// The backend that runs: cuda for --device cuda (an Error without a GPU), the CPU backend
+// named or the default one otherwise; --device auto prints a notice when it falls back.
+// Reduced precision needs the GPU.
+inline std::string resolve_device(const DeviceFlags& f) {
   std::string notice;
-  const std::string backend = runtime::backend_for_device(f.device, cpu_backend, &notice);
+  const std::string backend = runtime::backend_for_device(device_choice(f), &notice);
   if (!notice.empty()) std::cerr << "trident: notice: " << notice << "\n";
   if (f.precision != "fp32" && backend != "cuda")
     throw trident::Error("--precision " + f.precision + " needs --device cuda; the CPU backends run fp32");
