@@ -180,7 +180,7 @@ int run_bench(Options o) {
 
 }  // namespace
 
-Runner add_bench_command(CLI::App& app) {
+RunSubcommand add_bench_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("bench", "Time training steps or inference of a model or one CBR layer");
   sub->add_option("--model", o->model, "Zoo model name, or cbr-layer (one 3x3 CBR layer, see --layer)")->capture_default_str();

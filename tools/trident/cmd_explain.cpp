@@ -90,7 +90,7 @@ int run_explain(Options o) {
 
 }  // namespace
 
-Runner add_explain_command(CLI::App& app) {
+RunSubcommand add_explain_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("explain", "Show what was fused, what was refused and why");
   sub->add_option("onnx", o->model_file, "MODEL.onnx to explain instead of a zoo model");

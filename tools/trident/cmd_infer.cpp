@@ -209,7 +209,7 @@ int run_infer(Options o) {
 
 }  // namespace
 
-Runner add_infer_command(CLI::App& app) {
+RunSubcommand add_infer_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("infer", "Run a model (ONNX file or zoo name) and measure latency and throughput");
   sub->add_option("onnx", o->model_file, "MODEL.onnx (or a zoo model name)");

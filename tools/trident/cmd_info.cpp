@@ -85,7 +85,7 @@ int run_info(const Options& o) {
 
 }  // namespace
 
-Runner add_info_command(CLI::App& app) {
+RunSubcommand add_info_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("info", "Layer table, parameters, MACs and memory plan of a model");
   sub->add_option("--model", o->model, "Model name (see --list)")->capture_default_str();

@@ -210,7 +210,7 @@ int run_train(Options o) {
 
 }  // namespace
 
-Runner add_train_command(CLI::App& app) {
+RunSubcommand add_train_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("train", "Train a model (default: the Fashion-MNIST CNN)");
   sub->add_option("--model", o->model, "Model name (trident info --list)")->capture_default_str();

@@ -7,12 +7,13 @@
 
 namespace trident::cli {
 
-using Runner = std::function<int()>;
+// What runs a sub-command once its flags are parsed: returns the exit status.
+using RunSubcommand = std::function<int()>;
 
-Runner add_train_command(CLI::App& app);
-Runner add_info_command(CLI::App& app);
-Runner add_explain_command(CLI::App& app);
-Runner add_infer_command(CLI::App& app);
-Runner add_bench_command(CLI::App& app);
+RunSubcommand add_train_command(CLI::App& app);
+RunSubcommand add_info_command(CLI::App& app);
+RunSubcommand add_explain_command(CLI::App& app);
+RunSubcommand add_infer_command(CLI::App& app);
+RunSubcommand add_bench_command(CLI::App& app);
 
 }  // namespace trident::cli

@@ -11,22 +11,22 @@ int main(int argc, char** argv) {
   CLI::App app{"trident: compiles convolutional networks with fused Conv+BN+ReLU and trains them"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "trident 0.1.0");
-  std::map<CLI::App*, trident::cli::Runner> runners;
-  runners[nullptr] = trident::cli::add_train_command(app);
-  runners[app.get_subcommand("train")] = std::move(runners[nullptr]);
-  runners[nullptr] = trident::cli::add_info_command(app);
-  runners[app.get_subcommand("info")] = std::move(runners[nullptr]);
-  runners[nullptr] = trident::cli::add_explain_command(app);
-  runners[app.get_subcommand("explain")] = std::move(runners[nullptr]);
-  runners[nullptr] = trident::cli::add_infer_command(app);
-  runners[app.get_subcommand("infer")] = std::move(runners[nullptr]);
-  runners[nullptr] = trident::cli::add_bench_command(app);
-  runners[app.get_subcommand("bench")] = std::move(runners[nullptr]);
-  runners.erase(nullptr);
+  std::map<CLI::App*, trident::cli::RunSubcommand> commands;
+  commands[nullptr] = trident::cli::add_train_command(app);
+  commands[app.get_subcommand("train")] = std::move(commands[nullptr]);
+  commands[nullptr] = trident::cli::add_info_command(app);
+  commands[app.get_subcommand("info")] = std::move(commands[nullptr]);
+  commands[nullptr] = trident::cli::add_explain_command(app);
+  commands[app.get_subcommand("explain")] = std::move(commands[nullptr]);
+  commands[nullptr] = trident::cli::add_infer_command(app);
+  commands[app.get_subcommand("infer")] = std::move(commands[nullptr]);
+  commands[nullptr] = trident::cli::add_bench_command(app);
+  commands[app.get_subcommand("bench")] = std::move(commands[nullptr]);
+  commands.erase(nullptr);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     std::string names;
-    for (auto& [sub, run] : runners) {
+    for (auto& [sub, run] : commands) {
       known = known || sub->get_name() == argv[1];
       names += (names.empty() ? "" : ", ") + sub->get_name();
     }
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;  // --help and --version exit 0; every usage error 1
   }
   try {
-    for (auto& [sub, run] : runners)
+    for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const trident::Error& e) {
     std::cerr << "trident: error: " << e.what() << "\n";
