@@ -3,6 +3,7 @@
 // the non-interactive mode prints at most nine tenth-marks plus the final line per bar.
 #include "runtime/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,16 @@ bool stderr_is_terminal() {
   return term == nullptr || std::strcmp(term, "dumb") != 0;
 }
 
+int stderr_columns() {
+  winsize ws{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  if (const char* c = std::getenv("COLUMNS")) {
+    const int n = std::atoi(c);
+    if (n > 0) return n;
+  }
+  return 80;
+}
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e9) return "?:??";
   const auto s = static_cast<int64_t>(std::llround(seconds));
@@ -34,11 +45,12 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-ProgressBar::ProgressBar(std::string label, int64_t total, std::ostream& os, bool interactive)
+ProgressBar::ProgressBar(std::string label, int64_t total, std::ostream& os, bool interactive, int columns)
     : label_(std::move(label)),
       total_(total),
       os_(os),
       interactive_(interactive),
+      columns_(std::max(columns, 2)),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {
   if (total < 0)
@@ -57,11 +69,23 @@ double ProgressBar::elapsed_seconds() const {
 
 std::string ProgressBar::render(int64_t done, double elapsed, const Metrics& metrics,
                                 bool final) const {
+  std::string line = render_with_bar(kBarWidth, done, elapsed, metrics, final);
+  if (!interactive_) return line;
+  // One column short of the width: a line that fills it would wrap on some terminals.
+  const size_t fits = static_cast<size_t>(columns_ - 1);
+  for (int bar = kBarWidth - 1; line.size() > fits && bar >= kMinBarWidth; --bar)
+    line = render_with_bar(bar, done, elapsed, metrics, final);
+  if (line.size() > fits) line.resize(fits);
+  return line;
+}
+
+std::string ProgressBar::render_with_bar(int bar, int64_t done, double elapsed, const Metrics& metrics,
+                                         bool final) const {
   std::string line = label_;
   if (total_ > 0) {
     const int64_t d = std::clamp<int64_t>(done, 0, total_);
-    const auto hashes = static_cast<int>(d * kBarWidth / total_);
-    line += " [" + std::string(hashes, '#') + std::string(kBarWidth - hashes, '.') + "] ";
+    const auto hashes = static_cast<int>(d * bar / total_);
+    line += " [" + std::string(hashes, '#') + std::string(bar - hashes, '.') + "] ";
     line += std::to_string(d) + "/" + std::to_string(total_);
   } else {
     line += " " + std::to_string(std::max<int64_t>(done, 0));

@@ -13,6 +13,8 @@ namespace trident {
 
 // True when stderr is a terminal (and TERM is not "dumb"): the default for ProgressBar.
 bool stderr_is_terminal();
+// The width of the terminal on stderr in columns (TIOCGWINSZ, else $COLUMNS, else 80).
+int stderr_columns();
 
 // Formats seconds as M:SS, or H:MM:SS from one hour; negative or non-finite gives "?:??".
 std::string format_duration(double seconds);
@@ -26,8 +28,10 @@ class ProgressBar {
   // label: e.g. "epoch 1/3"; total: number of steps (0 when unknown: no bar, no ETA).
   // Interactive: update() redraws one line with '\r'. Not interactive (CI, pipes): update()
   // prints a line only when another tenth of the total is reached, and finish() the last line.
+  // Interactive lines are kept shorter than `columns`, so a redraw never wraps onto a new line:
+  // the bar narrows first, then the end of the line is cut.
   ProgressBar(std::string label, int64_t total, std::ostream& os = std::cerr,
-              bool interactive = stderr_is_terminal());
+              bool interactive = stderr_is_terminal(), int columns = stderr_columns());
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -44,15 +48,18 @@ class ProgressBar {
                      bool final = false) const;
 
   static constexpr int kBarWidth = 20;
+  static constexpr int kMinBarWidth = 5;
 
  private:
   double elapsed_seconds() const;
   void draw(const std::string& line);
+  std::string render_with_bar(int bar, int64_t done, double elapsed, const Metrics& metrics, bool final) const;
 
   std::string label_;
   int64_t total_;
   std::ostream& os_;
   bool interactive_;
+  int columns_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
   bool drawn_ = false;         // interactive: a line is on screen without its '\n'

@@ -3,6 +3,7 @@
 // Output goes to a std::ostringstream; the interactive flag is injected.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -121,4 +122,33 @@ TEST(Progress, InteractiveUnfinishedBarEndsItsLine) {
 TEST(Progress, RejectsNegativeTotal) {
   std::ostringstream os;
   EXPECT_THROW(ProgressBar("x", -1, os, false), trident::Error);
+}
+
+// On an 80-column terminal the training line (~86 characters) used to wrap, so each redraw left
+// a new line behind. Interactive lines now stay below the width: the bar narrows, then the end
+// of the line is cut; a log (not a terminal) keeps the whole line.
+TEST(Progress, InteractiveLinesFitTheTerminal) {
+  const ProgressBar::Metrics m{{"", "5963 img/s"}, {"loss", "32863830276354822144.0000"}, {"acc", "9.6%"}};
+  for (int columns : {40, 60, 80}) {
+    std::ostringstream os;
+    ProgressBar bar("epoch 2/2", 16, os, true, columns);
+    for (int i = 1; i <= 16; ++i) bar.update(i, m);
+    bar.finish(m);
+    std::string text = os.str();
+    size_t start = 0;
+    for (size_t i = 0; i <= text.size(); ++i)
+      if (i == text.size() || text[i] == '\r' || text[i] == '\n') {
+        EXPECT_LT(i - start, static_cast<size_t>(columns)) << columns << " columns: " << text.substr(start, i - start);
+        start = i + 1;
+      }
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << "one line per bar";
+  }
+  // The usual line at 80 columns: the bar gives up 7 of its 20 cells and the ETA stays.
+  std::ostringstream wide;
+  const ProgressBar::Metrics usual{{"", "5963 img/s"}, {"loss", "0.4213"}, {"acc", "85.2%"}};
+  ProgressBar narrow("epoch 1/3", 468, wide, true, 80);
+  const std::string line = narrow.render(312, 18.0, usual);
+  EXPECT_EQ(line, "epoch 1/3 [########.....] 312/468  5963 img/s  loss 0.4213  acc 85.2%  ETA 0:09");
+  ProgressBar log("epoch 1/1", 4, wide, false, 40);
+  EXPECT_GT(log.render(2, 1.0, m).size(), 40u);
 }

@@ -135,3 +135,37 @@ TEST(Cli, DeviceNamesTheBackendAndBackendIsItsAlias) {
   EXPECT_EQ(std::count(both.output.begin(), both.output.end(), '\n'), 1) << both.output;
   expect_clean_failure(run("train --device cpu --backend cpu_ref --synthetic"), "disagree");
 }
+
+// Usage errors used to be CLI11's two lines without the prefix; now every error is one line.
+TEST(Cli, UsageErrorsAreOneSentenceWithThePrefix) {
+  for (const char* args : {"train --bogus", "train --lr -1", "infer --batch", ""}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 1) << args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("trident: error: ", 0), 0u) << args << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << ": " << r.output;
+  }
+  EXPECT_NE(run("train --bogus").output.find("(see 'trident train --help')"), std::string::npos);
+  EXPECT_EQ(run("train --help").code, 0);
+}
+
+// A script reading stdout gets train's result; progress stays on stderr.
+TEST(Cli, TrainPrintsItsResultOnStdout) {
+  const Result r = run("train --synthetic --train-limit 128 --test-limit 64 --batch 32 --epochs 1", false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("test accuracy ", 0), 0u) << r.output;
+  EXPECT_EQ(r.output.find("epoch 1/1"), std::string::npos) << "progress belongs on stderr: " << r.output;
+}
+
+// --lr 100 used to end with a loss of 2e17 and exit 0; now the run stops at the first batch
+// whose loss has blown up, says so, and leaves the last checkpoint as it was.
+TEST(Cli, ADivergingRunStopsWithASentence) {
+  const auto d = temp_dir("diverge");
+  const std::string ckpt = (d / "run.ckpt").string();
+  const std::string common = "train --synthetic --train-limit 256 --test-limit 64 --batch 32 --threads 1 --save " + ckpt;
+  ASSERT_EQ(run(common + " --epochs 1").code, 0);
+  const auto saved = std::filesystem::last_write_time(ckpt);
+  const Result r = run(common + " --epochs 3 --lr 100");
+  expect_clean_failure(r, "training diverged in epoch 1");
+  EXPECT_NE(r.output.find("lower --lr (it is 100)"), std::string::npos) << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(ckpt), saved) << "the diverged run must not overwrite the checkpoint";
+}

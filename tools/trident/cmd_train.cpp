@@ -1,9 +1,12 @@
 // `trident train`: trains a zoo model on Fashion-MNIST (or synthetic data of the model's
 // shape), with a progress bar per epoch on stderr and, with --json, one JSON line per event
-// on stdout. Ends with the test accuracy. --save writes a checkpoint after every epoch,
-// --resume continues one exactly, --weights starts a fresh run from saved tensors.
+// on stdout. Ends with the test accuracy, on stdout; a run whose loss blows up stops with a
+// sentence and exit 1. --save writes a checkpoint after every epoch, --resume continues one
+// exactly, --weights starts a fresh run from saved tensors.
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -100,6 +103,20 @@ void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset&
                 "use --synthetic for this model");
 }
 
+// Stops a run whose weights have blown up instead of training on (and saving) them: the mean
+// loss of the epoch so far is not finite, or 100 times what guessing uniformly among the
+// classes scores. The last checkpoint written (the previous epoch's) stays as it was.
+void check_divergence(const Options& o, double loss, int64_t classes, int64_t epoch, int64_t batch, int64_t batches) {
+  const double chance = std::log(static_cast<double>(std::max<int64_t>(classes, 2)));
+  if (std::isfinite(loss) && loss <= 100 * chance) return;
+  std::ostringstream os;
+  os << "training diverged in epoch " << epoch << " at batch " << batch << " of " << batches << ": the loss is "
+     << std::setprecision(3) << loss << " where guessing scores " << std::setprecision(3) << chance
+     << "; lower --lr (it is " << o.config.lr << ")";
+  if (!o.save_path.empty() && epoch > 1) os << "; '" << o.save_path << "' keeps epoch " << epoch - 1;
+  throw Error(os.str());
+}
+
 int run_train(Options o) {
   o.threads.apply();
   MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
@@ -183,6 +200,7 @@ int run_train(Options o) {
         batches, e, o.epochs,
         [&](int64_t done, int64_t, double loss, double acc, double ips) {
           bar.update(done, metrics(loss, acc, ips));
+          check_divergence(o, loss, info->classes, e + 1, done, batches.batches_per_epoch());
         });
     bar.finish(metrics(st.loss, st.accuracy, st.images_per_second));
     emit({{"event", "epoch"}, {"epoch", e + 1}, {"loss", st.loss}, {"accuracy", st.accuracy},
@@ -200,7 +218,8 @@ int run_train(Options o) {
     }
   }
   runtime::EvalStats ev = trainer.evaluate(test);
-  std::cerr << "test accuracy " << fixed(100 * ev.accuracy, 2) << "% on " << ev.samples
+  // The result goes to stdout (with --json, stdout carries the JSON lines instead).
+  (o.json ? std::cerr : std::cout) << "test accuracy " << fixed(100 * ev.accuracy, 2) << "% on " << ev.samples
             << " images (loss " << fixed(ev.loss, 4) << ", " << fixed(ev.samples / ev.seconds, 0)
             << " img/s)\n";
   emit({{"event", "test"}, {"accuracy", ev.accuracy}, {"loss", ev.loss}, {"images", ev.samples},

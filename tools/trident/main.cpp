@@ -38,7 +38,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 1;  // --help and --version exit 0; every usage error 1
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help and --version
+    // A usage error is one sentence like any other, naming where the help is.
+    std::string where = "trident";
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) where += " " + sub->get_name();
+    std::cerr << "trident: error: " << e.what() << " (see '" << where << " --help')\n";
+    return 1;
   }
   try {
     for (auto& [sub, run] : commands)
