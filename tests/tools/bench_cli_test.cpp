@@ -40,7 +40,10 @@ TEST(BenchCli, BadFlagsAreOneSentence) {
       {"bench --mode sideways", "--mode: sideways not in {train,infer}"},
       {"bench --layer 1 2", "--layer"},
       {"bench --model cbr-layer --disable-pass nope", "unknown pass 'nope'"},
-      {"bench --precision fp8", "--precision"}};
+      {"bench --precision fp8", "--precision"},
+      // Flags that would change nothing used to be accepted silently.
+      {"bench --model fmnist_cnn --layer 8 8 8 8", "--layer sets the shape of --model cbr-layer"},
+      {"bench --model cbr-layer --winograd on", "--winograd applies to inference"}};
   for (const auto& [args, needle] : cases) {
     const auto r = run_trident(args);
     EXPECT_EQ(r.code, 1) << args << ": " << r.output;

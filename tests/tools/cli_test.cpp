@@ -169,3 +169,15 @@ TEST(Cli, ADivergingRunStopsWithASentence) {
   EXPECT_NE(r.output.find("lower --lr (it is 100)"), std::string::npos) << r.output;
   EXPECT_EQ(std::filesystem::last_write_time(ckpt), saved) << "the diverged run must not overwrite the checkpoint";
 }
+
+// `infer --weights run.ckpt` (the checkpoint name the README uses) was refused for not ending in
+// .safetensors; the file's content decides, and a checkpoint's momentum buffers are left aside.
+TEST(Cli, InferReadsATrainingCheckpointByItsContent) {
+  const auto d = temp_dir("infer_ckpt");
+  const std::string ckpt = (d / "run.ckpt").string();
+  ASSERT_EQ(run("train --synthetic --train-limit 128 --test-limit 32 --batch 32 --epochs 1 --threads 1 --save " + ckpt).code, 0);
+  const Result r = run("infer fmnist_cnn --weights " + ckpt + " --iterations 1 --warmup 0 --threads 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  std::ofstream(d / "bad.ckpt") << "not a tensor file";
+  expect_clean_failure(run("infer fmnist_cnn --weights " + (d / "bad.ckpt").string()), "not a valid safetensors file");
+}

@@ -90,6 +90,10 @@ TEST(InferCli, ReadsAnNchwNpyInputAndIsDeterministic) {
   EXPECT_EQ(a.data, trident::runtime::read_npy((d / "b.npy").string()).data);
   // The file's batch and --batch must agree; NHWC data is refused with the expected NCHW shape.
   expect_one_sentence(run(common + " --batch 4"), "[4,1,28,28]");
+  // One image without its batch axis used to be read as a batch of its channels.
+  trident::runtime::HostTensor one{{1, 28, 28}, trident::DType::f64, std::vector<std::byte>(28 * 28 * 8)};
+  trident::runtime::write_npy((d / "one.npy").string(), one);
+  expect_one_sentence(run("infer --model fmnist_cnn --input " + (d / "one.npy").string()), "without a batch axis");
 }
 
 TEST(InferCli, ReadsSafetensorsInputAndWeights) {

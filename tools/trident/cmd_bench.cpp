@@ -35,6 +35,7 @@ struct Options {
   passes::CompileOptions compile;  // the backend is what --device resolves to
   ThreadFlags threads;
   std::string max_memory;
+  CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
 
 // One 3x3 Conv+BN+ReLU layer with a pooling+linear head. Its input is held in the run's
@@ -77,6 +78,12 @@ void fill_inputs(runtime::Executable& exe, int64_t classes) {
 int run_bench(Options o) {
   if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
   if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
+  // A flag that would change nothing is refused, so a benchmark measures what its command says.
+  const auto given = [&](const char* flag) { return o.app && o.app->count(flag) > 0; };
+  if (given("--layer") && o.model != "cbr-layer")
+    throw Error("--layer sets the shape of --model cbr-layer; it does nothing for '" + o.model + "'");
+  if (given("--winograd") && o.mode == "train")
+    throw Error("--winograd applies to inference (--mode infer); training never uses Winograd's convolutions");
   o.compile.backend = resolve_device(o.device);
   o.threads.apply();
   const DType precision = precision_dtype(o.device);
@@ -199,6 +206,7 @@ RunSubcommand add_bench_command(CLI::App& app) {
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   add_compile_flags(sub, o->compile);
+  o->app = sub;
   return [o] { return run_bench(*o); };
 }
 

@@ -96,6 +96,12 @@ int run_infer(Options o) {
     claim_file(budget, o.input, "--input '" + o.input + "'");
     input = read_input(o.input, "images");
     if (input.shape.empty()) throw Error("'" + o.input + "' holds a scalar; the model needs a batch of inputs");
+    // Models take [N,C,H,W] or [N,F]: three axes are one image without its batch axis, whose
+    // channels would otherwise be read as a batch.
+    if (input.shape.size() == 3)
+      throw Error("'" + o.input + "' has shape " + shape_str(input.shape) +
+                  ", one image without a batch axis; the model takes a batch [N,C,H,W] (add a leading axis of 1, "
+                  "x[None] in NumPy)");
     if (!runtime::kBatchLimit.allows(static_cast<double>(input.shape[0])))
       throw Error("--input '" + o.input + "' holds a batch of " + std::to_string(input.shape[0]) +
                   ", outside --batch's range (" + runtime::kBatchLimit.range() + "); split it into smaller files");
@@ -127,7 +133,8 @@ int run_infer(Options o) {
     runner.init_random_weights(o.seed);
   }
   if (!o.weights.empty()) {
-    if (!ends_with(o.weights, ".safetensors")) throw Error("--weights '" + o.weights + "' must be a .safetensors file");
+    // The content decides, not the name: a training checkpoint (run.ckpt) is a safetensors file
+    // too, whose momentum buffers the runner leaves aside.
     claim_file(budget, o.weights, "--weights '" + o.weights + "'");
     runner.load_weights(runtime::read_safetensors(o.weights), !onnx);
     weights = o.weights;
