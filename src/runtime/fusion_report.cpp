@@ -96,27 +96,4 @@ nlohmann::json report_json(const FusionReport& r) {
           {"rejections", rejections}};
 }
 
-std::string report_dot(const FusionReport& r) {
-  static const char* kColours[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3",
-                                   "#fdb462", "#b3de69", "#fccde5", "#bc80bd", "#ccebc5"};
-  const ir::Graph& g = r.fused.graph;
-  std::map<std::string, int> group;
-  for (size_t i = 0; i < r.fused.fusions.size(); ++i) group[r.fused.fusions[i].fused_node] = static_cast<int>(i);
-  std::ostringstream os;
-  os << "digraph \"" << r.model << "\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=Helvetica];\n";
-  for (int id : g.order()) {
-    const ir::Node& n = g.node(id);
-    auto it = group.find(n.name);
-    const char* colour = it != group.end() ? kColours[it->second % 10] : "#e0e0e0";
-    os << "  n" << id << " [label=\"" << n.name << "\\n" << n.op << "\", fillcolor=\"" << colour << "\"];\n";
-  }
-  for (int id : g.order())
-    for (int in : g.node(id).inputs) {
-      const int p = g.value(in).producer;
-      if (p >= 0) os << "  n" << p << " -> n" << id << ";\n";
-    }
-  os << "}\n";
-  return os.str();
-}
-
 }  // namespace trident::runtime

@@ -24,7 +24,9 @@ FusionReport explain(const std::string& model_name, const ir::Graph& model,
 
 std::string report_text(const FusionReport& r);
 nlohmann::json report_json(const FusionReport& r);
-// Graphviz picture of the fused graph: one colour per fused group, grey for the rest.
+// Graphviz picture of the fused graph (fusion_dot.cpp): one edge per producer–consumer pair
+// with its shape, optimizer and weight-cast fan-out as notes, one colour per fusion pattern
+// with a legend.
 std::string report_dot(const FusionReport& r);
 
 // Kernels one step launches (views such as flatten and hoisted weight folding cost none) and
