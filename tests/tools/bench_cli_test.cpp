@@ -52,3 +52,14 @@ TEST(BenchCli, BadFlagsAreOneSentence) {
 }
 
 }  // namespace
+
+// The default bench was ResNet-50 everywhere, an ~18-minute job on a 2-core CPU that printed
+// nothing until it ended; on a CPU it now times the default network, at batch 32.
+TEST(BenchCli, DefaultsFitTheDevice) {
+  const auto j = bench_json("--device cpu_ref --iterations 1 --warmup 0 --threads 1");
+  EXPECT_EQ(j["model"], "fmnist_cnn");
+  EXPECT_EQ(j["batch"], 32);
+  EXPECT_EQ(bench_json("--device cpu_ref --model resnet_cifar --batch 2 --iterations 1 --warmup 0")["model"],
+            "resnet_cifar");
+  EXPECT_EQ(run_trident("explain --threads 1 --json", false).code, 0);  // explain takes --threads too
+}

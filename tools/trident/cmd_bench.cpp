@@ -78,13 +78,17 @@ void fill_inputs(runtime::Executable& exe, int64_t classes) {
 int run_bench(Options o) {
   if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
   if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
-  // A flag that would change nothing is refused, so a benchmark measures what its command says.
   const auto given = [&](const char* flag) { return o.app && o.app->count(flag) > 0; };
+  o.compile.backend = resolve_device(o.device);
+  // The defaults fit the device: ResNet-50 at batch 256 (the GPU's usual benchmark) would take
+  // a 2-core CPU many minutes, so a CPU run without --model times the default network.
+  if (!given("--model") && o.compile.backend != "cuda") o.model = frontend::default_model();
+  if (!given("--batch")) o.batch = o.compile.backend == "cuda" ? 256 : 32;
+  // A flag that would change nothing is refused, so a benchmark measures what its command says.
   if (given("--layer") && o.model != "cbr-layer")
     throw Error("--layer sets the shape of --model cbr-layer; it does nothing for '" + o.model + "'");
   if (given("--winograd") && o.mode == "train")
     throw Error("--winograd applies to inference (--mode infer); training never uses Winograd's convolutions");
-  o.compile.backend = resolve_device(o.device);
   o.threads.apply();
   const DType precision = precision_dtype(o.device);
   const bool layer = o.model == "cbr-layer";
@@ -190,10 +194,12 @@ int run_bench(Options o) {
 RunSubcommand add_bench_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("bench", "Time training steps or inference of a model or one CBR layer");
-  sub->add_option("--model", o->model, "Zoo model name, or cbr-layer (one 3x3 CBR layer, see --layer)")->capture_default_str();
+  sub->add_option("--model", o->model,
+                  "Zoo model name, or cbr-layer (one 3x3 CBR layer, see --layer); default: resnet50 on the GPU, "
+                  "the default network (trident train's) on a CPU");
   sub->add_option("--mode", o->mode, "train (forward+backward+update) or infer")
       ->check(CLI::IsMember({"train", "infer"}))->capture_default_str();
-  sub->add_option("--batch", o->batch, "Batch size")->check(within(runtime::kBatchLimit))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size; default: 256 on the GPU, 32 on a CPU")->check(within(runtime::kBatchLimit));
   sub->add_option("--layer", o->layer, "cbr-layer shape: H W C K")->expected(4)->capture_default_str();
   sub->add_option("--iterations", o->iterations, "Timed iterations")->check(CLI::Range(1, 1000000))->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000))->capture_default_str();

@@ -28,9 +28,11 @@ struct Options {
   std::string dot;
   passes::CompileOptions compile;
   DeviceFlags device;
+  ThreadFlags threads;  // the CPU kernels explain builds (and times) to say how each one runs
 };
 
 int run_explain(Options o) {
+  o.threads.apply();
   if (!o.model_file.empty()) o.model = o.model_file;
   const bool onnx = o.model.size() > 5 && o.model.ends_with(".onnx");
   if (onnx && !o.mode_given) o.mode = "infer";  // an exported model is an inference graph
@@ -101,6 +103,7 @@ RunSubcommand add_explain_command(CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");
   add_device_options(sub, o->device);
+  add_thread_options(sub, o->threads);
   add_winograd_option(sub, o->device);
   add_compile_flags(sub, o->compile);
   return [o] { return run_explain(*o); };
