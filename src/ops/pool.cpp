@@ -7,11 +7,19 @@ namespace trident::ops {
 
 namespace {
 
+// Average pooling's divisor over a window that overhangs the input has no single convention
+// (PyTorch and ONNX differ on whether its padding counts), so ceil_mode is max pooling's only.
+void expect_floor_mode(const Attrs& a) {
+  if (a.i("ceil_mode", 0) != 0) throw Error("ceil_mode=1 is supported for max pooling only");
+}
+
 ir::OpDef window_pool(const std::string& name, const std::string& summary) {
   ir::OpDef d = op_def(name, {"x"}, {"y"}, summary);
-  d.infer = [](const Node& n, const Graph& g) {
+  const bool average = name == "avgpool2d";
+  d.infer = [average](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
+    if (average) expect_floor_mode(n.attrs);
     return std::vector<TypeInfo>{{pool_output_shape(n.attrs, x.shape), x.dtype}};
   };
   return d;
@@ -61,6 +69,7 @@ void register_pool_ops() {
   avgb.infer = [](const Node& n, const Graph& g) {
     Shape x = n.attrs.ints("input_shape");
     if (x.size() != 4) throw Error("attribute 'input_shape' must have 4 extents");
+    expect_floor_mode(n.attrs);
     if (pool_output_shape(n.attrs, x) != in_value(g, n, 0).shape)
       throw Error("output gradient does not match pooling of " + shape_str(x));
     return std::vector<TypeInfo>{{x, in_value(g, n, 0).dtype}};

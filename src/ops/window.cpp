@@ -24,8 +24,9 @@ Pair pair_attr(const ir::Attrs& a, const std::string& key, Pair fallback, int64_
   return {v[0], v[1]};
 }
 
-// Output extent of a sliding window along one axis; throws if the window does not fit.
-int64_t extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+// Output extent of a sliding window along one axis; throws if the window does not fit. With
+// `ceil`, a last partial window counts when it starts inside the input or its left padding.
+int64_t extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil,
                const char* axis) {
   const std::string what = std::string("the ") + axis + " window";  // attributes may be huge
   const int64_t span = checked_add(checked_mul(dilation, kernel - 1, what), 1, what);
@@ -33,7 +34,10 @@ int64_t extent(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t 
   if (padded < span)
     throw Error(what + " of " + std::to_string(span) + " does not fit an input of " +
                 std::to_string(in) + " with padding " + std::to_string(pad));
-  return (padded - span) / stride + 1;
+  if (!ceil) return (padded - span) / stride + 1;
+  int64_t out = (padded - span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= in + pad) --out;
+  return out;
 }
 
 // Throws unless y's extents are those the window gives for x's.
@@ -53,8 +57,8 @@ void expect_rank4(const Shape& s, const char* what) {
 }  // namespace
 
 Pair Window::output(Pair input) const {
-  return {extent(input.h, kernel.h, stride.h, pad.h, dil.h, "height"),
-          extent(input.w, kernel.w, stride.w, pad.w, dil.w, "width")};
+  return {extent(input.h, kernel.h, stride.h, pad.h, dil.h, ceil_mode, "height"),
+          extent(input.w, kernel.w, stride.w, pad.w, dil.w, ceil_mode, "width")};
 }
 
 Window conv_window(const ir::Attrs& a, Pair kernel) {
@@ -74,13 +78,16 @@ Window pool_window(const ir::Attrs& a) {
   win.stride = pair_attr(a, "stride", win.kernel, 1);
   win.pad = pair_attr(a, "padding", {0, 0}, 0);
   win.count_include_pad = a.i("count_include_pad", 1) != 0;
+  win.ceil_mode = a.i("ceil_mode", 0) != 0;
   if (win.pad.h * 2 > win.kernel.h || win.pad.w * 2 > win.kernel.w)
     throw Error("padding must be at most half the pooling window");
   return win;
 }
 
 ir::Attrs conv_window_attrs(const ir::Attrs& a) { return copy_attrs(a, {"stride", "padding", "dilation", "groups"}); }
-ir::Attrs pool_window_attrs(const ir::Attrs& a) { return copy_attrs(a, {"kernel", "stride", "padding", "count_include_pad"}); }
+ir::Attrs pool_window_attrs(const ir::Attrs& a) {
+  return copy_attrs(a, {"kernel", "stride", "padding", "count_include_pad", "ceil_mode"});
+}
 
 Shape conv_output_shape(const ir::Attrs& a, const Shape& x, const Shape& w) {
   expect_rank4(x, "the convolution input");

@@ -26,6 +26,10 @@ struct Window {
   Pair kernel{1, 1}, stride{1, 1}, pad{0, 0}, dil{1, 1};
   int64_t groups = 1;
   bool count_include_pad = true;  // average pooling only
+  // Max pooling only: the output extent rounds up (ONNX's and PyTorch's ceil_mode), so a last
+  // window may hang over the bottom or right edge; it must still start inside the input or its
+  // left padding. Kernels clamp windows to the input, so they need no other change.
+  bool ceil_mode = false;
 
   // Output extent for an input extent; throws one sentence when the window does not fit.
   Pair output(Pair input) const;
@@ -34,7 +38,7 @@ struct Window {
 // stride / padding / dilation / groups of a convolution whose weight has spatial extent
 // `kernel`. Throws one sentence naming the attribute that is malformed.
 Window conv_window(const ir::Attrs& a, Pair kernel);
-// kernel / stride (the kernel when absent) / padding / count_include_pad of a pooling.
+// kernel / stride (the kernel when absent) / padding / count_include_pad / ceil_mode of a pooling.
 Window pool_window(const ir::Attrs& a);
 
 // The window attributes of a convolution / pooling node alone, for the nodes that a backward

@@ -71,6 +71,18 @@ TEST(ShapeInference, Pooling) {
   EXPECT_THROW(g.add_node1("maxpool2d", {x}, {}), Error);  // kernel missing
 }
 
+// ceil_mode (ONNX, PyTorch): the extent rounds up, unless the last window would start in the
+// right padding; average pooling refuses it.
+TEST(ShapeInference, MaxPoolCeilMode) {
+  ir::Graph g;
+  const int x6 = g.add_input("x6", {1, 6, 6, 2}), x5 = g.add_input("x5", {1, 5, 5, 2});
+  const ir::Attrs k3s2{{"kernel", v2(3, 3)}, {"stride", v2(2, 2)}, {"ceil_mode", int64_t{1}}};
+  EXPECT_EQ(g.value(g.add_node1("maxpool2d", {x6}, k3s2)).shape, (Shape{1, 3, 3, 2}));  // floor: 2
+  const ir::Attrs k2s2p1{{"kernel", v2(2, 2)}, {"stride", v2(2, 2)}, {"padding", v2(1, 1)}, {"ceil_mode", int64_t{1}}};
+  EXPECT_EQ(g.value(g.add_node1("maxpool2d", {x5}, k2s2p1)).shape, (Shape{1, 3, 3, 2}));  // the 4th would start at 6
+  EXPECT_THROW(g.add_node1("avgpool2d", {x6}, k3s2), Error);
+}
+
 TEST(ShapeInference, FlattenLinearLoss) {
   ir::Graph g;
   int x = g.add_input("x", {5, 2, 3, 4});

@@ -141,11 +141,13 @@ def vgg_head(opset, reshape):
 
 
 def exported_head(opset):
-    """What PyTorch's default (dynamo) exporter writes for adaptive average pooling to 1x1 and a
-    classifier: ReduceMean over H, W (axes an attribute before opset 18, an input from 18 on) with
-    keepdims=0 straight into Gemm; saved with its weights in an external data file."""
+    """What PyTorch's default (dynamo) exporter writes for a torchvision-style head: MaxPool with
+    ceil_mode=1, adaptive average pooling to 1x1 as ReduceMean over H, W (axes an attribute before
+    opset 18, an input from 18 on) with keepdims=0 straight into Gemm; saved with its weights in an
+    external data file."""
     n = Net(6)
     y = n.node("Relu", [n.bn(n.conv("input", "c1", 3, 8, 3, pad=1), "bn1", 8)])
+    y = n.node("MaxPool", [y], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)  # 6x6 -> 3x3 (floor: 2x2)
     if opset >= 18:
         y = n.node("ReduceMean", [y, n.init("axes", np.array([-2, -1], np.int64))], keepdims=0)
     else:

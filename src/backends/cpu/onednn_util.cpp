@@ -77,6 +77,8 @@ DnnlWindow dnnl_window(const ops::WindowGeom& g) {
   win.kernel = {g.R, g.S};
   win.dilates = {g.dil.h - 1, g.dil.w - 1};
   win.pad_l = win.pad_r = {g.pad.h, g.pad.w};
+  if (g.ceil_mode)  // the overhanging last window: oneDNN takes it as extra padding on the right
+    win.pad_r = {(g.P - 1) * g.stride.h + g.R - g.H - g.pad.h, (g.Q - 1) * g.stride.w + g.S - g.W - g.pad.w};
   win.count_include_pad = g.count_include_pad;
   return win;
 }

@@ -205,8 +205,11 @@ void Importer::pool(const onnx::NodeProto& n, bool max) {
   Window win = READ_WINDOW(n);
   if (!attr(n, "kernel_shape", onnx::AttributeProto::INTS)) fail(n, "kernel_shape is required");
   if (win.dilation != std::vector<int64_t>{1, 1}) fail(n, "dilated pooling is not supported");
-  if (attr_int(n, "ceil_mode", 0) != 0) fail(n, "ceil_mode=1 is not supported");
+  const int64_t ceil_mode = attr_int(n, "ceil_mode", 0);
+  if (ceil_mode != 0 && ceil_mode != 1) fail(n, "ceil_mode must be 0 or 1");
+  if (ceil_mode && !max) fail(n, "ceil_mode=1 is supported for max pooling only");
   ir::Attrs a = window_attrs(win, false);
+  if (ceil_mode) a.set("ceil_mode", ceil_mode);
   if (!max) {
     const int64_t cip = attr_int(n, "count_include_pad", 0);
     if (cip != 0 && cip != 1) fail(n, "count_include_pad must be 0 or 1");

@@ -51,6 +51,26 @@ void add_pool_cases(std::vector<OpCase>& cases) {
       {"K3S2P1", {2, 9, 9, 5}, {3, 3}, {2, 2}, {1, 1}},       {"K2S2", {2, 8, 8, 3}, {2, 2}, {2, 2}, {0, 0}},
       {"K3S1P1", {1, 7, 6, 4}, {3, 3}, {1, 1}, {1, 1}},       {"K2S2OddFloor", {2, 7, 7, 4}, {2, 2}, {2, 2}, {0, 0}},
       {"K3S2P1Even", {3, 8, 10, 16}, {3, 3}, {2, 2}, {1, 1}}, {"K2x3Mixed", {2, 9, 8, 6}, {2, 3}, {1, 2}, {1, 1}}};
+  // ceil_mode: windows that overhang the bottom and right edges, and one (K2S2P1) whose last
+  // window would start in the right padding and so does not count.
+  const Named ceil[] = {{"K3S2Ceil", {2, 8, 8, 4}, {3, 3}, {2, 2}, {0, 0}},
+                        {"K3S2P1Ceil", {2, 10, 10, 4}, {3, 3}, {2, 2}, {1, 1}},
+                        {"K2S2P1Ceil", {1, 5, 5, 3}, {2, 2}, {2, 2}, {1, 1}}};
+  for (const Named& n : ceil) {
+    const Shape xs = n.x;
+    const Attrs geom{{"kernel", n.kernel}, {"stride", n.stride}, {"padding", n.pad}, {"ceil_mode", int64_t{1}}};
+    const Shape ys = inferred_shape("maxpool2d", {xs}, geom);
+    cases.push_back(per_element_case(std::string("maxpool2d_") + n.name, [=](DType d) {
+      ir::Graph g;
+      g.add_node1("maxpool2d", {g.add_input("x", xs, d)}, geom, "maxpool");
+      return g;
+    }, Fill::SmallInts));
+    cases.push_back(per_element_case(std::string("maxpool2d_backward_") + n.name, [=](DType d) {
+      ir::Graph g;
+      g.add_node1("maxpool2d_backward", {g.add_input("x", xs, d), g.add_input("dy", ys, d)}, geom, "maxpool.backward");
+      return g;
+    }, Fill::SmallInts));
+  }
   for (const Named& n : odd) {
     const Shape xs = n.x;
     const Attrs geom{{"kernel", n.kernel}, {"stride", n.stride}, {"padding", n.pad}};
