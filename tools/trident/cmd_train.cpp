@@ -1,5 +1,5 @@
-// `trident train`: trains a zoo model on Fashion-MNIST (or synthetic data of the model's
-// shape), with a progress bar per epoch on stderr and, with --json, one JSON line per event
+// `trident train`: trains a zoo model or an ONNX model on Fashion-MNIST (or synthetic data of
+// the model's shape), with a progress bar per epoch on stderr and, with --json, one JSON line per event
 // on stdout. Ends with the test accuracy, on stdout; a run whose loss blows up stops with a
 // sentence and exit 1. --save writes a checkpoint after every epoch, --resume continues one
 // exactly, --weights starts a fresh run from saved tensors.
@@ -19,6 +19,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/path_lock.h"
+#include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/progress.h"
@@ -74,6 +75,43 @@ std::string fixed(double v, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << v;
   return os.str();
+}
+
+// The network to train: a zoo model, or an ONNX file (exported from PyTorch) whose
+// initializers are its initial weights and whose input and output give its image shape and
+// class count.
+struct TrainModel {
+  ir::Graph graph;
+  frontend::ModelInfo info;
+  runtime::WeightMap weights;  // ONNX: the initial parameters and statistics
+};
+
+bool is_onnx_path(const std::string& s) { return s.size() > 5 && s.ends_with(".onnx"); }
+
+TrainModel load_model(const Options& o) {
+  TrainModel m;
+  if (!is_onnx_path(o.model)) {
+    for (const auto& z : frontend::model_list())
+      if (z.name == o.model) m.info = z;
+    m.graph = frontend::build_model(o.model, {o.batch});  // throws the unknown-model sentence
+    return m;
+  }
+  frontend::OnnxOptions opt;
+  opt.batch = o.batch;
+  opt.train = true;
+  frontend::OnnxImport imp = frontend::import_onnx(o.model, opt);
+  for (const std::string& notice : imp.notices) std::cerr << "trident: notice: " << notice << "\n";
+  const ir::Value& input = imp.graph.value(imp.graph.find_value(imp.input_name));
+  if (imp.graph.outputs().size() != 1 || imp.graph.value(imp.graph.outputs()[0]).shape.size() != 2 ||
+      input.shape.size() != 4)
+    throw Error("'" + o.model + "' must take one image batch [N,C,H,W] and give one [N, classes] output to be "
+                "trained as a classifier");
+  m.info = {o.model, "ONNX model", input.shape[1], input.shape[2], input.shape[3],
+            imp.graph.value(imp.graph.outputs()[0]).shape[1]};
+  imp.graph.value(input.id).name = "images";  // the name the trainer feeds
+  m.graph = std::move(imp.graph);
+  m.weights = std::move(imp.weights);
+  return m;
 }
 
 // Only what the limits ask for is read, its memory claimed from `budget` first.
@@ -139,10 +177,8 @@ int run_train(Options o) {
     }
     save_lock = std::make_unique<PathLock>(o.save_path, "--save");
   }
-  const frontend::ModelInfo* info = nullptr;
-  for (const auto& m : frontend::model_list())
-    if (m.name == o.model) info = &m;
-  if (!info) frontend::build_model(o.model, {1});  // throws the unknown-model sentence
+  TrainModel net = load_model(o);
+  const frontend::ModelInfo* info = &net.info;
   data::Dataset train, test;
   load_data(o, *info, train, test, budget);
   if (o.batch > train.count)
@@ -153,8 +189,8 @@ int run_train(Options o) {
   o.config.compile.precision = precision_dtype(o.device);
   o.config.compile.memory_budget = &budget;
   o.config.backend_options = o.device.backend_options;
-  ir::Graph model = frontend::build_model(o.model, {o.batch});
-  runtime::Trainer trainer(model, o.config);
+  runtime::Trainer trainer(net.graph, o.config);
+  if (!net.weights.empty()) trainer.train_executable().import_weights(net.weights, false);
   int64_t first_epoch = 0;
   if (!o.resume_path.empty()) {
     if (resume.info.dataset != train.name || resume.info.train_images != train.count)
@@ -232,7 +268,10 @@ int run_train(Options o) {
 RunSubcommand add_train_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("train", "Train a model (default: the Fashion-MNIST CNN)");
-  sub->add_option("--model", o->model, "Model name (trident info --list)")->capture_default_str();
+  sub->add_option("--model", o->model,
+                  "Model name (trident info --list), or a PyTorch-exported MODEL.onnx: its initializers are the "
+                  "initial weights, every BatchNormalization trains with batch statistics")
+      ->capture_default_str();
   sub->add_option("--epochs", o->epochs, "Training epochs")->check(within(runtime::kEpochsLimit))->capture_default_str();
   sub->add_option("--batch", o->batch, "Batch size")->check(within(runtime::kBatchLimit))->capture_default_str();
   sub->add_option("--lr", o->config.lr, "Peak learning rate")->check(within(runtime::kLrLimit))->capture_default_str();

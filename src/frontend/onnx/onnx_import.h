@@ -14,6 +14,10 @@ namespace trident::frontend {
 
 struct OnnxOptions {
   int64_t batch = 0;  // 0: the model's batch; a symbolic batch dim becomes 1
+  // For training (trident train --model FILE.onnx): every BatchNormalization takes its training
+  // form (batch statistics, running statistics updated in place), also those of an eval-mode
+  // export, and Dropout is an identity (a notice says so).
+  bool train = false;
 };
 
 struct OnnxImport {
@@ -22,6 +26,7 @@ struct OnnxImport {
   std::string input_name;      // the graph input's value name
   std::vector<std::string> output_names;
   int64_t opset = 0;
+  std::vector<std::string> notices;  // what the import changed that a user should know, one sentence each
 };
 
 // Tensors kept in external data files are read from the model's folder (and only from there).

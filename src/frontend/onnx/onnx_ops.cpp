@@ -101,10 +101,11 @@ void Importer::conv(const onnx::NodeProto& n) {
 
 void Importer::batchnorm(const onnx::NodeProto& n) {
   allow_attrs(n, {"epsilon", "momentum", "training_mode", "spatial"});
-  const int64_t training = attr_int(n, "training_mode", 0);
-  if (training != 0 && training != 1) fail(n, "training_mode must be 0 or 1");
+  const int64_t exported_training = attr_int(n, "training_mode", 0);
+  if (exported_training != 0 && exported_training != 1) fail(n, "training_mode must be 0 or 1");
   if (attr_int(n, "spatial", 1) != 1) fail(n, "spatial=0 is not supported");
-  expect_io(n, 5, 5, training ? 3 : 1);
+  expect_io(n, 5, 5, exported_training ? 3 : 1);
+  const int64_t training = exported_training || options_.train;
   const int x = activation(n, 0);
   const Shape xs = out_.graph.value(x).shape;
   if (xs.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
@@ -128,7 +129,7 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
   if (!(eps > 0) || !(momentum >= 0 && momentum <= 1)) fail(n, "epsilon or momentum is out of range");
   ir::Attrs a{{"eps", eps}, {"momentum", 1.0 - momentum}, {"training", training}};
   const auto outs = emit(n, "batchnorm2d", in, a);
-  if (training) {  // ONNX outputs 1, 2 are the updated running statistics
+  if (exported_training) {  // ONNX outputs 1, 2 are the updated running statistics
     for (int i = 1; i < 3; ++i)
       if (has_output(n, i)) {
         out_.graph.value(outs[i + 2]).name = printable(n.output(i));
@@ -404,6 +405,11 @@ void Importer::alias(const onnx::NodeProto& n) {
     const Const& t = constant_of(n, 2);
     if (t.numel() != 1 || (t.is_float ? t.f[0] != 0 : t.i[0] != 0))
       fail(n, "training_mode=true is not supported (trident imports dropout for inference)");
+  }
+  if (dropout && options_.train && !dropout_noticed_) {
+    out_.notices.push_back("Dropout (first at node '" + node_name(n) + "') trains as an identity: trident has no "
+                           "dropout in training yet");
+    dropout_noticed_ = true;
   }
   if (is_const(n.input(0))) {
     consts_[n.output(0)] = consts_.at(n.input(0));

@@ -1,0 +1,74 @@
+// `trident train --model FILE.onnx`: a network exported from PyTorch trains like a zoo model. Its
+// initializers are the initial weights, an eval-mode BatchNormalization trains with batch
+// statistics (its running statistics move), and the loss comes down. The models are those
+// tests/onnx/make_models.py writes into the build folder (the tests skip without them).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include "frontend/onnx/onnx_import.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "support/run_binary.h"
+#include "support/temp_dir.h"
+
+namespace trident {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The exported head: Conv, BN (eval export), Relu, MaxPool (ceil_mode), ReduceMean, Gemm, its
+// weights in an external data file.
+fs::path head_model() {
+  const fs::path p = fs::path(TRIDENT_ONNX_MODELS) / "exported_head_op18.onnx";
+  return fs::exists(p) ? p : fs::path();
+}
+
+const std::string kTrain = "train --synthetic --train-limit 256 --test-limit 64 --batch 32 --threads 1 --model ";
+
+TEST(OnnxTrainCli, StartsFromTheFilesWeightsAndTrainsItsBatchnormWithBatchStatistics) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const fs::path model = head_model();
+  if (model.empty()) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
+  const fs::path dir = test_support::fresh_temp_dir("onnx_train");
+  const std::string ckpt = (dir / "run.ckpt").string();
+  // A learning rate of 1e-30 leaves every weight as it was, to the bit; the statistics still move.
+  const auto r = test_support::run_trident(kTrain + model.string() + " --epochs 1 --lr 1e-30 --save " + ckpt);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const runtime::WeightMap saved = runtime::read_safetensors(ckpt);
+  const frontend::OnnxImport imp = frontend::import_onnx(model.string());
+  for (const char* name : {"c1.weight", "bn1.weight", "bn1.bias", "fc.w", "fc.b"}) {
+    ASSERT_TRUE(saved.count(name) && imp.weights.count(name)) << name;
+    EXPECT_EQ(saved.at(name).data, imp.weights.at(name).data) << name << " is not the file's initializer";
+  }
+  EXPECT_NE(saved.at("bn1.running_mean").data, imp.weights.at("bn1.running_mean").data)
+      << "the eval-mode batchnorm must train with batch statistics and update its running mean";
+  fs::remove_all(dir);
+}
+
+TEST(OnnxTrainCli, TheLossComesDown) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const fs::path model = head_model();
+  if (model.empty()) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
+  const auto r = test_support::run_trident(kTrain + model.string() + " --epochs 3 --json", false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::vector<double> losses;
+  const std::regex epoch(R"("event":"epoch"[^}]*"loss":([0-9.eE+-]+))");
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), epoch); it != std::sregex_iterator(); ++it)
+    losses.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(losses.size(), 3u) << r.output;
+  EXPECT_LT(losses.back(), 0.8 * losses.front()) << r.output;
+}
+
+TEST(OnnxTrainCli, AModelThatIsNotAClassifierIsRefusedWithAReason) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  const fs::path model = fs::path(TRIDENT_ONNX_MODELS) / "conv_bn_relu_op13.onnx";  // an NCHW output
+  if (!fs::exists(model)) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
+  const auto r = test_support::run_trident(kTrain + model.string() + " --epochs 1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("one [N, classes] output"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace trident
