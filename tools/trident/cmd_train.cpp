@@ -131,14 +131,16 @@ void load_data(const Options& o, const frontend::ModelInfo& info, data::Dataset&
     return;
   }
   const std::string dir = o.data_dir.empty() ? data::default_fashion_mnist_dir() : o.data_dir;
-  train = data::load_fashion_mnist(dir, "train", {o.train_limit, &budget, "use --train-limit"});
-  test = data::load_fashion_mnist(dir, "test", {o.test_limit, &budget, "use --test-limit"});
+  train = data::load_image_dataset(dir, "train", {o.train_limit, &budget, "use --train-limit"});
+  test = data::load_image_dataset(dir, "test", {o.test_limit, &budget, "use --test-limit"});
   if (train.height != info.height || train.width != info.width || train.channels != info.channels ||
       train.num_classes != info.classes)
     throw Error("model '" + info.name + "' expects " + std::to_string(info.height) + "x" +
                 std::to_string(info.width) + "x" + std::to_string(info.channels) + " images in " +
-                std::to_string(info.classes) + " classes, but Fashion-MNIST has 28x28x1 in 10; "
-                "use --synthetic for this model");
+                std::to_string(info.classes) + " classes, but " + train.name + " has " +
+                std::to_string(train.height) + "x" + std::to_string(train.width) + "x" +
+                std::to_string(train.channels) + " in " + std::to_string(train.num_classes) +
+                "; use --synthetic, or --data with a dataset of that shape");
 }
 
 // Stops a run whose weights have blown up instead of training on (and saving) them: the mean
@@ -280,7 +282,9 @@ RunSubcommand add_train_command(CLI::App& app) {
   sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
   sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs")->check(within(runtime::kWarmupLimit))->capture_default_str();
   add_seed_option(sub, o->config.seed, "Seed for initialisation and shuffling");
-  sub->add_option("--data", o->data_dir, "Fashion-MNIST directory (default: the Debian package's)");
+  sub->add_option("--data", o->data_dir,
+                  "Dataset directory: Fashion-MNIST's IDX files or CIFAR-10's binary batches (cifar-10-batches-bin), "
+                  "told apart by what it holds (default: the Debian package's Fashion-MNIST)");
   sub->add_flag("--synthetic", o->synthetic, "Train on synthetic data of the model's input shape");
   sub->add_option("--train-limit", o->train_limit, "Read only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--test-limit", o->test_limit, "Read only the first N test images (0: all)")->check(CLI::NonNegativeNumber);

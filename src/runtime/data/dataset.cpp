@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "runtime/data/cifar.h"
 #include "runtime/data/idx.h"
 #include "runtime/data/random.h"
 
@@ -97,6 +98,11 @@ std::string default_fashion_mnist_dir() {
   const char* env = std::getenv("TRIDENT_FASHION_MNIST_DIR");
   if (env != nullptr && *env != '\0') return env;
   return kFashionMnistSystemDir;
+}
+
+Dataset load_image_dataset(const std::string& dir, const std::string& split, const LoadLimits& limits) {
+  if (is_cifar10_dir(dir)) return load_cifar10(dir, split, limits);
+  return load_fashion_mnist(dir, split, limits);  // its errors name the IDX files it looked for
 }
 
 Dataset load_fashion_mnist(const std::string& dir, const std::string& split, const LoadLimits& limits) {

@@ -1,4 +1,5 @@
-// In-memory image classification datasets: Fashion-MNIST / IDX pairs and a synthetic task.
+// In-memory image classification datasets: Fashion-MNIST / IDX pairs, CIFAR-10 (data/cifar.h)
+// and a synthetic task.
 // Everything is decoded once into one contiguous NHWC float array with int32 labels, so batches
 // are plain row copies straight into an executable's input buffers.
 #pragma once
@@ -52,6 +53,10 @@ std::string default_fashion_mnist_dir();
 // (t10k-images-idx3-ubyte.gz, 10000) from dir; the uncompressed names are accepted too.
 // 28x28x1, 10 classes, normalised with kFashionMnistMean / kFashionMnistStd.
 Dataset load_fashion_mnist(const std::string& dir, const std::string& split, const LoadLimits& limits = {});
+
+// The dataset in `dir`, by what it holds: CIFAR-10's binary batches (data/cifar.h) or an IDX
+// pair in Fashion-MNIST's names. Neither: an Error naming the files looked for.
+Dataset load_image_dataset(const std::string& dir, const std::string& split, const LoadLimits& limits = {});
 
 // A learnable synthetic task, deterministic for a seed: each class has a fixed template (a
 // class-specific brightness offset, an oriented stripe texture and a few blobs); a sample is
