@@ -32,7 +32,7 @@ void register_fused_inference_ops() {
   ir::OpRegistry::add(fold);
 
   ir::OpDef epi = op_def("conv2d_epilogue", {"x", "w", "b (has_bias)", "residual (residual)"}, {"y"},
-                         "conv2d + bias (+ residual add) (+ relu) in one kernel");
+                         "conv2d + bias (+ residual add) (+ relu, or relu clipped at relu_max: ReLU6) in one kernel");
   epi.variadic = true;
   epi.infer = [](const Node& n, const Graph& g) {
     const size_t want = 2 + (n.attrs.i("has_bias", 0) ? 1 : 0) + (n.attrs.i("residual", 0) ? 1 : 0);
@@ -45,6 +45,8 @@ void register_fused_inference_ops() {
     if (bias_of(n) >= 0) conv.inputs.push_back(bias_of(n));
     conv.attrs = conv_window_attrs(n.attrs);
     const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv, g).at(0);
+    if (n.attrs.has("relu_max") && (!n.attrs.i("relu", 0) || !(n.attrs.f("relu_max") > 0)))
+      throw Error("attribute relu_max needs relu = 1 and a positive value");
     if (residual_of(n) >= 0 && g.value(residual_of(n)).shape != y.shape)
       throw Error("the residual " + shape_str(g.value(residual_of(n)).shape) +
                   " must match the convolution output " + shape_str(y.shape));
@@ -66,7 +68,10 @@ void register_fused_inference_ops() {
     int y = g.add_node1("conv2d", in, conv_window_attrs(n.attrs),
                         n.name + ".conv");
     if (residual_of(n) >= 0) y = g.add_node1("add", {y, residual_of(n)}, {}, n.name + ".add");
-    if (n.attrs.i("relu", 0)) y = g.add_node1("relu", {y}, {}, n.name + ".relu");
+    if (n.attrs.has("relu_max"))
+      y = g.add_node1("clip", {y}, {{"min", 0.0}, {"max", n.attrs.f("relu_max")}}, n.name + ".clip");
+    else if (n.attrs.i("relu", 0))
+      y = g.add_node1("relu", {y}, {}, n.name + ".relu");
     return std::vector<int>{y};
   };
   epi.reads_conv_input = true;

@@ -1,17 +1,29 @@
 // Inference: the element-wise tail of a convolution joins the convolution's epilogue.
 //
 //   conv2d ──► relu                          ⇒   conv2d_epilogue {relu}
+//   conv2d ──► clip(0, m)                    ⇒   conv2d_epilogue {relu, relu_max m}   (ReLU6: m = 6)
 //   conv2d ──► add(·, residual) ──► relu     ⇒   conv2d_epilogue {residual, relu}
+//   conv2d ──► add(·, residual) ──► clip(0, m) ⇒ conv2d_epilogue {residual, relu, relu_max m}
 //   conv2d ──► add(·, residual)              ⇒   conv2d_epilogue {residual}
-//   (each intermediate has exactly one consumer)
+//   (each intermediate has exactly one consumer; the clip forms not on cuda, whose epilogue
+//   has no upper clip yet)
 //
 // A conv2d with no element-wise consumer stays as it is (nothing to fuse: not a refusal);
 // one whose output is read elsewhere is refused with the reason.
+#include <cmath>
+
 #include "passes/pass.h"
 
 namespace trident::passes {
 
 namespace {
+// A clip that is a ReLU with an upper bound (min 0, finite max): its bound, else 0.
+double relu_bound(const ir::Node& n) {
+  if (n.op != "clip" || !n.attrs.has("min") || n.attrs.f("min") != 0.0 || !n.attrs.has("max")) return 0;
+  const double max = n.attrs.f("max");
+  return max > 0 && std::isfinite(max) ? max : 0;
+}
+
 bool single_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& users, int v) {
   size_t n = users[v].size();
   for (int out : g.outputs()) n += out == v;
@@ -28,8 +40,14 @@ void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
     const int y = conv.outputs[0];
     if (users[y].empty()) continue;
     const ir::Node& first = g.node(users[y][0]);
-    if (first.op != "relu" && first.op != "add") continue;
-    const std::string pattern = first.op == "relu" ? "conv-relu" : "conv-add-relu";
+    const bool clip_first = relu_bound(first) > 0;
+    if (first.op != "relu" && first.op != "add" && !clip_first) continue;
+    const std::string pattern = first.op == "relu" ? "conv-relu" : clip_first ? "conv-clip" : "conv-add-relu";
+    if (clip_first && ctx.options.backend == "cuda") {
+      ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name,
+                                "the cuda backend's convolution epilogue has no upper clip yet"});
+      continue;
+    }
     if (!single_consumer(g, users, y)) {
       ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name,
                                 "the conv output has " + std::to_string(users[y].size()) + " consumers"});
@@ -43,16 +61,22 @@ void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
         ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name, "the add reads the conv output twice"});
         continue;
       }
-      if (single_consumer(g, users, tail) && g.node(users[tail][0]).op == "relu") {
+      const bool clip_next = single_consumer(g, users, tail) && relu_bound(g.node(users[tail][0])) > 0;
+      if (clip_next && ctx.options.backend == "cuda") {
+        ctx.rejections.push_back({"fuse_conv_epilogue", "conv-add-clip", conv.name,
+                                  "the cuda backend's convolution epilogue has no upper clip yet"});
+      } else if (single_consumer(g, users, tail) && (g.node(users[tail][0]).op == "relu" || clip_next)) {
         group.push_back(users[tail][0]);
         tail = g.node(users[tail][0]).outputs[0];
       }
     }
-    const bool relu = g.node(group.back()).op == "relu";
+    const double relu_max = relu_bound(g.node(group.back()));
+    const bool relu = g.node(group.back()).op == "relu" || relu_max > 0;
     ir::Attrs a = conv.attrs;
     a.set("has_bias", int64_t{conv.inputs.size() == 3});
     a.set("residual", int64_t{residual >= 0});
     a.set("relu", int64_t{relu});
+    if (relu_max > 0) a.set("relu_max", relu_max);
     std::vector<int> in = conv.inputs;
     if (residual >= 0) in.push_back(residual);
     const int out = g.add_node1("conv2d_epilogue", in, a, conv.name + ".epilogue");
@@ -63,7 +87,8 @@ void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
     std::vector<int> gone = group;
     gone.push_back(conv.id);
     g.remove_from_order(gone);
-    FusionRecord rec{"fuse_conv_epilogue", relu ? pattern : "conv-add", conv.name + ".epilogue", {conv.name}};
+    const std::string fused_pattern = !relu ? "conv-add" : relu_max > 0 && residual >= 0 ? "conv-add-clip" : pattern;
+    FusionRecord rec{"fuse_conv_epilogue", fused_pattern, conv.name + ".epilogue", {conv.name}};
     for (int id : group) rec.nodes.push_back(g.node(id).name);
     ctx.fusions.push_back(std::move(rec));
   }

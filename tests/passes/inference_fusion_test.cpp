@@ -122,6 +122,39 @@ TEST(ConvEpilogue, ResidualNetworkBecomesConvolutionsWithEpilogues) {
   EXPECT_EQ(count_op(c.graph, "conv2d"), 2);             // projection shortcuts feed a residual
 }
 
+// MobileNet's Conv -> Clip(0, 6) (ReLU6) joins the epilogue as Conv -> Relu does, after a
+// residual add too; a clip that is not a bounded ReLU stays, and the cuda pipeline, whose
+// epilogue has no upper clip yet, refuses with the reason.
+TEST(ConvEpilogue, Relu6JoinsTheEpilogue) {
+  auto build = [](double lo, bool residual) {
+    ir::Graph g;
+    frontend::Builder b(g);
+    int x = g.add_input("images", {2, 8, 8, 4});
+    int y = b.conv(x, 4, 3, 1, 1, {.bias = true}, "conv");
+    if (residual) y = g.add_node1("add", {y, x}, {}, "add");
+    y = g.add_node1("clip", {y}, {{"min", lo}, {"max", 6.0}}, "relu6");
+    g.mark_output(b.linear(b.flatten(b.global_avgpool(y, "pool"), "flat"), 3, true, "fc"));
+    return g;
+  };
+  for (bool residual : {false, true}) {
+    auto c = runtime::compile_graph(build(0.0, residual), infer_options());
+    EXPECT_EQ(count_op(c.graph, "clip"), 0) << residual;
+    ASSERT_EQ(count_op(c.graph, "conv2d_epilogue"), 1) << residual;
+    for (int id : c.graph.order()) {
+      if (c.graph.node(id).op != "conv2d_epilogue") continue;
+      EXPECT_EQ(c.graph.node(id).attrs.f("relu_max"), 6.0);
+    }
+  }
+  EXPECT_EQ(count_op(runtime::compile_graph(build(-1.0, false), infer_options()).graph, "clip"), 1);
+  passes::CompileOptions cuda = infer_options();
+  cuda.backend = "cuda";
+  auto c = runtime::compile_graph(build(0.0, false), cuda);
+  EXPECT_EQ(count_op(c.graph, "clip"), 1);
+  bool said = false;
+  for (const auto& r : c.rejections) said = said || r.reason.find("no upper clip") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(ConvEpilogue, MatchesItsDecompositionOnTheReferenceBackend) {
   for (int residual = 0; residual < 2; ++residual)
     for (int relu = 0; relu < 2; ++relu) {

@@ -75,7 +75,8 @@ convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_ki
 dnnl::primitive_attr post_ops_attr(const ConvPostOps& post) {
   dnnl::post_ops ops;
   if (post.sum) ops.append_sum(1.f);
-  if (post.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  if (post.relu && post.relu_max > 0) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, post.relu_max);
+  else if (post.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
   dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
   return attr;
@@ -156,7 +157,11 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
   std::string kind = "|fwd";
   bool blocked = false;
   if (inference) {
-    kind = Signature("|infer").add("sum", int64_t{post.sum}).add("relu", int64_t{post.relu}).str();
+    kind = Signature("|infer")
+               .add("sum", int64_t{post.sum})
+               .add("relu", int64_t{post.relu})
+               .add("relu_max", static_cast<double>(post.relu_max))
+               .str();
     const bool arena = algorithms.scratch != nullptr;  // blocked copies need it
     const BackendOptions& chosen = algorithms.options.backend;
     const ConvPlan plan = plan_inference_conv(s, post, s.sig + kind, arena ? chosen.winograd : 0,

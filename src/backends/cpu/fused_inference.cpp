@@ -25,7 +25,8 @@ class ConvEpilogue final : public PrimitiveKernel {
     if (has_bias) conv.bias = in(2);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
                         out_shape(node, g, 0), conv,
-                        ConvPostOps{residual_, node.attrs.i("relu", 0) != 0},
+                        ConvPostOps{residual_, node.attrs.i("relu", 0) != 0,
+                                    static_cast<float>(node.attrs.f("relu_max", 0.0))},
                         ConvAlgorithms::from(ctx));
   }
 

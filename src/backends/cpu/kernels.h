@@ -41,6 +41,7 @@ struct ConvOperands {
 struct ConvPostOps {
   bool sum = false;
   bool relu = false;
+  float relu_max = 0;  // > 0: the relu clips at this value (ReLU6)
 };
 // How a forward convolution may run: in an inference executable (or with post-ops, which only
 // inference graphs have) the implementation timing chose among oneDNN's direct and, where

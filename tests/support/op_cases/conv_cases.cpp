@@ -49,6 +49,7 @@ ir::Graph wgrad(const Window& c, bool bias, DType d) {
 
 struct Epilogue {
   bool bias, residual, relu, in_place = false;
+  double relu_max = 0;  // > 0: ReLU clipped there (ReLU6)
 };
 
 ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
@@ -61,6 +62,7 @@ ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
   a.set("residual", int64_t{e.residual});
   a.set("relu", int64_t{e.relu});
   if (e.in_place) a.set("inplace_residual", int64_t{1});
+  if (e.relu_max > 0) a.set("relu_max", e.relu_max);
   g.add_node1("conv2d_epilogue", in, a, "epilogue");
   return g;
 }
@@ -181,15 +183,20 @@ void add_conv_cases(std::vector<OpCase>& cases) {
       {"Groups2ResidualRelu", {{2, 8, 8, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2}, {true, true, true}},
       {"Groups2Relu", {{2, 8, 8, 6}, {6, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2}, {false, false, true}},
       {"Pointwise1x1Residual", {{2, 6, 6, 16}, {16, 1, 1, 16}}, {false, true, true}},
+      // ReLU6 (MobileNet's Conv -> Clip(0, 6)); small integers reach past 6, so the clip bites.
+      {"BiasRelu6", {{2, 7, 7, 4}, {6, 3, 3, 4}, {1, 1}, {1, 1}}, {true, false, true, false, 6.0}},
+      {"ResidualRelu6", {{2, 8, 8, 8}, {8, 3, 3, 8}, {1, 1}, {1, 1}}, {false, true, true, false, 6.0}},
   };
   for (const NamedEpilogue& n : epilogues) {
     const Window w = n.w;
     const Epilogue e = n.e;
     OpCase c = exact_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); });
     c.options["cpu"] = direct;
+    if (e.relu_max > 0) c.backends = {"cpu"};  // cuda's epilogue has no upper clip yet (fuse_conv_epilogue keeps it out)
     cases.push_back(std::move(c));
-    cases.push_back(
-        decomposition_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); }));
+    OpCase dec = decomposition_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); });
+    if (e.relu_max > 0) dec.backends = {"cpu"};
+    cases.push_back(std::move(dec));
   }
   // Every attribute combination on the first cuda window, and the output in the residual's buffer.
   std::vector<Epilogue> combos;
