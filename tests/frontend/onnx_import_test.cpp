@@ -161,6 +161,12 @@ TEST(OnnxImport, TrainingModeBatchNormKeepsTrainingForm) {
     EXPECT_NEAR(n.attrs.f("momentum"), 0.1, 1e-6);  // ONNX 0.9 is PyTorch's 0.1
   }
   EXPECT_EQ(bns, 1);
+  // Inference will use the running statistics where the export means batch statistics: said once.
+  ASSERT_EQ(imp.notices.size(), 1u);
+  EXPECT_NE(imp.notices[0].find("exported in training mode"), std::string::npos) << imp.notices[0];
+  frontend::OnnxOptions train;
+  train.train = true;  // training means batch statistics too: nothing to say
+  EXPECT_TRUE(frontend::import_onnx((kDir / "bn_training_op15.onnx").string(), train).notices.empty());
   passes::CompileOptions opt;  // inference switches it to the running statistics
   opt.mode = passes::Mode::Infer;
   EXPECT_NO_THROW(runtime::Executable::compile(imp.graph, opt));

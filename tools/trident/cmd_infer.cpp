@@ -116,6 +116,7 @@ int run_infer(Options o) {
   if (onnx) {
     claim_file(budget, o.model_file, "the weights of '" + o.model_file + "'");
     frontend::OnnxImport imp = frontend::import_onnx(o.model_file, {o.batch});
+    for (const std::string& notice : imp.notices) std::cerr << "trident: notice: " << notice << "\n";
     model = std::move(imp.graph);
     onnx_weights = std::move(imp.weights);
     source = "onnx";

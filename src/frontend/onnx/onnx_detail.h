@@ -110,7 +110,7 @@ class Importer {
   ExternalData external_;
   OnnxImport out_;
   int64_t model_batch_ = 1;
-  bool dropout_noticed_ = false;
+  bool dropout_noticed_ = false, training_bn_noticed_ = false;
   std::map<std::string, Const> consts_;
   std::map<std::string, int> values_;  // ONNX tensor name -> trident value id
   std::map<std::string, std::pair<int, std::string>> weights_made_;  // name -> (value, layout)

@@ -106,6 +106,11 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
   if (attr_int(n, "spatial", 1) != 1) fail(n, "spatial=0 is not supported");
   expect_io(n, 5, 5, exported_training ? 3 : 1);
   const int64_t training = exported_training || options_.train;
+  if (exported_training && !options_.train && !training_bn_noticed_) {
+    out_.notices.push_back("BatchNormalization (first at node '" + node_name(n) + "') was exported in training "
+                           "mode, which normalises with batch statistics; inference uses the running statistics");
+    training_bn_noticed_ = true;
+  }
   const int x = activation(n, 0);
   const Shape xs = out_.graph.value(x).shape;
   if (xs.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
