@@ -274,13 +274,13 @@ RunSubcommand add_train_command(CLI::App& app) {
                   "Model name (trident info --list), or a PyTorch-exported MODEL.onnx: its initializers are the "
                   "initial weights, every BatchNormalization trains with batch statistics")
       ->capture_default_str();
-  sub->add_option("--epochs", o->epochs, "Training epochs")->check(within(runtime::kEpochsLimit))->capture_default_str();
+  sub->add_option("--epochs", o->epochs, "Training epochs (the learning rate's cosine ends with the last)")->check(within(runtime::kEpochsLimit))->capture_default_str();
   sub->add_option("--batch", o->batch, "Batch size")->check(within(runtime::kBatchLimit))->capture_default_str();
-  sub->add_option("--lr", o->config.lr, "Peak learning rate")->check(within(runtime::kLrLimit))->capture_default_str();
-  sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum")->check(within(runtime::kMomentumLimit))->capture_default_str();
-  sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
+  sub->add_option("--lr", o->config.lr, "Peak learning rate: a linear warm-up from a tenth of it over --warmup epochs, then a cosine decay to 0 at the last step")->check(within(runtime::kLrLimit))->capture_default_str();
+  sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum (heavy ball; --nesterov for Nesterov's)")->check(within(runtime::kMomentumLimit))->capture_default_str();
+  sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay, added to every parameter's gradient (batchnorm's and biases' too, as torch.optim.SGD does)")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
   sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
-  sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs")->check(within(runtime::kWarmupLimit))->capture_default_str();
+  sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs (see --lr)")->check(within(runtime::kWarmupLimit))->capture_default_str();
   add_seed_option(sub, o->config.seed, "Seed for initialisation and shuffling");
   sub->add_option("--data", o->data_dir,
                   "Dataset directory: Fashion-MNIST's IDX files or CIFAR-10's binary batches (cifar-10-batches-bin), "
