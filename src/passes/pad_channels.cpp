@@ -5,6 +5,7 @@
 // gradients, checkpoints and outputs keep the user's shapes. On by default for the cuda
 // backend (CompileOptions::channel_padding); training runs it before autodiff.
 #include "ir/op_registry.h"
+#include "ops/window.h"
 #include "passes/derived_inputs.h"
 #include "passes/pass.h"
 
@@ -26,7 +27,8 @@ void pad_channels(ir::Graph& g, PassContext& ctx) {
   // The input (0) and weight (1) of a convolution, when their channels need padding: with
   // groups = 1 both end in the input channel count, so they pad alike.
   auto select = [&](const ir::Node& n, size_t i) {
-    if (i > 1 || !ir::OpRegistry::get(n.op).reads_conv_input || n.attrs.i("groups", 1) != 1 || n.inputs.size() < 2) return false;
+    if (i > 1 || !ir::OpRegistry::get(n.op).reads_conv_input || n.inputs.size() < 2) return false;
+    if (ops::conv_window(n.attrs, {1, 1}).groups != 1) return false;
     const ir::Value& v = g.value(n.inputs[i]);
     return !v.shape.empty() && v.shape.back() > 0 && vector_channels(v) != v.shape.back();
   };

@@ -21,7 +21,7 @@ ConvSetup conv_setup(const ir::Node& node, const Shape& x, const Shape& w, const
                      bool has_bias) {
   ConvSetup s;
   s.geom = conv_window(node, x, w, y);
-  const int64_t groups = node.attrs.i("groups", 1);  // checked by conv_window against the shapes
+  const int64_t groups = s.geom.groups;
   s.src = nhwc_md(x);
   s.weights = conv_weights_md(w, groups);
   s.dst = nhwc_md(y);

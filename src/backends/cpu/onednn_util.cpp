@@ -80,6 +80,7 @@ DnnlWindow dnnl_window(const ops::WindowGeom& g) {
   if (g.ceil_mode)  // the overhanging last window: oneDNN takes it as extra padding on the right
     win.pad_r = {(g.P - 1) * g.stride.h + g.R - g.H - g.pad.h, (g.Q - 1) * g.stride.w + g.S - g.W - g.pad.w};
   win.count_include_pad = g.count_include_pad;
+  win.groups = g.groups;
   return win;
 }
 }  // namespace

@@ -59,6 +59,7 @@ dnnl::primitive_attr user_scratchpad_attr();
 struct DnnlWindow {
   Dims strides, kernel, dilates, pad_l, pad_r;  // dilates are oneDNN's (dilation − 1)
   bool count_include_pad = true;                // average pooling
+  int64_t groups = 1;                           // convolution
 };
 // The window of a convolution x * w → y or a pooling x → y, checked against the shapes.
 DnnlWindow conv_window(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y);
