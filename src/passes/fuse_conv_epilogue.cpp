@@ -5,8 +5,7 @@
 //   conv2d ──► add(·, residual) ──► relu     ⇒   conv2d_epilogue {residual, relu}
 //   conv2d ──► add(·, residual) ──► clip(0, m) ⇒ conv2d_epilogue {residual, relu, relu_max m}
 //   conv2d ──► add(·, residual)              ⇒   conv2d_epilogue {residual}
-//   (each intermediate has exactly one consumer; the clip forms not on cuda, whose epilogue
-//   has no upper clip yet)
+//   (each intermediate has exactly one consumer)
 //
 // A conv2d with no element-wise consumer stays as it is (nothing to fuse: not a refusal);
 // one whose output is read elsewhere is refused with the reason.
@@ -43,11 +42,6 @@ void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
     const bool clip_first = relu_bound(first) > 0;
     if (first.op != "relu" && first.op != "add" && !clip_first) continue;
     const std::string pattern = first.op == "relu" ? "conv-relu" : clip_first ? "conv-clip" : "conv-add-relu";
-    if (clip_first && ctx.options.backend == "cuda") {
-      ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name,
-                                "the cuda backend's convolution epilogue has no upper clip yet"});
-      continue;
-    }
     if (!single_consumer(g, users, y)) {
       ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name,
                                 "the conv output has " + std::to_string(users[y].size()) + " consumers"});
@@ -62,10 +56,7 @@ void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
         continue;
       }
       const bool clip_next = single_consumer(g, users, tail) && relu_bound(g.node(users[tail][0])) > 0;
-      if (clip_next && ctx.options.backend == "cuda") {
-        ctx.rejections.push_back({"fuse_conv_epilogue", "conv-add-clip", conv.name,
-                                  "the cuda backend's convolution epilogue has no upper clip yet"});
-      } else if (single_consumer(g, users, tail) && (g.node(users[tail][0]).op == "relu" || clip_next)) {
+      if (single_consumer(g, users, tail) && (g.node(users[tail][0]).op == "relu" || clip_next)) {
         group.push_back(users[tail][0]);
         tail = g.node(users[tail][0]).outputs[0];
       }

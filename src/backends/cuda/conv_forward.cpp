@@ -25,6 +25,7 @@ ConvForward::ConvForward(const ir::Node& node, const ConvProblem& problem, const
   fused.bias_dtype = epilogue.bias_dtype;
   fused.residual = epilogue.residual;
   fused.relu = epilogue.relu;
+  fused.relu_max = epilogue.relu_max;
   std::string why_not_fused;
   if (fused.any_epilogue() && epilogue.residual && epilogue.residual_in_place) {
     why_not_fused = "the output shares the residual's buffer";
@@ -74,6 +75,7 @@ void ConvForward::run(const Pointers& p, void* workspace, CudaContext& ctx) cons
   a.rows = problem_.output_rows();
   a.channels = problem_.K;
   a.relu = epilogue_.relu;
+  a.relu_max = epilogue_.relu_max;
   device::launch_channel_affine(a, ctx.stream());
 }
 

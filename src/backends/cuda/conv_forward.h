@@ -26,6 +26,7 @@ struct ConvEpilogue {
   DType bias_dtype = DType::f32;
   bool residual = false;
   bool relu = false;
+  float relu_max = 0;  // relu: > 0 clips there too (ReLU6)
   // y shares the residual's memory: the convolution must not write y before the add reads
   // the residual, so it goes to scratch first and the epilogue kernel does the rest.
   bool residual_in_place = false;

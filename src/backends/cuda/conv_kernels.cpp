@@ -46,8 +46,7 @@ class ConvForwardKernel final : public Kernel, public ReportsPath {
       epilogue_.bias = node.attrs.i("has_bias", 0) != 0;
       epilogue_.residual = node.attrs.i("residual", 0) != 0;
       epilogue_.relu = node.attrs.i("relu", 0) != 0;
-      // fuse_conv_epilogue keeps clips out of cuda's epilogue; a hand-made node is refused.
-      if (node.attrs.has("relu_max")) fail(node, "the cuda convolution epilogue has no upper clip (relu_max) yet");
+      epilogue_.relu_max = static_cast<float>(node.attrs.f("relu_max", 0.0));
       epilogue_.residual_in_place = epilogue_.residual && node.attrs.i("inplace_residual", 0) != 0;
       const size_t want = 2 + (epilogue_.bias ? 1 : 0) + (epilogue_.residual ? 1 : 0);
       expect_arity(node, want, want, 1, 1);

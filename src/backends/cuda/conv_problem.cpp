@@ -2,6 +2,8 @@
 // forward (with epilogue or statistics), dgrad and wgrad convolutions.
 #include "backends/cuda/conv_problem.h"
 
+#include <cstdio>
+
 #include "backends/cuda/kernels.h"
 #include "ops/window.h"
 
@@ -90,7 +92,13 @@ std::string FpropFusion::describe() const {
   std::string s = prologue_text(prologue) + "conv_fprop";
   if (bias) s += "+bias";
   if (residual) s += "+residual";
-  if (relu) s += "+relu";
+  if (relu && relu_max > 0) {
+    char clip[32];
+    std::snprintf(clip, sizeof clip, "+relu(max %g)", relu_max);
+    s += clip;
+  } else if (relu) {
+    s += "+relu";
+  }
   if (genstats) s += "+genstats";
   return s;
 }
@@ -125,7 +133,7 @@ GraphDesc fprop_graph(const ConvProblem& p, const FpropFusion& f) {
   }
   if (f.relu) {
     const int out = next_out();
-    d.add_op(GraphOpKind::relu, {cur}, {out});
+    d.add_op(GraphOpKind::relu, {cur}, {out}, f.relu_max);
     cur = out;
   }
   if (f.genstats) {

@@ -64,6 +64,7 @@ struct FpropFusion {
   DType bias_dtype = DType::f32;
   bool residual = false;
   bool relu = false;
+  float relu_max = 0;     // relu: > 0 clips there too (ReLU6)
   bool genstats = false;  // per-channel Σ, Σ² (f32) of the output (bias included)
 
   bool any_epilogue() const { return bias || residual || relu; }

@@ -159,10 +159,15 @@ std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
                                       .set_compute_data_type(f32)
                                       .set_name(name)));
         break;
-      case GraphOpKind::relu:
-        out.push_back(g.pointwise(
-            in(0), fe::graph::Pointwise_attributes().set_mode(fe::PointwiseMode_t::RELU_FWD).set_compute_data_type(f32).set_name(name)));
+      case GraphOpKind::relu: {
+        auto attrs = fe::graph::Pointwise_attributes()
+                         .set_mode(fe::PointwiseMode_t::RELU_FWD)
+                         .set_compute_data_type(f32)
+                         .set_name(name);
+        if (op.relu_upper_clip > 0) attrs.set_relu_upper_clip(op.relu_upper_clip);
+        out.push_back(g.pointwise(in(0), attrs));
         break;
+      }
     }
     if (out.size() != op.outputs.size())
       throw Error("graph '" + d.purpose + "': op " + name + " has " + std::to_string(out.size()) +
@@ -269,6 +274,7 @@ std::string GraphDesc::key() const {
   k << " |";
   for (const GraphOp& op : ops) {
     k << " " << op_name(op.kind) << "(";
+    if (op.relu_upper_clip > 0) k << "max=" << op.relu_upper_clip << ";";
     for (int i : op.inputs) k << i << ",";
     k << "->";
     for (int o : op.outputs) k << o << ",";

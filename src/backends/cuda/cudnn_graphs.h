@@ -41,6 +41,7 @@ struct GraphOp {
   GraphOpKind kind = GraphOpKind::add;
   std::vector<int> inputs;   // indices into GraphDesc::tensors
   std::vector<int> outputs;  // indices into GraphDesc::tensors
+  float relu_upper_clip = 0;  // relu only: > 0 clips there too (ReLU6)
 };
 
 // The window of the graph's convolution (every graph here has at most one).
@@ -63,8 +64,8 @@ struct GraphDesc {
     tensors.push_back(std::move(t));
     return static_cast<int>(tensors.size()) - 1;
   }
-  void add_op(GraphOpKind kind, std::vector<int> in, std::vector<int> out) {
-    ops.push_back({kind, std::move(in), std::move(out)});
+  void add_op(GraphOpKind kind, std::vector<int> in, std::vector<int> out, float relu_upper_clip = 0) {
+    ops.push_back({kind, std::move(in), std::move(out), relu_upper_clip});
   }
   // Everything the built plan depends on, as text (the cache key without the GPU prefix).
   std::string key() const;

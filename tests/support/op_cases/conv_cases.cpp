@@ -192,11 +192,9 @@ void add_conv_cases(std::vector<OpCase>& cases) {
     const Epilogue e = n.e;
     OpCase c = exact_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); });
     c.options["cpu"] = direct;
-    if (e.relu_max > 0) c.backends = {"cpu"};  // cuda's epilogue has no upper clip yet (fuse_conv_epilogue keeps it out)
     cases.push_back(std::move(c));
-    OpCase dec = decomposition_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); });
-    if (e.relu_max > 0) dec.backends = {"cpu"};
-    cases.push_back(std::move(dec));
+    cases.push_back(
+        decomposition_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); }));
   }
   // Every attribute combination on the first cuda window, and the output in the residual's buffer.
   std::vector<Epilogue> combos;
@@ -205,9 +203,11 @@ void add_conv_cases(std::vector<OpCase>& cases) {
       for (bool relu : {false, true}) combos.push_back({bias, residual, relu, false});
   combos.push_back({true, true, true, true});
   combos.push_back({false, true, false, true});
+  combos.push_back({true, false, true, false, 6.0});  // ReLU6 in the cuDNN graph's relu
+  combos.push_back({true, true, true, true, 6.0});    // in place: the channel-affine kernel clips
   for (const Epilogue& e : combos) {
     const std::string name = std::string(e.bias ? "bias" : "nobias") + (e.residual ? "_residual" : "") +
-                             (e.relu ? "_relu" : "") + (e.in_place ? "_inplace" : "");
+                             (e.relu ? "_relu" : "") + (e.relu_max > 0 ? "6" : "") + (e.in_place ? "_inplace" : "");
     cases.push_back(real_case(
         "conv2d_epilogue_k3_pad1_" + name, [=](DType d) { return epilogue(k3, e, d); }, 21));
   }

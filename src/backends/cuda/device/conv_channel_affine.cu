@@ -22,7 +22,8 @@ struct alignas(sizeof(T) * N) Pack {
 // unfused one.
 template <class T, class S>
 __device__ __forceinline__ T affine(T x, const float* scale, const S* shift, const T* residual_value,
-                                    const float* residual_affine, int64_t channels, int64_t c, bool relu) {
+                                    const float* residual_affine, int64_t channels, int64_t c, bool relu,
+                                    float relu_max = 0.f) {
   float v = to_float(x);
   if (scale) v = __fmul_rn(v, scale[c]);
   if (shift) v = __fadd_rn(v, to_float(shift[c]));
@@ -32,6 +33,7 @@ __device__ __forceinline__ T affine(T x, const float* scale, const S* shift, con
     v = __fadd_rn(v, r);
   }
   if (relu) v = v > 0.f ? v : 0.f;
+  if (relu && relu_max > 0.f && v > relu_max) v = relu_max;  // ReLU6 and other bounded ReLUs
   return from_float<T>(v);
 }
 
@@ -49,7 +51,7 @@ template <class T, class S, int N>
 __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __restrict__ scale,
                                       const S* __restrict__ shift, const T* residual,
                                       const float* __restrict__ residual_affine, T* y, int64_t packs,
-                                      int64_t channels, bool relu) {
+                                      int64_t channels, bool relu, float relu_max) {
   using P = Pack<T, N>;
   for (int64_t i = grid_start(); i < packs; i += grid_stride()) {
     const P in = reinterpret_cast<const P*>(x)[i];
@@ -60,7 +62,7 @@ __global__ void channel_affine_kernel(const T* __restrict__ x, const float* __re
 #pragma unroll
     for (int j = 0; j < N; ++j)
       out.v[j] = affine<T, S>(in.v[j], scale, shift, residual ? &res.v[j] : nullptr, residual_affine, channels, c0 + j,
-                              relu);
+                              relu, relu_max);
     reinterpret_cast<P*>(y)[i] = out;
   }
 }
@@ -125,6 +127,7 @@ void launch_typed(const ChannelAffineArgs& a, cudaStream_t stream) {
   T* y = static_cast<T*>(a.y);
   if (a.mask) {
     if (!a.relu || a.channels % 8 != 0) throw Error("the relu mask needs the relu and a multiple of 8 channels");
+    if (a.relu_max > 0.f) throw Error("the relu mask is of an unbounded relu");
     const int64_t groups = n / 8;
     auto* mask = static_cast<unsigned char*>(a.mask);
     bool vectorised = false;
@@ -145,10 +148,10 @@ void launch_typed(const ChannelAffineArgs& a, cudaStream_t stream) {
     const int64_t packs = n / kVec;
     channel_affine_kernel<T, S, kVec>
         <<<grid_for(packs), kThreads, 0, stream>>>(x, a.scale, shift, res, a.residual_affine, y, packs, a.channels,
-                                                   a.relu);
+                                                   a.relu, a.relu_max);
   } else {
     channel_affine_kernel<T, S, 1><<<grid_for(n), kThreads, 0, stream>>>(x, a.scale, shift, res, a.residual_affine, y, n,
-                                                                         a.channels, a.relu);
+                                                                         a.channels, a.relu, a.relu_max);
   }
   check_launch("channel_affine_kernel");
 }

@@ -15,6 +15,7 @@
 namespace trident::cuda::device {
 
 // y[r,c] = relu?(x[r,c]·scale[c] + shift[c] + residual[r,c]) over `rows` rows of `channels`
+// (the relu clipped at relu_max when that is positive)
 // contiguous values (NHWC), in f32 arithmetic. x, residual and y share the storage type `io`;
 // scale is f32 (nullptr: 1); shift is f32 or `io` (nullptr: 0); residual may be nullptr. y may
 // be x or residual (each element is read before it is written). 16-byte loads when channels
@@ -31,6 +32,7 @@ struct ChannelAffineArgs {
   void* y = nullptr;
   int64_t rows = 0, channels = 0;
   bool relu = false;
+  float relu_max = 0.f;  // > 0: the relu clips there too (ReLU6)
   // With relu: also the packed mask of y > 0 (core/relu_mask.h), mask_row_bytes a row, padding
   // bits zeroed; channels must then be a multiple of 8 (one thread writes a whole byte).
   void* mask = nullptr;
