@@ -32,6 +32,11 @@ inline constexpr size_t dconv = 0, dgamma = 1, dbeta = 2, dresidual = 3;
 
 inline bool has_prologue(const ir::Node& n) { return n.attrs.i("prologue", 0) != 0; }
 inline bool has_residual_affine(const ir::Node& n) { return n.attrs.i("residual_affine", 0) != 0; }
+// Attribute bias_cancelled = 1 (passes/cancel_conv_bias.cpp): the batch mean cancels the
+// convolution's bias b, so conv_out and saved_mean are those of the convolution without b, y
+// is unchanged, the running mean takes the bias (running_mean_out + momentum·b) and b's
+// gradient is exactly zero.
+inline bool has_cancelled_bias(const ir::Node& n) { return n.attrs.i("bias_cancelled", 0) != 0; }
 
 // The positions of a CBR node's optional inputs.
 struct CbrOperands {

@@ -11,6 +11,9 @@
 // and attribute prologue = 1, under which a fused op's x is such a raw convolution output and
 // its convolution reads relu(x·scale + shift) of it. Both appear only after autodiff, so
 // they have no backward rule. Each op carries its unfused decomposition.
+//
+// With attribute bias_cancelled (ops/cbr_operands.h) the convolution runs without its bias:
+// the batch mean subtracts it again, so only the running mean sees it.
 #include <algorithm>
 
 #include "core/relu_mask.h"
@@ -29,13 +32,15 @@ bool keeps_bit_mask(const Node& n) { return n.attrs.i("relu_mask", 0) != 0; }
 
 Attrs conv_attrs(const Attrs& a) { return conv_window_attrs(a); }
 
-// The convolution of a fused node as a plain conv2d node (x, w, [b]) on `x`.
+// The convolution of a fused node as a plain conv2d node (x, w, [b]) on `x`; without b where
+// the batch mean cancels it.
 Node conv_of(const Node& n, int x) {
   Node conv;
   conv.op = "conv2d";
   conv.name = n.name;
   conv.inputs = {x, n.inputs[cbr_in::w]};
-  if (CbrOperands::of(n).bias >= 0) conv.inputs.push_back(n.inputs[CbrOperands::of(n).bias]);
+  const int bias = CbrOperands::of(n).bias;
+  if (bias >= 0 && !has_cancelled_bias(n)) conv.inputs.push_back(n.inputs[bias]);
   conv.attrs = conv_attrs(n.attrs);
   return conv;
 }
@@ -61,6 +66,9 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
     throw Error("the residual " + shape_str(in_value(g, n, o.residual).shape) +
                 " must match the convolution output " + shape_str(y.shape));
   if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
+  if (has_cancelled_bias(n) && o.bias < 0) throw Error("attribute 'bias_cancelled' needs a bias input");
+  if (has_cancelled_bias(n) && in_value(g, n, o.bias).shape != c)
+    throw Error("the bias '" + in_value(g, n, o.bias).name + "' must have shape " + shape_str(c));
   const DType stats = in_value(g, n, cbr_in::gamma).dtype;  // gamma's: f32 also under mixed precision
   std::vector<TypeInfo> out{y, y, {c, stats}, {c, stats}, {c, stats}, {c, stats}};
   if (is_stats_only(n)) {
@@ -69,6 +77,23 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
   }
   if (keeps_bit_mask(n)) out.push_back({relu_mask_shape(y.shape), DType::i32});
   return out;
+}
+
+// The running mean of the biased convolution output: running_mean_out + momentum·b, in the
+// running mean's dtype.
+int running_mean_with_bias(Graph& g, const Node& n, int running_mean) {
+  int b = n.inputs[CbrOperands::of(n).bias];
+  const Shape c = g.value(b).shape;
+  const std::string stats(dtype_name(g.value(running_mean).dtype));
+  if (g.value(b).dtype != g.value(running_mean).dtype)
+    b = g.add_node1("cast", {b}, {{"dtype", stats}}, n.name + ".bias_as_statistics");
+  Attrs m;
+  m.set("shape", c);
+  m.set("value", n.attrs.f("momentum", 0.1));
+  m.set("dtype", stats);
+  const int momentum = g.add_node1("fill", {}, m, n.name + ".momentum");
+  const int shift = g.add_node1("mul", {b, momentum}, {}, n.name + ".mean_shift");
+  return g.add_node1("add", {running_mean, shift}, {}, n.name + ".running_mean");
 }
 
 std::vector<int> decompose_fused(Graph& g, const Node& n) {
@@ -83,6 +108,7 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
                        {conv, n.inputs[cbr_in::gamma], n.inputs[cbr_in::beta], n.inputs[cbr_in::running_mean],
                         n.inputs[cbr_in::running_var]},
                        bn_attrs, n.name + ".bn");
+  if (has_cancelled_bias(n)) bn[3] = running_mean_with_bias(g, n, bn[3]);
   if (is_stats_only(n)) {
     const int affine = g.add_node1("batchnorm_affine", {conv, n.inputs[cbr_in::gamma], n.inputs[cbr_in::beta]},
                                    copy_attrs(n.attrs, {"eps"}), n.name + ".affine");
@@ -118,7 +144,17 @@ std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>&
   std::vector<int> conv_grads = ir::OpRegistry::get("conv2d").backward(g, conv_of(n, n.inputs[cbr_in::x]), {r[0]});
   grads[0] = conv_grads[0];
   grads[1] = conv_grads[1];
-  if (o.bias >= 0) grads[o.bias] = conv_grads[2];
+  if (o.bias >= 0 && has_cancelled_bias(n)) {
+    // Σ dconv over a channel is zero by construction of the batchnorm backward: exactly zero.
+    const ir::Value& b = g.value(n.inputs[o.bias]);
+    Attrs zero;
+    zero.set("shape", b.shape);
+    zero.set("value", 0.0);
+    zero.set("dtype", std::string(dtype_name(b.dtype)));
+    grads[o.bias] = g.add_node1("fill", {}, zero, n.name + ".bias_grad");
+  } else if (o.bias >= 0) {
+    grads[o.bias] = conv_grads[2];
+  }
   grads[cbr_in::gamma] = r[bn_relu_bwd_out::dgamma];
   grads[cbr_in::beta] = r[bn_relu_bwd_out::dbeta];
   if (is_cbar(n)) grads[o.residual] = r[bn_relu_bwd_out::dresidual];

@@ -68,6 +68,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});
   } else {
     pm.add({"fuse_conv_bn_relu", fuse_conv_bn_relu, false, true});
+    pm.add({"cancel_conv_bias", cancel_conv_bias, false, true});
     pm.add({"attach_loss", attach_loss, true});
     if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});

@@ -56,7 +56,7 @@ Shape output_shape(const CbrCase& c) {
 // A graph holding one cbr/cbar/conv_bn_stats node named "fused"; inputs x, w, gamma, beta,
 // running_mean, running_var, [residual], [b], [x_affine (prologue)].
 ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType dt, bool relu_mask = false,
-                      bool prologue = false, bool residual_affine = false) {
+                      bool prologue = false, bool residual_affine = false, bool bias_cancelled = false) {
   ir::Graph g;
   const Shape k{c.w[0]};
   std::vector<int> in{g.add_input("x", c.x, dt),
@@ -72,6 +72,7 @@ ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType 
           {"eps", 1e-5},
           {"momentum", 0.1}};
   if (relu_mask) a.set("relu_mask", int64_t{1});
+  if (bias_cancelled) a.set("bias_cancelled", int64_t{1});
   if (prologue) {
     in.push_back(g.add_input("x_affine", {2, c.x[3]}));
     a.set("prologue", int64_t{1});
@@ -87,8 +88,8 @@ ir::Graph fused_graph(const std::string& op, const CbrCase& c, bool bias, DType 
 // The same graph with the fused node replaced by its registered decomposition, whose values
 // take the fused outputs' names (so the comparison finds them).
 ir::Graph decomposed_graph(const std::string& op, const CbrCase& c, bool bias, bool prologue = false,
-                           bool residual_affine = false) {
-  ir::Graph g = fused_graph(op, c, bias, DType::f32, false, prologue, residual_affine);
+                           bool residual_affine = false, bool bias_cancelled = false) {
+  ir::Graph g = fused_graph(op, c, bias, DType::f32, false, prologue, residual_affine, bias_cancelled);
   const ir::Node fused = g.node(g.order().back());
   const std::vector<int> outs = ir::OpRegistry::get(op).decompose(g, fused);
   g.remove_from_order({fused.id});
@@ -170,6 +171,28 @@ TEST_P(GpuCbr, CrossLayerFormsMatchTheirDecomposition) {
       SCOPED_TRACE(std::string("cbar with a residual affine") + (mask ? " and a packed mask" : ""));
       const ir::Graph gpu = fused_graph("cbar", c, false, dt, mask, false, true);
       compare_with_cpu_ref(gpu, decomposed_graph("cbar", c, false, false, true), compared_values(), DType::f16, 56);
+    }
+}
+
+// A bias the batch mean cancels (passes/cancel_conv_bias.cpp), in every form: the convolution
+// runs without it (so cuDNN's genstats and prologue graphs can serve the layer), conv_out and
+// saved_mean exclude it, the running mean takes momentum·b.
+TEST_P(GpuCbr, CancelledBiasMatchesItsDecomposition) {
+  TRIDENT_REQUIRE_GPU();
+  const auto& [op, c, dt] = GetParam();
+  for (const std::string& form : {op, std::string("conv_bn_stats")})
+    for (bool prologue : {false, true}) {
+      SCOPED_TRACE(form + (prologue ? " with prologue" : "") + ", bias cancelled");
+      const ir::Graph gpu = fused_graph(form, c, true, dt, false, prologue, false, true);
+#ifdef TRIDENT_HAVE_CUDA
+      const std::string path = kernel_path(gpu);
+      std::cout << form << (prologue ? "+prologue " : " ") << c.name << " " << dtype_name(dt)
+                << " cancelled bias: " << path << "\n";
+      EXPECT_EQ(path.find("bias"), std::string::npos) << "the convolution must not add the cancelled bias: " << path;
+#endif
+      std::vector<std::string> compared = compared_values();
+      if (form == "conv_bn_stats") compared[0] = "fused.affine";
+      compare_with_cpu_ref(gpu, decomposed_graph(form, c, true, prologue, false, true), compared, DType::f16, 57);
     }
 }
 

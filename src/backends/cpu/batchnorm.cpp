@@ -70,9 +70,12 @@ void BnTraining::finish(const KernelArgs& args) const {
   float* rv_out = floats(args, ops_.running_var_out);
   const double m = momentum_;
   const double unbias = static_cast<double>(M_) / static_cast<double>(M_ - 1);
+  const float* bias = ops_.cancelled_bias ? floats(args, *ops_.cancelled_bias) : nullptr;
+  const float bias_weight = static_cast<float>(m);
   for (int64_t c = 0; c < C_; ++c) {
     invstd[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[c]) + eps_));
     rm_out[c] = static_cast<float>((1.0 - m) * rm_in[c] + m * mean[c]);
+    if (bias) rm_out[c] += bias_weight * bias[c];  // as the decomposition rounds it: f32 mul, f32 add
     rv_out[c] = static_cast<float>((1.0 - m) * rv_in[c] + m * var[c] * unbias);
   }
 }
@@ -130,7 +133,7 @@ class Batchnorm2d final : public PrimitiveKernel {
     if (training) {
       training_.emplace(*this, node, x,
                         BnTrainingOperands{in(0), in(1), in(2), in(3), in(4), out(0), out(1),
-                                           out(2), out(3), out(4)});
+                                           out(2), out(3), out(4), std::nullopt});
       return;
     }
     const double eps = node.attrs.f("eps", 1e-5);

@@ -28,15 +28,16 @@ class FusedForward final : public PrimitiveKernel {
     namespace o = ops::cbr_out;
     const ops::CbrOperands operands = ops::CbrOperands::of(node);
     ConvOperands conv{in(i::x), in(i::w), std::nullopt, out(o::conv_out)};
-    if (operands.bias >= 0) conv.bias = in(operands.bias);
+    const bool cancelled = ops::has_cancelled_bias(node);
+    if (operands.bias >= 0 && !cancelled) conv.bias = in(operands.bias);
     const Shape& y = out_shape(node, g, 0);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1), y, conv);
+    BnTrainingOperands bn{out(o::conv_out), in(i::gamma), in(i::beta), in(i::running_mean),
+                          in(i::running_var), out(o::y), out(o::saved_mean), out(o::saved_invstd),
+                          out(o::running_mean), out(o::running_var), std::nullopt};
+    if (cancelled) bn.cancelled_bias = in(operands.bias);
     // cbr: the relu runs inside the batchnorm pass; cbar: inside the residual add's pass.
-    bn_.emplace(*this, node, y,
-                BnTrainingOperands{out(o::conv_out), in(i::gamma), in(i::beta), in(i::running_mean),
-                                   in(i::running_var), out(o::y), out(o::saved_mean), out(o::saved_invstd),
-                                   out(o::running_mean), out(o::running_var)},
-                /*fuse_relu=*/!cbar);
+    bn_.emplace(*this, node, y, bn, /*fuse_relu=*/!cbar);
     if (cbar) append_add(*this, trident::numel(y), out(o::y), in(operands.residual), out(o::y), /*relu_after=*/true);
   }
 

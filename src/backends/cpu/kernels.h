@@ -64,6 +64,8 @@ struct BnTrainingOperands {
   ViewRef gamma, beta, running_mean, running_var;
   Operand y;
   ViewRef saved_mean, saved_invstd, running_mean_out, running_var_out;
+  // A cancelled convolution bias (ops/cbr_operands.h): the running mean also takes momentum·b.
+  std::optional<ViewRef> cancelled_bias;
 };
 class BnTraining {
  public:

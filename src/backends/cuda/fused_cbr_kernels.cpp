@@ -52,7 +52,10 @@ class CbrKernel final : public Kernel, public ReportsPath {
     bit_mask_ = node.attrs.i("relu_mask", 0) != 0;
     outputs_ = bit_mask_ ? 7 : 6;
     expect_arity(node, base_inputs, base_inputs + 1, outputs_, outputs_);
-    has_bias_ = operands_.bias >= 0;
+    // A cancelled bias (ops/cbr_operands.h) is not added by the convolution; the finalize
+    // adds momentum·b to the running mean.
+    cancelled_bias_ = ops::has_cancelled_bias(node);
+    has_bias_ = operands_.bias >= 0 && !cancelled_bias_;
     const ir::Value &x = input_value(node, g, kX), &w = input_value(node, g, kW);
     const ir::Value& conv_out = output_value(node, g, kConvOut);
     io_ = elem_of(node, x, "the input");
@@ -103,14 +106,14 @@ class CbrKernel final : public Kernel, public ReportsPath {
         fail(node, "the residual's affine must be f32 [2," + std::to_string(y_shape.back()) + "]");
     }
     ConvEpilogue bias_only;
-    if (has_bias_) {
+    if (operands_.bias >= 0) {
       const ir::Value& b = input_value(node, g, operands_.bias);
-      elem_of(node, b, "the bias");
+      bias_type_ = elem_of(node, b, "the bias");
       if (b.dtype != x.dtype && b.dtype != DType::f32)
         fail(node, "the bias '" + b.name + "' is " + std::string(dtype_name(b.dtype)) + "; it must be f32 or " +
                        std::string(dtype_name(x.dtype)) + " like the input");
       expect_shape(node, b, per_channel, "the bias");
-      bias_only.bias = true;
+      bias_only.bias = has_bias_;
       bias_only.bias_dtype = b.dtype;
     }
     eps_ = node.attrs.f("eps", 1e-5);
@@ -307,6 +310,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     f.scale = stats_only_ ? static_cast<float*>(a.out[kAffine].data) : at_offset<float>(ws, scale_offset_);
     f.shift = stats_only_ ? f.scale + K : at_offset<float>(ws, shift_offset_);
     f.affine_in_f16 = stats_only_ && io_ == device::ElemType::f16;
+    if (cancelled_bias_) f.cancelled_bias = {a.in[operands_.bias].data, bias_type_};
     device::launch_bn_finalize(f, ctx_->stream());
     if (stats_only_) return;
 
@@ -330,7 +334,8 @@ class CbrKernel final : public Kernel, public ReportsPath {
   }
 
   CudaContext* ctx_;
-  bool cbar_ = false, stats_only_ = false, has_bias_ = false, bit_mask_ = false;
+  bool cbar_ = false, stats_only_ = false, has_bias_ = false, cancelled_bias_ = false, bit_mask_ = false;
+  device::ElemType bias_type_ = device::ElemType::f32;
   ops::CbrOperands operands_;
   size_t outputs_ = 6;
   int64_t mask_row_bytes_ = 0;

@@ -68,14 +68,17 @@ ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
 }
 
 // cbr / cbar: inputs x, w, gamma, beta, running_mean, running_var, [residual], [b].
-ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d) {
+// bias_cancelled: the training batch mean cancels the bias (passes/cancel_conv_bias.cpp).
+ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d, bool bias_cancelled = false) {
   ir::Graph g;
   std::vector<int> in{g.add_input("x", c.x, d), g.add_parameter("w", c.w, {}, d)};
   const Shape ch{c.w[0]};
   for (const char* n : {"gamma", "beta", "running_mean", "running_var"}) in.push_back(g.add_parameter(n, ch, {}, d));
   if (op == "cbar") in.push_back(g.add_input("residual", output_shape(c), d));
   if (bias) in.push_back(g.add_parameter("b", ch, {}, d));
-  g.add_node(op, in, {{"stride", c.stride}, {"padding", c.pad}, {"eps", 1e-5}, {"momentum", 0.1}}, "block");
+  ir::Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"eps", 1e-5}, {"momentum", 0.1}};
+  if (bias_cancelled) a.set("bias_cancelled", int64_t{1});
+  g.add_node(op, in, a, "block");
   return g;
 }
 
@@ -218,22 +221,28 @@ void add_conv_cases(std::vector<OpCase>& cases) {
     const char* op;
     Window w;
     bool bias;
+    bool bias_cancelled = false;
   };
   const NamedFused blocks[] = {
       {"Cbr", "cbr", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, false},
       {"CbrBiasStride2", "cbr", {{2, 9, 9, 3}, {6, 3, 3, 3}, {2, 2}, {1, 1}}, true},
       {"Cbar", "cbar", {{2, 8, 8, 8}, {8, 3, 3, 8}, {1, 1}, {1, 1}}, false},
       {"CbarBias1x1", "cbar", {{3, 6, 6, 16}, {16, 1, 1, 16}, {1, 1}, {0, 0}}, true},
+      // The bias cancelled by the batch mean: conv_out and saved_mean without it, the running
+      // mean with it.
+      {"CbrCancelledBias", "cbr", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, true, true},
+      {"CbarCancelledBias1x1", "cbar", {{3, 6, 6, 16}, {16, 1, 1, 16}, {1, 1}, {0, 0}}, true, true},
   };
   for (const NamedFused& n : blocks) {
     const Window w = n.w;
-    const bool bias = n.bias;
+    const bool bias = n.bias, cancelled = n.bias_cancelled;
     const std::string op = n.op;
-    OpCase c = exact_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d); });
+    OpCase c = exact_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d, cancelled); });
     c.prepare = make_positive({"gamma", "running_var"});
     cases.push_back(std::move(c));
     // Forward on random reals: conv, batch statistics, running statistics, y.
-    cases.push_back(decomposition_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d); }));
+    cases.push_back(
+        decomposition_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d, cancelled); }));
   }
 }
 

@@ -37,7 +37,11 @@ __global__ void bn_finalize_kernel(BnFinalizeArgs a) {
     const double running_mean = load(a.running_mean_in, c), running_var = load(a.running_var_in, c);
     store(a.saved_mean, c, mean);
     store(a.saved_invstd, c, invstd);
-    store(a.running_mean_out, c, (1.0 - a.momentum) * running_mean + a.momentum * mean);
+    float running_mean_f = static_cast<float>((1.0 - a.momentum) * running_mean + a.momentum * mean);
+    if (a.cancelled_bias.data)
+      running_mean_f = __fadd_rn(running_mean_f, __fmul_rn(static_cast<float>(a.momentum),
+                                                           load_as_float(a.cancelled_bias.data, a.cancelled_bias.type, c)));
+    store(a.running_mean_out, c, running_mean_f);
     store(a.running_var_out, c, (1.0 - a.momentum) * running_var + a.momentum * var * unbias);
   }
 }

@@ -79,6 +79,9 @@ struct BnFinalizeArgs {
   // Round scale and shift to f16 values (kept in f32): what cuDNN's f16 prologue graphs read,
   // so every reader of a deferred layer's affine applies the same numbers.
   bool affine_in_f16 = false;
+  // A cancelled convolution bias (ops/cbr_operands.h), or null: the running mean also takes
+  // momentum·b, rounded as the decomposition rounds it (f32 multiply, then f32 add).
+  TypedChannels cancelled_bias;
 };
 void launch_bn_finalize(const BnFinalizeArgs& a, cudaStream_t stream);
 
