@@ -3,6 +3,9 @@
 #include "core/tensor_layout.h"
 
 #include <cstring>
+#include <string>
+
+#include "core/error.h"
 
 namespace trident {
 
@@ -40,6 +43,33 @@ constexpr int kToChannelsFirst[4] = {0, 3, 1, 2};
 HostTensor nchw_to_nhwc(const HostTensor& t) { return permute4(t, kToChannelsLast); }
 
 HostTensor nhwc_to_nchw(const HostTensor& t) { return permute4(t, kToChannelsFirst); }
+
+HostTensor ohwi_to_oihw(const HostTensor& w) { return permute4(w, kToChannelsFirst); }
+
+HostTensor oihw_to_ohwi(const HostTensor& w) { return permute4(w, kToChannelsLast); }
+
+namespace {
+
+// The matrix [out, a·b·c·…] seen as 4-D [out, d1, d2, d3], permuted, and flattened back.
+HostTensor permute_columns(const HostTensor& w, const Shape& as4d, const int perm[4]) {
+  if (w.shape.size() != 2 || w.shape[1] != as4d[1] * as4d[2] * as4d[3] || w.shape[0] != as4d[0])
+    throw Error("a " + shape_str(w.shape) + " matrix does not have " + std::to_string(as4d[1] * as4d[2] * as4d[3]) +
+                " flattened columns");
+  HostTensor view{as4d, w.dtype, w.data};
+  HostTensor out = permute4(view, perm);
+  out.shape = w.shape;
+  return out;
+}
+
+}  // namespace
+
+HostTensor hwc_columns_to_chw(const HostTensor& w, int64_t C, int64_t H, int64_t W) {
+  return permute_columns(w, {w.shape.at(0), H, W, C}, kToChannelsFirst);
+}
+
+HostTensor chw_columns_to_hwc(const HostTensor& w, int64_t C, int64_t H, int64_t W) {
+  return permute_columns(w, {w.shape.at(0), C, H, W}, kToChannelsLast);
+}
 
 std::vector<float> oihw_to_ohwi(const std::vector<float>& w, const Shape& oihw) {
   std::vector<float> out(w.size());

@@ -16,6 +16,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/weight_file.h"
 #include "runtime/npy.h"
 #include "runtime/runner.h"
 
@@ -137,7 +138,7 @@ int run_infer(Options o) {
     // The content decides, not the name: a training checkpoint (run.ckpt) is a safetensors file
     // too, whose momentum buffers the runner leaves aside.
     claim_file(budget, o.weights, "--weights '" + o.weights + "'");
-    runner.load_weights(runtime::read_safetensors(o.weights), !onnx);
+    runner.load_weights(runtime::read_weight_file(o.weights, model).weights, !onnx);
     weights = o.weights;
   }
   if (have_input) runner.set_input(input, runtime::Layout::NCHW, "'" + o.input + "'");
@@ -222,7 +223,8 @@ RunSubcommand add_infer_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("infer", "Run a model (ONNX file or zoo name) and measure latency and throughput");
   sub->add_option("onnx", o->model_file, "MODEL.onnx (or a zoo model name)");
   sub->add_option("--model", o->model, "Zoo model name or an .onnx file (default: " + frontend::default_model() + ")");
-  sub->add_option("--weights", o->weights, "Weights in trident layouts (.safetensors, e.g. a training checkpoint)");
+  sub->add_option("--weights", o->weights,
+                  "Weights: a training checkpoint, or a PyTorch state dict saved with safetensors (told apart by content)");
   sub->add_option("--input", o->input, "Input as .npy or .safetensors, NCHW for images (default: random)");
   sub->add_option("--batch", o->batch, "Batch size (default: the input file's, else 1)")->check(within(runtime::kBatchLimit));
   sub->add_option("--iterations", o->iterations, "Timed iterations")->check(CLI::Range(1, 1000000))->capture_default_str();

@@ -22,6 +22,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/weight_file.h"
 #include "runtime/progress.h"
 #include "runtime/trainer.h"
 
@@ -205,7 +206,7 @@ int run_train(Options o) {
   }
   if (!o.weights_path.empty()) {
     claim_file(budget, o.weights_path, "--weights '" + o.weights_path + "'");
-    const runtime::WeightMap w = runtime::read_safetensors(o.weights_path);
+    const runtime::WeightMap w = runtime::read_weight_file(o.weights_path, net.graph).weights;
     try {
       trainer.train_executable().import_weights(w, false);
     } catch (const Error& e) {
@@ -304,7 +305,8 @@ RunSubcommand add_train_command(CLI::App& app) {
       "uninterrupted run. A finished checkpoint is only evaluated");
   resume->type_name("CKPT");
   sub->add_option("--weights", o->weights_path,
-                  "Start a new run (step 0) from the tensors of a safetensors file, matched by name; "
+                  "Start a new run (step 0) from the tensors of a safetensors file (a checkpoint, or a PyTorch "
+                  "state dict: told apart by content), matched by name; "
                   "tensors it lacks keep their initial values, extra or mis-shaped ones are errors")
       ->type_name("FILE")
       ->excludes(resume);

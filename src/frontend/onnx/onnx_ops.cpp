@@ -4,6 +4,7 @@
 // different network.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
@@ -316,12 +317,12 @@ std::vector<float> Importer::match_flatten_order(const onnx::NodeProto& n, int x
   const auto [C, H, W] = it->second;
   if (C * H * W != in_f) fail(n, "the flattened input has " + std::to_string(C * H * W) + " features, the weight " + std::to_string(in_f));
   // trident's feature g = (h·W + w)·C + c reads ONNX's feature c·H·W + h·W + w.
-  std::vector<float> out(data.size());
-  for (int64_t o = 0; o < out_f; ++o)
-    for (int64_t hw = 0; hw < H * W; ++hw)
-      for (int64_t c = 0; c < C; ++c) out[o * in_f + hw * C + c] = data[o * in_f + c * H * W + hw];
+  HostTensor m{{out_f, in_f}, DType::f32, std::vector<std::byte>(data.size() * sizeof(float))};
+  std::memcpy(m.data.data(), data.data(), m.data.size());
+  const HostTensor hwc = chw_columns_to_hwc(m, C, H, W);
+  std::memcpy(data.data(), hwc.data.data(), hwc.data.size());
   layout += "/hwc" + std::to_string(C) + "x" + std::to_string(H) + "x" + std::to_string(W);
-  return out;
+  return data;
 }
 
 void Importer::gemm(const onnx::NodeProto& n) {

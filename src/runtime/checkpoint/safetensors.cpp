@@ -15,6 +15,7 @@
 #include "core/crc32c.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/printable.h"
 #include "runtime/checkpoint/safetensors_header.h"
 
 namespace trident::runtime {
@@ -85,6 +86,22 @@ void verify_checksum(const safetensors_detail::Header& header, const WeightMap& 
                 ", so the file changed after it was written");
 }
 
+// I64 values as i32 bytes; a value outside the 32-bit range is the file's error.
+std::vector<std::byte> narrow_i64(const std::vector<std::byte>& wide, const std::string& name,
+                                  const safetensors_detail::Fail& fail) {
+  std::vector<std::byte> out(wide.size() / 2);
+  for (size_t i = 0; i < wide.size() / sizeof(int64_t); ++i) {
+    int64_t v;
+    std::memcpy(&v, wide.data() + i * sizeof v, sizeof v);
+    if (v < INT32_MIN || v > INT32_MAX)
+      throw fail("tensor " + quoted_name(name) + " holds the I64 value " + std::to_string(v) +
+                 ", outside the 32-bit range trident reads I64 tensors into");
+    const auto narrow = static_cast<int32_t>(v);
+    std::memcpy(out.data() + i * sizeof narrow, &narrow, sizeof narrow);
+  }
+  return out;
+}
+
 WeightMap parse(const Source& src, const std::string& file, Metadata* metadata) {
   const safetensors_detail::Fail fail = [&](const std::string& why) {
     return Error("'" + file + "' is not a valid safetensors file: " + why);
@@ -111,6 +128,7 @@ WeightMap parse(const Source& src, const std::string& file, Metadata* metadata) 
   for (const safetensors_detail::Entry& e : header.entries) {
     HostTensor h{e.shape, e.dtype, std::vector<std::byte>(e.end - e.begin)};
     src.read(data_start + e.begin, h.data.size(), h.data.data());
+    if (e.narrowed_from_i64) h.data = narrow_i64(h.data, e.name, fail);
     out.emplace(e.name, std::move(h));
   }
   verify_checksum(header, out, file, fail);

@@ -20,9 +20,10 @@ using nlohmann::json;
 struct DTypeName {
   const char* name;
   DType dtype;
+  bool narrowed_from_i64 = false;  // stored as I64, read as i32
 };
-constexpr DTypeName kDTypes[] = {{"F32", DType::f32}, {"F64", DType::f64}, {"F16", DType::f16},
-                                 {"BF16", DType::bf16}, {"I32", DType::i32}};
+constexpr DTypeName kDTypes[] = {{"F32", DType::f32}, {"F64", DType::f64},  {"F16", DType::f16},
+                                 {"BF16", DType::bf16}, {"I32", DType::i32}, {"I64", DType::i32, true}};
 
 Entry parse_entry(const std::string& name, const json& desc, uint64_t buffer_size, const Fail& fail) {
   const std::string t = "tensor " + quoted_name(name);
@@ -40,8 +41,10 @@ Entry parse_entry(const std::string& name, const json& desc, uint64_t buffer_siz
   const DTypeName* found = nullptr;
   for (const DTypeName& d : kDTypes)
     if (dt == d.name) found = &d;
-  if (!found) throw fail(t + " has dtype " + quoted_name(dt) + ", which trident does not support (F32, F64, F16, BF16, I32)");
+  if (!found)
+    throw fail(t + " has dtype " + quoted_name(dt) + ", which trident does not support (F32, F64, F16, BF16, I32, I64)");
   e.dtype = found->dtype;
+  e.narrowed_from_i64 = found->narrowed_from_i64;
 
   uint64_t count = 1;
   for (const json& d : desc["shape"]) {
@@ -55,7 +58,7 @@ Entry parse_entry(const std::string& name, const json& desc, uint64_t buffer_siz
   }
   uint64_t bytes = 0;
   try {
-    bytes = checked_bytes(checked_numel(e.shape, t), dtype_size(e.dtype), t);
+    bytes = checked_bytes(checked_numel(e.shape, t), e.narrowed_from_i64 ? sizeof(int64_t) : dtype_size(e.dtype), t);
   } catch (const Error& err) {
     throw fail(err.what());
   }

@@ -22,6 +22,9 @@ struct Entry {
   DType dtype = DType::f32;
   Shape shape;
   uint64_t begin = 0, end = 0;
+  // An I64 tensor (PyTorch's num_batches_tracked, integer buffers) is stored in 8 bytes an
+  // element and read as i32: every value must fit.
+  bool narrowed_from_i64 = false;
 };
 
 struct Header {

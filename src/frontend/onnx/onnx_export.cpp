@@ -1,0 +1,274 @@
+// The ONNX writer of onnx_export.h. One ONNX node (or two, for a folded pair) per trident node
+// of the model graph, in the graph's order; activations keep trident's value names. trident's
+// NHWC tensors are ONNX's NCHW tensors, so only attributes that name an axis (concat) and the
+// weights whose layout depends on it (torch_layout.h) change on the way out.
+#include "frontend/onnx/onnx_export.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/host_tensor.h"
+#include "core/printable.h"
+#include "core/tensor_layout.h"
+#include "ops/window.h"
+#include "runtime/checkpoint/torch_layout.h"
+
+namespace trident::frontend {
+
+namespace {
+
+class Writer {
+ public:
+  Writer(const ir::Graph& g, const runtime::WeightMap& weights, const OnnxExportOptions& opt)
+      : g_(g), weights_(weights), opt_(opt), layout_(runtime::torch_layout(g)) {
+    model_.set_ir_version(8);
+    model_.set_producer_name("trident");
+    model_.add_opset_import()->set_version(opt.opset);
+    graph_ = model_.mutable_graph();
+    graph_->set_name(opt.model_name);
+  }
+
+  OnnxExportSummary write(const std::string& path) {
+    users_ = g_.users();
+    for (int v : g_.values_with_role(ir::ValueRole::Input)) add_io(graph_->add_input(), v);
+    for (int id : g_.order()) node(g_.node(id));
+    for (int v : g_.outputs()) add_io(graph_->add_output(), v);
+    std::string bytes;
+    if (!model_.SerializeToString(&bytes)) throw Error("the ONNX model could not be serialised");
+    write_file_atomically(path, bytes.data(), bytes.size());
+    summary_.nodes = graph_->node_size();
+    summary_.initializers = graph_->initializer_size();
+    return summary_;
+  }
+
+ private:
+  [[noreturn]] void fail(const ir::Node& n, const std::string& why) const {
+    throw Error("cannot export node '" + printable(n.name) + "' (" + n.op + ") to ONNX: " + why);
+  }
+
+  const std::string& name(int v) const { return g_.value(v).name; }
+
+  // An input or output: f32, NCHW for 4-D tensors, the batch axis symbolic.
+  void add_io(onnx::ValueInfoProto* info, int v) {
+    const ir::Value& val = g_.value(v);
+    info->set_name(val.name);
+    auto* t = info->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    Shape s = val.shape;
+    if (s.size() == 4) s = {s[0], s[3], s[1], s[2]};
+    for (size_t i = 0; i < s.size(); ++i) {
+      auto* d = t->mutable_shape()->add_dim();
+      if (i == 0) d->set_dim_param("N");
+      else d->set_dim_value(s[i]);
+    }
+  }
+
+  // The trident tensor of a parameter or state, as f32.
+  HostTensor weight(const ir::Node& n, int v) const {
+    const auto it = weights_.find(name(v));
+    if (it == weights_.end()) fail(n, "the weights lack " + quoted_name(name(v)));
+    if (it->second.shape != g_.value(v).shape)
+      fail(n, quoted_name(name(v)) + " has shape " + shape_str(it->second.shape) + ", the model " +
+                  shape_str(g_.value(v).shape));
+    return to_f32(it->second, name(v));
+  }
+
+  void initializer(const std::string& nm, const HostTensor& t, const Shape& shape) {
+    auto* init = graph_->add_initializer();
+    init->set_name(nm);
+    init->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) init->add_dims(d);
+    init->set_raw_data(t.data.data(), t.data.size());
+  }
+  // A parameter in its ONNX layout (conv weights OIHW, flattened columns NCHW-ordered), once.
+  const std::string& param(const ir::Node& n, int v) {
+    if (written_.insert(v).second) {
+      const HostTensor t = weight(n, v);
+      const auto state = runtime::to_torch_state_dict(single(v), {{name(v), t}}, 0);
+      const HostTensor& out = state.at(name(v));
+      initializer(name(v), out, out.shape);
+    }
+    return name(v);
+  }
+  // The layout of one tensor, for converting it alone.
+  runtime::TorchLayout single(int v) const {
+    runtime::TorchLayout l;
+    l.model_tensors = {name(v)};
+    const auto c = layout_.conversions.find(name(v));
+    if (c != layout_.conversions.end()) l.conversions.insert(*c);
+    return l;
+  }
+  std::string constant(const std::string& nm, const std::vector<float>& values, const Shape& shape) {
+    HostTensor t{shape, DType::f32, std::vector<std::byte>(values.size() * sizeof(float))};
+    std::memcpy(t.data.data(), values.data(), t.data.size());
+    initializer(nm, t, shape);
+    return nm;
+  }
+
+  onnx::NodeProto* emit(const ir::Node& n, const std::string& op, const std::vector<std::string>& in,
+                        const std::vector<std::string>& out, const std::string& suffix = "") {
+    auto* p = graph_->add_node();
+    p->set_op_type(op);
+    p->set_name(n.name + suffix);
+    for (const auto& s : in) p->add_input(s);
+    for (const auto& s : out) p->add_output(s);
+    return p;
+  }
+  static void ints(onnx::NodeProto* p, const char* key, const std::vector<int64_t>& v) {
+    auto* a = p->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  static void integer(onnx::NodeProto* p, const char* key, int64_t v) {
+    auto* a = p->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void real(onnx::NodeProto* p, const char* key, double v) {
+    auto* a = p->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(static_cast<float>(v));
+  }
+  static void window(onnx::NodeProto* p, const ops::Window& w, bool conv) {
+    ints(p, "kernel_shape", {w.kernel.h, w.kernel.w});
+    ints(p, "strides", {w.stride.h, w.stride.w});
+    ints(p, "pads", {w.pad.h, w.pad.w, w.pad.h, w.pad.w});
+    if (conv) {
+      ints(p, "dilations", {w.dil.h, w.dil.w});
+      integer(p, "group", w.groups);
+    }
+  }
+
+  // The batchnorm (inference form) that reads `conv_out` when it is the convolution's only
+  // reader and folding is on; -1 otherwise.
+  int foldable_bn(int conv_out) const {
+    if (!opt_.fold_bn || users_[conv_out].size() != 1) return -1;
+    for (int v : g_.outputs())
+      if (v == conv_out) return -1;
+    const ir::Node& bn = g_.node(users_[conv_out][0]);
+    return bn.op == "batchnorm2d" && bn.inputs[0] == conv_out ? bn.id : -1;
+  }
+
+  void conv(const ir::Node& n) {
+    const Shape& w = g_.value(n.inputs[1]).shape;
+    const ops::Window win = ops::conv_window(n.attrs, {w[1], w[2]});
+    const int bn = foldable_bn(n.outputs[0]);
+    if (bn < 0) {
+      std::vector<std::string> in{name(n.inputs[0]), param(n, n.inputs[1])};
+      if (n.inputs.size() > 2) in.push_back(param(n, n.inputs[2]));
+      window(emit(n, "Conv", in, {name(n.outputs[0])}), win, true);
+      return;
+    }
+    // y = γ·(conv + b − μ)/√(σ² + ε) + β: the weights scaled per output channel, a new bias.
+    const ir::Node& b = g_.node(bn);
+    const int64_t K = w[0], per = w[1] * w[2] * w[3];
+    const HostTensor wt = weight(n, n.inputs[1]), gamma = weight(b, b.inputs[1]), beta = weight(b, b.inputs[2]),
+                     mean = weight(b, b.inputs[3]), var = weight(b, b.inputs[4]);
+    std::vector<float> bias(K, 0.f);
+    if (n.inputs.size() > 2) std::memcpy(bias.data(), weight(n, n.inputs[2]).data.data(), K * sizeof(float));
+    HostTensor scaled = wt;
+    auto f = [](const HostTensor& t) { return reinterpret_cast<const float*>(t.data.data()); };
+    float* sw = reinterpret_cast<float*>(scaled.data.data());
+    const double eps = b.attrs.f("eps", 1e-5);
+    for (int64_t k = 0; k < K; ++k) {
+      const double s = f(gamma)[k] / std::sqrt(static_cast<double>(f(var)[k]) + eps);
+      for (int64_t i = 0; i < per; ++i) sw[k * per + i] = static_cast<float>(f(wt)[k * per + i] * s);
+      bias[k] = static_cast<float>((bias[k] - f(mean)[k]) * s + f(beta)[k]);
+    }
+    const HostTensor oihw = ohwi_to_oihw(scaled);
+    initializer(n.name + ".folded_weight", oihw, oihw.shape);
+    const std::string bias_name = constant(n.name + ".folded_bias", bias, {K});
+    window(emit(n, "Conv", {name(n.inputs[0]), n.name + ".folded_weight", bias_name}, {name(b.outputs[0])}), win,
+           true);
+    folded_.insert(bn);
+    ++summary_.folded_batchnorms;
+  }
+
+  void node(const ir::Node& n) {
+    if (folded_.count(n.id)) return;
+    const std::string out = n.outputs.empty() ? "" : name(n.outputs[0]);
+    const Shape& x = n.inputs.empty() ? Shape{} : g_.value(n.inputs[0]).shape;
+    if (n.op == "conv2d") return conv(n);
+    if (n.op == "batchnorm2d") {
+      real(emit(n, "BatchNormalization",
+                {name(n.inputs[0]), param(n, n.inputs[1]), param(n, n.inputs[2]), param(n, n.inputs[3]),
+                 param(n, n.inputs[4])},
+                {out}),
+           "epsilon", n.attrs.f("eps", 1e-5));
+      return;
+    }
+    if (n.op == "relu") return void(emit(n, "Relu", {name(n.inputs[0])}, {out}));
+    if (n.op == "add") return void(emit(n, "Add", {name(n.inputs[0]), name(n.inputs[1])}, {out}));
+    if (n.op == "mul") {
+      const Shape& b = g_.value(n.inputs[1]).shape;
+      std::string rhs = name(n.inputs[1]);
+      if (b != x) {  // one value per channel: broadcast over N, H, W as [C, 1, 1]
+        const ir::ValueRole role = g_.value(n.inputs[1]).role;
+        if (role != ir::ValueRole::Parameter && role != ir::ValueRole::State)
+          fail(n, "a per-channel factor that is not a parameter");
+        const HostTensor t = weight(n, n.inputs[1]);
+        const std::vector<float> v(reinterpret_cast<const float*>(t.data.data()),
+                                   reinterpret_cast<const float*>(t.data.data()) + numel(b));
+        rhs = constant(rhs + ".per_channel", v, x.size() == 4 ? Shape{b[0], 1, 1} : b);
+      }
+      return void(emit(n, "Mul", {name(n.inputs[0]), rhs}, {out}));
+    }
+    if (n.op == "clip") {
+      const double lo = n.attrs.f("min", -INFINITY), hi = n.attrs.f("max", INFINITY);
+      const std::string lo_name = constant(n.name + ".min", {static_cast<float>(lo)}, {});
+      const std::string hi_name = constant(n.name + ".max", {static_cast<float>(hi)}, {});
+      return void(emit(n, "Clip", {name(n.inputs[0]), lo_name, hi_name}, {out}));
+    }
+    if (n.op == "maxpool2d" || n.op == "avgpool2d") {
+      const ops::Window w = ops::pool_window(n.attrs);
+      const bool avg = n.op == "avgpool2d";
+      auto* p = emit(n, avg ? "AveragePool" : "MaxPool", {name(n.inputs[0])}, {out});
+      window(p, w, false);
+      if (avg) integer(p, "count_include_pad", w.count_include_pad);
+      if (w.ceil_mode) integer(p, "ceil_mode", 1);
+      return;
+    }
+    if (n.op == "global_avgpool") return void(emit(n, "GlobalAveragePool", {name(n.inputs[0])}, {out}));
+    if (n.op == "flatten") return void(integer(emit(n, "Flatten", {name(n.inputs[0])}, {out}), "axis", 1));
+    if (n.op == "linear") {
+      std::vector<std::string> in{name(n.inputs[0]), param(n, n.inputs[1])};
+      if (n.inputs.size() > 2) in.push_back(param(n, n.inputs[2]));
+      return void(integer(emit(n, "Gemm", in, {out}), "transB", 1));
+    }
+    if (n.op == "concat") {
+      std::vector<std::string> in;
+      for (int v : n.inputs) in.push_back(name(v));
+      return void(integer(emit(n, "Concat", in, {out}), "axis", x.size() == 4 ? 1 : static_cast<int64_t>(x.size()) - 1));
+    }
+    fail(n, "ONNX export covers conv2d, batchnorm2d, relu, add, mul, clip, max and average pooling, global "
+            "average pooling, flatten, linear and concat");
+  }
+
+  const ir::Graph& g_;
+  const runtime::WeightMap& weights_;
+  OnnxExportOptions opt_;
+  runtime::TorchLayout layout_;
+  onnx::ModelProto model_;
+  onnx::GraphProto* graph_ = nullptr;
+  std::vector<std::vector<int>> users_;
+  std::set<int> written_, folded_;
+  OnnxExportSummary summary_;
+};
+
+}  // namespace
+
+OnnxExportSummary export_onnx(const ir::Graph& model, const runtime::WeightMap& weights,
+                              const OnnxExportOptions& options, const std::string& path) {
+  Writer w(model, weights, options);
+  return w.write(path);
+}
+
+}  // namespace trident::frontend

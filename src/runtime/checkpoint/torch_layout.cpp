@@ -1,0 +1,140 @@
+// The conversions of torch_layout.h. A linear layer's columns follow a flatten when its input
+// is a flatten's output, directly or through element-wise ops (relu, dropout): exactly the
+// pattern PyTorch's `x.flatten(1)` / `view(N, -1)` exports as, and what the ONNX importer maps.
+#include "runtime/checkpoint/torch_layout.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/printable.h"
+#include "core/tensor_layout.h"
+#include "ir/op_registry.h"
+#include "runtime/checkpoint/checkpoint.h"
+
+namespace trident::runtime {
+
+namespace {
+
+constexpr const char* kCounterSuffix = ".num_batches_tracked";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The flatten whose NHWC input (H·W > 1) a linear layer's input `v` is, through element-wise
+// ops; -1 if none.
+int flatten_feeding(const ir::Graph& g, int v) {
+  for (int hops = 0; hops < 16; ++hops) {
+    const int p = g.value(v).producer;
+    if (p < 0) return -1;
+    const ir::Node& n = g.node(p);
+    if (n.op == "flatten" || n.op == "reshape") {
+      const Shape& in = g.value(n.inputs[0]).shape;
+      return in.size() == 4 && in[1] * in[2] > 1 && in[3] > 1 ? p : -1;
+    }
+    if (!ir::OpRegistry::get(n.op).elementwise || n.inputs.empty()) return -1;
+    v = n.inputs[0];
+  }
+  return -1;
+}
+
+std::string counter_of(const std::string& bn_weight) {
+  const std::string stem = ends_with(bn_weight, ".weight") ? bn_weight.substr(0, bn_weight.size() - 7) : bn_weight;
+  return stem + kCounterSuffix;
+}
+
+HostTensor converted(const TorchLayout::Conversion& c, const HostTensor& t, bool to_torch) {
+  if (c.kind == TorchLayout::Kind::conv_weight) return to_torch ? ohwi_to_oihw(t) : oihw_to_ohwi(t);
+  return to_torch ? hwc_columns_to_chw(t, c.C, c.H, c.W) : chw_columns_to_hwc(t, c.C, c.H, c.W);
+}
+
+}  // namespace
+
+TorchLayout torch_layout(const ir::Graph& g) {
+  TorchLayout layout;
+  for (int v = 0; v < g.num_values(); ++v) {
+    const ir::Value& val = g.value(v);
+    if (val.role == ir::ValueRole::Parameter || val.role == ir::ValueRole::State) layout.model_tensors.push_back(val.name);
+  }
+  for (int id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.op == "conv2d" && n.inputs.size() >= 2) {
+      layout.conversions[g.value(n.inputs[1]).name] = {TorchLayout::Kind::conv_weight};
+    } else if (n.op == "linear" && n.inputs.size() >= 2) {
+      const int flatten = flatten_feeding(g, n.inputs[0]);
+      if (flatten < 0) continue;
+      const Shape& in = g.value(g.node(flatten).inputs[0]).shape;
+      layout.conversions[g.value(n.inputs[1]).name] = {TorchLayout::Kind::flattened_columns, in[3], in[1], in[2]};
+    } else if (n.op == "batchnorm2d" && n.inputs.size() >= 2) {
+      layout.batch_counters.push_back(counter_of(g.value(n.inputs[1]).name));
+    }
+  }
+  return layout;
+}
+
+Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shape& shape) {
+  const auto it = layout.conversions.find(name);
+  if (it == layout.conversions.end()) return shape;
+  if (it->second.kind == TorchLayout::Kind::conv_weight && shape.size() == 4) return {shape[0], shape[3], shape[1], shape[2]};
+  return shape;  // a column permutation keeps the matrix's shape
+}
+
+WeightMap to_torch_state_dict(const TorchLayout& layout, const WeightMap& weights, int64_t batches_tracked) {
+  WeightMap out;
+  for (const std::string& name : layout.model_tensors) {
+    const auto w = weights.find(name);
+    if (w == weights.end()) throw Error("the weights lack the model's tensor " + quoted_name(name));
+    const auto c = layout.conversions.find(name);
+    out[name] = c == layout.conversions.end() ? w->second : converted(c->second, w->second, true);
+  }
+  const auto count = static_cast<int32_t>(std::clamp<int64_t>(batches_tracked, 0, INT32_MAX));
+  for (const std::string& counter : layout.batch_counters) {
+    HostTensor t{{}, DType::i32, std::vector<std::byte>(sizeof count)};
+    std::memcpy(t.data.data(), &count, sizeof count);
+    out[counter] = std::move(t);
+  }
+  return out;
+}
+
+WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& state_dict, const std::string& file) {
+  WeightMap out;
+  for (const auto& [name, t] : state_dict) {
+    if (ends_with(name, kCounterSuffix)) continue;
+    const auto c = layout.conversions.find(name);
+    if (c == layout.conversions.end()) {
+      out[name] = t;
+      continue;
+    }
+    const bool conv = c->second.kind == TorchLayout::Kind::conv_weight;
+    if (conv ? t.shape.size() != 4 : t.shape.size() != 2 || t.shape[1] != c->second.C * c->second.H * c->second.W)
+      throw Error("'" + file + "' (a PyTorch state dict) has " + quoted_name(name) + " of shape " + shape_str(t.shape) +
+                  (conv ? ", not a 4-D OIHW convolution weight"
+                        : ", not the [out, " + std::to_string(c->second.C * c->second.H * c->second.W) +
+                              "] matrix the model's flattened features need"));
+    out[name] = converted(c->second, t, false);
+  }
+  return out;
+}
+
+bool is_torch_state_dict(const TorchLayout& layout, const ir::Graph& model, const WeightMap& weights,
+                         const Metadata& metadata) {
+  const auto format = metadata.find("format");
+  if (format != metadata.end() && format->second == kCheckpointFormat) return false;
+  if (format != metadata.end() && format->second == "pt") return true;
+  for (const auto& [name, t] : weights)
+    if (ends_with(name, kCounterSuffix)) return true;
+  bool only_trident = false;
+  for (const auto& [name, conv] : layout.conversions) {
+    const auto w = weights.find(name);
+    const int v = model.find_value(name);
+    if (w == weights.end() || v < 0) continue;
+    const Shape& ours = model.value(v).shape;
+    const bool fits_torch = w->second.shape == torch_shape(layout, name, ours), fits_ours = w->second.shape == ours;
+    if (fits_torch && !fits_ours) return true;
+    only_trident = only_trident || (fits_ours && !fits_torch);
+  }
+  return !only_trident;
+}
+
+}  // namespace trident::runtime

@@ -1,0 +1,53 @@
+// PyTorch's layouts for a model's weights, so weights move between trident and PyTorch (a
+// state dict in safetensors) and out to ONNX: convolution weights OIHW instead of OHWI,
+// classifier columns in the NCHW flatten order where a linear layer reads a flattened feature
+// map, and a num_batches_tracked counter beside every batchnorm. Which tensor needs which
+// conversion follows from the model graph (the convolution that reads it, the flatten that
+// feeds the linear layer), never from a tensor's name or a file's extension.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/checkpoint/safetensors.h"
+
+namespace trident::runtime {
+
+struct TorchLayout {
+  enum class Kind { conv_weight, flattened_columns };
+  struct Conversion {
+    Kind kind = Kind::conv_weight;
+    int64_t C = 0, H = 0, W = 0;  // flattened_columns: the feature map the linear layer reads
+  };
+  std::map<std::string, Conversion> conversions;  // by tensor name; others are the same in both
+  std::vector<std::string> model_tensors;         // the model's parameters and running statistics
+  std::vector<std::string> batch_counters;        // "<bn>.num_batches_tracked", one per batchnorm
+};
+
+// The conversions of `model` (a model graph as built or imported, before the compile passes).
+TorchLayout torch_layout(const ir::Graph& model);
+
+// trident's tensors of the model (a checkpoint's or an executable's; momentum buffers and
+// other extra tensors are left out) as a PyTorch state dict: every model tensor in PyTorch's
+// layout, and each batchnorm's counter set to `batches_tracked` (I32; load_state_dict copies
+// it into PyTorch's int64 buffer). An Error names a missing model tensor.
+WeightMap to_torch_state_dict(const TorchLayout& layout, const WeightMap& weights, int64_t batches_tracked);
+
+// A PyTorch state dict (from `file`) in trident's layouts; the batch counters are dropped and
+// tensors the layout does not convert pass through for the importer to check. An Error names
+// a tensor whose shape fits neither layout.
+WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& state_dict, const std::string& file);
+
+// The PyTorch shape of a model tensor whose trident shape is `shape`.
+Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shape& shape);
+
+// True when `weights` (read with `metadata`) are in PyTorch's layouts: metadata format "pt"
+// (what safetensors.torch writes), a batch counter, or a converted tensor whose shape fits
+// only PyTorch's layout; false for trident's checkpoints and shapes that fit only trident's.
+// Files where every shape fits both come from outside trident and are taken as PyTorch's.
+bool is_torch_state_dict(const TorchLayout& layout, const ir::Graph& model, const WeightMap& weights,
+                         const Metadata& metadata);
+
+}  // namespace trident::runtime

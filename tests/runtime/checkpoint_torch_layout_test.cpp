@@ -1,0 +1,169 @@
+// PyTorch's weight layouts (runtime/checkpoint/torch_layout.h): the two conversions on hand-
+// indexed tensors, which model tensors get which conversion, the round trip, telling the two
+// layouts apart, I64 tensors (num_batches_tracked) in safetensors, and the sentences for
+// tensors that fit neither layout. onnx/check_export.py checks the same layouts against
+// onnxruntime end to end.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/tensor_layout.h"
+#include "frontend/zoo.h"
+#include "runtime/checkpoint/checkpoint.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/torch_layout.h"
+#include "runtime/executable.h"
+
+using namespace trident;
+using namespace trident::runtime;
+
+namespace {
+
+HostTensor iota(Shape shape) {
+  HostTensor t{shape, DType::f32, std::vector<std::byte>(numel(shape) * sizeof(float))};
+  auto* f = reinterpret_cast<float*>(t.data.data());
+  for (int64_t i = 0; i < numel(shape); ++i) f[i] = static_cast<float>(i);
+  return t;
+}
+float at(const HostTensor& t, int64_t i) { return reinterpret_cast<const float*>(t.data.data())[i]; }
+
+WeightMap random_weights(const ir::Graph& model) {
+  passes::CompileOptions c;
+  c.mode = passes::Mode::Infer;
+  auto exe = Executable::compile(model, c);
+  exe->init_parameters(11);
+  return exe->export_weights();
+}
+
+// A safetensors file in memory from a header and raw data bytes.
+std::vector<std::byte> file_bytes(const std::string& header, const std::vector<std::byte>& data) {
+  std::vector<std::byte> out(8 + header.size());
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i, n >>= 8) out[i] = static_cast<std::byte>(n & 0xff);
+  std::memcpy(out.data() + 8, header.data(), header.size());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(TorchLayout, ConvolutionWeightsAreOihw) {
+  const HostTensor ohwi = iota({2, 3, 4, 5});  // [K, R, S, C]
+  const HostTensor oihw = ohwi_to_oihw(ohwi);
+  ASSERT_EQ(oihw.shape, (Shape{2, 5, 3, 4}));
+  // oihw[k, c, r, s] = ohwi[k, r, s, c]
+  for (int64_t k : {0, 1})
+    for (int64_t c : {0, 4})
+      for (int64_t r : {0, 2})
+        for (int64_t s : {1, 3}) EXPECT_EQ(at(oihw, ((k * 5 + c) * 3 + r) * 4 + s), at(ohwi, ((k * 3 + r) * 4 + s) * 5 + c));
+  EXPECT_EQ(oihw_to_ohwi(oihw).data, ohwi.data);
+}
+
+TEST(TorchLayout, FlattenedColumnsFollowTheNchwOrder) {
+  const int64_t C = 3, H = 2, W = 4;
+  const HostTensor hwc = iota({5, C * H * W});
+  const HostTensor chw = hwc_columns_to_chw(hwc, C, H, W);
+  EXPECT_EQ(chw.shape, hwc.shape);
+  for (int64_t o = 0; o < 5; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          EXPECT_EQ(at(chw, o * C * H * W + (c * H + h) * W + w), at(hwc, o * C * H * W + (h * W + w) * C + c));
+  EXPECT_EQ(chw_columns_to_hwc(chw, C, H, W).data, hwc.data);
+  EXPECT_THROW(hwc_columns_to_chw(iota({5, 7}), C, H, W), Error);
+}
+
+TEST(TorchLayout, WhichTensorsConvert) {
+  const ir::Graph model = frontend::build_model("fmnist_cnn", {1});
+  const TorchLayout layout = torch_layout(model);
+  int convs = 0, columns = 0;
+  for (const auto& [name, c] : layout.conversions) {
+    convs += c.kind == TorchLayout::Kind::conv_weight;
+    if (c.kind == TorchLayout::Kind::flattened_columns) {
+      ++columns;
+      EXPECT_GT(c.H * c.W, 1) << name;
+    }
+  }
+  EXPECT_EQ(convs, 3);
+  EXPECT_EQ(columns, 1) << "the classifier reads the flattened feature map";
+  EXPECT_EQ(layout.batch_counters.size(), 3u);
+  // After global pooling the flatten has one position: no column permutation.
+  const TorchLayout resnet = torch_layout(frontend::build_model("resnet_cifar", {1}));
+  for (const auto& [name, c] : resnet.conversions) EXPECT_EQ(c.kind, TorchLayout::Kind::conv_weight) << name;
+}
+
+TEST(TorchLayout, StateDictRoundTripAndCounters) {
+  const ir::Graph model = frontend::build_model("fmnist_cnn", {1});
+  const TorchLayout layout = torch_layout(model);
+  const WeightMap ours = random_weights(model);
+  const WeightMap sd = to_torch_state_dict(layout, ours, 123);
+  for (const std::string& counter : layout.batch_counters) {
+    ASSERT_TRUE(sd.count(counter)) << counter;
+    EXPECT_EQ(sd.at(counter).shape, Shape{});
+    int32_t v;
+    std::memcpy(&v, sd.at(counter).data.data(), sizeof v);
+    EXPECT_EQ(v, 123);
+  }
+  const WeightMap back = from_torch_state_dict(layout, sd, "sd");
+  for (const std::string& name : layout.model_tensors) {
+    ASSERT_TRUE(back.count(name)) << name;
+    EXPECT_EQ(back.at(name).shape, ours.at(name).shape) << name;
+    EXPECT_EQ(back.at(name).data, ours.at(name).data) << name;
+  }
+  WeightMap missing = ours;
+  missing.erase(layout.model_tensors.front());
+  EXPECT_THROW(to_torch_state_dict(layout, missing, 0), Error);
+}
+
+TEST(TorchLayout, TellsTheLayoutsApartByContent) {
+  const ir::Graph model = frontend::build_model("fmnist_cnn", {1});
+  const TorchLayout layout = torch_layout(model);
+  const WeightMap ours = random_weights(model);
+  WeightMap sd = to_torch_state_dict(layout, ours, 0);
+  EXPECT_FALSE(is_torch_state_dict(layout, model, ours, {{"format", kCheckpointFormat}}));
+  EXPECT_FALSE(is_torch_state_dict(layout, model, ours, {}));  // OHWI shapes fit only trident's layout
+  EXPECT_TRUE(is_torch_state_dict(layout, model, sd, {}));     // counters
+  EXPECT_TRUE(is_torch_state_dict(layout, model, sd, {{"format", "pt"}}));
+  for (const std::string& c : layout.batch_counters) sd.erase(c);
+  EXPECT_TRUE(is_torch_state_dict(layout, model, sd, {}));  // OIHW shapes fit only PyTorch's layout
+}
+
+TEST(TorchLayout, MisShapedTensorIsOneSentence) {
+  const ir::Graph model = frontend::build_model("fmnist_cnn", {1});
+  const TorchLayout layout = torch_layout(model);
+  WeightMap sd = to_torch_state_dict(layout, random_weights(model), 0);
+  const std::string conv = layout.conversions.begin()->first;
+  sd[conv] = iota({4, 4});
+  try {
+    from_torch_state_dict(layout, sd, "bad.safetensors");
+    FAIL() << "a 2-D convolution weight was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("bad.safetensors"), std::string::npos) << what;
+    EXPECT_NE(what.find(conv), std::string::npos) << what;
+  }
+}
+
+TEST(Safetensors, I64TensorsReadAsI32AndOutOfRangeIsRefused) {
+  const std::string header = R"({"n.num_batches_tracked":{"dtype":"I64","shape":[],"data_offsets":[0,8]}})";
+  std::vector<std::byte> data(8);
+  int64_t v = 4242;
+  std::memcpy(data.data(), &v, 8);
+  const WeightMap w = read_safetensors_from_memory(file_bytes(header, data), "sd");
+  ASSERT_EQ(w.at("n.num_batches_tracked").dtype, DType::i32);
+  int32_t got;
+  std::memcpy(&got, w.at("n.num_batches_tracked").data.data(), 4);
+  EXPECT_EQ(got, 4242);
+  v = int64_t{1} << 40;
+  std::memcpy(data.data(), &v, 8);
+  try {
+    read_safetensors_from_memory(file_bytes(header, data), "sd");
+    FAIL() << "an I64 value past 32 bits was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the 32-bit range"), std::string::npos) << e.what();
+  }
+  // The byte range must hold 8 bytes an element.
+  const std::string short_header = R"({"t":{"dtype":"I64","shape":[2],"data_offsets":[0,8]}})";
+  EXPECT_THROW(read_safetensors_from_memory(file_bytes(short_header, data), "sd"), Error);
+}
