@@ -1,15 +1,11 @@
-// The one exception type of trident. Its message is a sentence meant for the user:
-// it names the node, file, flag or field at fault and, where possible, what to do.
+// The one exception type of trident (declared with the public API, trident/error.h, so the
+// library throws what its users catch) and the internal invariant check beside it.
 #pragma once
-#include <stdexcept>
 #include <string>
 
-namespace trident {
+#include "trident/error.h"
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
-};
+namespace trident {
 
 // Internal invariant check: a failure is a bug in trident, reported as an Error.
 #define TRIDENT_CHECK(cond, msg)                                                      \
