@@ -30,4 +30,8 @@ void BackendContext::copy_to_host(void* host_dst, const void* src, size_t bytes)
   if (host_dst != src && bytes) std::memmove(host_dst, src, bytes);
 }
 
+void BackendContext::copy_within(void* dst, const void* src, size_t bytes) {
+  if (dst != src && bytes) std::memmove(dst, src, bytes);
+}
+
 }  // namespace trident

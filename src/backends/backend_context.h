@@ -36,6 +36,8 @@ class BackendContext {
   virtual void free(void* p);
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes);
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes);
+  // Between two buffers of the backend's memory (device to device on a GPU), finished on return.
+  virtual void copy_within(void* dst, const void* src, size_t bytes);
   // Waits until every queued kernel has finished (a no-op on host backends).
   virtual void synchronize() {}
   // One line of cache statistics for --verbose output; empty when the backend has none.

@@ -82,6 +82,12 @@ void Trainer::restore(const WeightMap& weights, int64_t step) {
   step_ = step;
 }
 
+void Trainer::set_schedule(double lr, double warmup_epochs, int64_t step) {
+  config_.lr = lr;
+  config_.warmup_epochs = warmup_epochs;
+  step_ = step;
+}
+
 EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int64_t epochs_total,
                                 const BatchCallback& on_batch) {
   using clock = std::chrono::steady_clock;

@@ -64,6 +64,9 @@ class Trainer {
   // equal) and sets the optimizer step, so the learning-rate schedule continues where a
   // checkpointed run stopped. Validates before changing anything.
   void restore(const WeightMap& weights, int64_t step);
+  // The learning-rate schedule of the epochs that follow: its peak, its warm-up in epochs and
+  // the step it stands at (0: a new schedule). The compiled executables stay as they are.
+  void set_schedule(double lr, double warmup_epochs, int64_t step);
 
   Executable& train_executable() { return *train_; }
   const Executable& train_executable() const { return *train_; }

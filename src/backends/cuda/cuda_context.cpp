@@ -104,6 +104,12 @@ void CudaContext::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");
 }
 
+void CudaContext::copy_within(void* dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "a GPU-to-GPU copy");
+  check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");
+}
+
 void CudaContext::synchronize() {
   check(cudaStreamSynchronize(side_stream_), "the step (a kernel on the side stream failed)");
   check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");

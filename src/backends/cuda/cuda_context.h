@@ -35,6 +35,7 @@ class CudaContext final : public BackendContext {
   void free(void* p) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy_within(void* dst, const void* src, size_t bytes) override;
   void synchronize() override;
   std::string cache_report() const override;
 
