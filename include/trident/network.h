@@ -1,0 +1,110 @@
+// A Model compiled for one mode, device, precision and batch: the static plan and kernels the
+// engine runs with no allocation per step. Inference and training take host buffers of floats;
+// a training network also trains for epochs over a dataset folder, as `trident train` does.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trident/export.h"
+#include "trident/model.h"
+
+namespace trident {
+
+enum class Mode { inference, training };
+// fp16 and bf16 are mixed precision (fp32 master weights and batchnorm statistics), cuda only.
+enum class Precision { fp32, fp16, bf16 };
+// How an image batch lies in a host buffer: NCHW, as PyTorch, ONNX and `trident infer --input`
+// hold it, or NHWC, trident's own layout (no conversion). Only 4-D tensors differ.
+enum class Layout { nchw, nhwc };
+
+struct CompileOptions {
+  Mode mode = Mode::inference;
+  // cpu (the build's default CPU backend, oneDNN where built), cpu_ref (the reference backend),
+  // cuda, or auto (cuda where a GPU is usable, else cpu; notices() says so).
+  std::string device = "cpu";
+  Precision precision = Precision::fp32;
+  int64_t batch = 1;   // for an ONNX model in inference, 0 keeps the file's batch
+  uint64_t seed = 1;   // a zoo model's initial weights, and train()'s shuffling
+  // Training: SGD with momentum and weight decay. learning_rate is what train_step() uses
+  // (set_learning_rate() changes it) and train()'s peak.
+  double learning_rate = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 5e-4;
+  bool nesterov = false;
+};
+
+// train(): how long, and how much of the dataset folder to read (0: all of a split).
+struct TrainOptions {
+  int64_t epochs = 1;
+  double warmup_epochs = 0.2;  // linear warm-up from a tenth of the rate, then cosine decay to 0
+  int64_t train_limit = 0, test_limit = 0;
+};
+
+struct EpochResult {
+  int64_t epoch = 0;  // 1-based
+  double loss = 0, accuracy = 0, seconds = 0;
+};
+
+struct TrainResult {
+  std::vector<EpochResult> epochs;
+  double test_loss = 0, test_accuracy = 0;  // of the trained weights on the test split
+  int64_t test_images = 0;
+};
+
+class TRIDENT_API Network {
+ public:
+  // Compiles `model`; an Error names what is wrong (an unknown device, fp16 on a CPU, cuda
+  // without a GPU, a model that does not compile). Weights: a zoo model's from `seed`, an
+  // ONNX model's from its file.
+  Network(const Model& model, const CompileOptions& options);
+  Network(Network&&) noexcept;
+  Network& operator=(Network&&) noexcept;
+  ~Network();
+
+  Mode mode() const;
+  const std::string& backend() const;  // the backend that runs: "cpu", "cpu_ref" or "cuda"
+  // What a user should know that compiling chose or changed, one sentence each: device auto
+  // falling back to the CPU, what an ONNX import changed. Usually empty.
+  const std::vector<std::string>& notices() const;
+  int64_t batch() const;
+  std::vector<int64_t> input_shape(Layout layout = Layout::nchw) const;
+  std::vector<int64_t> output_shape() const;  // of the first output: [batch, classes] for classifiers
+  size_t input_size() const;                  // floats in one batch of input
+  size_t output_size() const;                 // floats in one batch of output
+
+  // Runs one batch: `images` holds input_size() floats in `layout`; returns the first output
+  // (a 4-D output in `layout` too). A training network runs its inference form on its weights.
+  std::vector<float> infer(std::span<const float> images, Layout layout = Layout::nchw);
+  // The same into `out`, which must hold output_size() floats.
+  void infer(std::span<const float> images, std::span<float> out, Layout layout = Layout::nchw);
+  // infer() with each row of a [batch, classes] output turned into probabilities (softmax).
+  std::vector<float> probabilities(std::span<const float> images, Layout layout = Layout::nchw);
+  // Device memory in and out, on a network compiled for cuda: `images` NHWC, `out` as
+  // output_shape(), both f32; returns when `out` is written. Any other backend is an Error.
+  void infer_device(const float* images, float* out);
+
+  // One SGD step of a training network on one batch (`labels`: batch() class indices);
+  // returns the batch's loss before the update.
+  float train_step(std::span<const float> images, std::span<const int32_t> labels,
+                   Layout layout = Layout::nchw);
+  void set_learning_rate(double lr);
+  // Trains for options.epochs over the dataset in `data_dir` (Fashion-MNIST's IDX files or
+  // CIFAR-10's binary batches, as `trident train --data` reads), then evaluates on its test split.
+  TrainResult train(const std::string& data_dir, const TrainOptions& options = {});
+
+  // Writes every parameter and running statistic (and a training network's momentum) to a
+  // safetensors file, atomically; `trident infer --weights` reads it.
+  void save_weights(const std::string& path) const;
+  // Reads a safetensors file of trident's layouts (save_weights', or a `trident train --save`
+  // checkpoint): every parameter and running statistic must be in it, with its shape.
+  void load_weights(const std::string& path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trident
