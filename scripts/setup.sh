@@ -11,6 +11,7 @@ packages=(
   libcli11-dev               # command line
   nlohmann-json3-dev         # JSON output
   zlib1g-dev                 # gzip-compressed IDX files
+  libjpeg62-turbo-dev libpng-dev  # image folders: JPEG (libjpeg-turbo) and PNG decoding
   libdnnl-dev                # oneDNN: the fast CPU backend
   ocl-icd-opencl-dev         # dnnl-config.cmake requires OpenCL headers; libdnnl-dev only recommends them
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import

@@ -1,0 +1,313 @@
+// libjpeg-turbo and libpng behind one interface (see image_codec.h).
+// Both libraries report errors by longjmp. Each setjmp sits in a small "trapped" function whose
+// locals are all trivial, writing only through pointers to objects its caller owns, so the jump
+// never skips a destructor or leaves a modified local indeterminate; the caller turns the
+// library's message into a trident::Error and releases the library's state in a guard.
+#include "runtime/data/image_codec.h"
+
+#include <png.h>
+#include <jpeglib.h>
+
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "core/error.h"
+#include "core/printable.h"
+
+namespace trident::data {
+
+namespace {
+
+// Where a library's error handler jumps to, with the message it leaves.
+struct ErrorTrap {
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX] = {};
+};
+
+void check_pixel_count(uint64_t width, uint64_t height, const std::string& what) {
+  if (width == 0 || height == 0 || width * height > static_cast<uint64_t>(kMaxImagePixels))
+    throw Error(what + " is " + std::to_string(width) + "x" + std::to_string(height) +
+                " pixels, outside the 1 to " + std::to_string(kMaxImagePixels) + " pixels trident decodes");
+}
+
+bool starts_with(const uint8_t* bytes, size_t size, const void* signature, size_t n) {
+  return size >= n && std::memcmp(bytes, signature, n) == 0;
+}
+
+// ---- JPEG (libjpeg API of libjpeg-turbo) -------------------------------------------------
+
+[[noreturn]] void jpeg_error_exit(j_common_ptr cinfo);
+
+// Warnings (extraneous bytes, a premature end filled with grey) are tolerated, as PIL does.
+void jpeg_ignore_message(j_common_ptr, int) {}
+
+struct JpegTrap {
+  jpeg_error_mgr mgr;  // first, so the library's pointer to it is a pointer to the trap
+  ErrorTrap trap;
+
+  // The error manager for a (de)compress struct's `err`: errors jump to `trap`.
+  jpeg_error_mgr* arm() {
+    jpeg_std_error(&mgr);
+    mgr.error_exit = jpeg_error_exit;
+    mgr.emit_message = jpeg_ignore_message;
+    return &mgr;
+  }
+};
+
+void jpeg_error_exit(j_common_ptr cinfo) {
+  auto* t = reinterpret_cast<JpegTrap*>(cinfo->err);
+  cinfo->err->format_message(cinfo, t->trap.message);
+  std::longjmp(t->trap.jump, 1);
+}
+
+struct DecompressGuard {
+  jpeg_decompress_struct* cinfo;
+  ~DecompressGuard() { jpeg_destroy_decompress(cinfo); }
+};
+
+enum class JpegOutcome { Decoded, LibraryError, Cmyk, TooLarge };
+
+JpegOutcome decode_jpeg_trapped(jpeg_decompress_struct* cinfo, JpegTrap* t, const uint8_t* bytes,
+                                size_t size, RgbImage* out) {
+  if (setjmp(t->trap.jump)) return JpegOutcome::LibraryError;
+  jpeg_mem_src(cinfo, bytes, static_cast<unsigned long>(size));
+  jpeg_read_header(cinfo, TRUE);
+  if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) return JpegOutcome::Cmyk;
+  if (uint64_t{cinfo->image_width} * cinfo->image_height > static_cast<uint64_t>(kMaxImagePixels))
+    return JpegOutcome::TooLarge;
+  cinfo->out_color_space = JCS_RGB;
+  jpeg_start_decompress(cinfo);
+  out->width = static_cast<int>(cinfo->output_width);
+  out->height = static_cast<int>(cinfo->output_height);
+  out->pixels.resize(size_t{cinfo->output_width} * cinfo->output_height * 3);
+  while (cinfo->output_scanline < cinfo->output_height) {
+    JSAMPROW row = out->pixels.data() + size_t{cinfo->output_scanline} * cinfo->output_width * 3;
+    jpeg_read_scanlines(cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(cinfo);
+  return JpegOutcome::Decoded;
+}
+
+RgbImage decode_jpeg(const uint8_t* bytes, size_t size, const std::string& what) {
+  jpeg_decompress_struct cinfo;
+  JpegTrap t;
+  cinfo.err = t.arm();
+  jpeg_create_decompress(&cinfo);
+  DecompressGuard guard{&cinfo};
+  RgbImage img;
+  switch (decode_jpeg_trapped(&cinfo, &t, bytes, size, &img)) {
+    case JpegOutcome::Decoded: return img;
+    case JpegOutcome::LibraryError: throw Error(what + " is not a readable JPEG: " + t.trap.message);
+    case JpegOutcome::Cmyk:
+      throw Error(what + " is a CMYK JPEG, which trident does not convert; save it as RGB");
+    case JpegOutcome::TooLarge: check_pixel_count(cinfo.image_width, cinfo.image_height, what);
+  }
+  throw Error(what + ": unexpected JPEG decoder state");
+}
+
+struct CompressGuard {
+  jpeg_compress_struct* cinfo;
+  unsigned char** buffer;
+  ~CompressGuard() {
+    jpeg_destroy_compress(cinfo);
+    std::free(*buffer);  // jpeg_mem_dest's buffer is malloc'ed by the library
+  }
+};
+
+bool encode_jpeg_trapped(jpeg_compress_struct* cinfo, JpegTrap* t, const uint8_t* pixels, int width,
+                         int height, int channels, int quality, unsigned char** buffer, unsigned long* size) {
+  if (setjmp(t->trap.jump)) return false;
+  jpeg_mem_dest(cinfo, buffer, size);
+  cinfo->image_width = static_cast<JDIMENSION>(width);
+  cinfo->image_height = static_cast<JDIMENSION>(height);
+  cinfo->input_components = channels;
+  cinfo->in_color_space = channels == 1 ? JCS_GRAYSCALE : channels == 3 ? JCS_RGB : JCS_CMYK;
+  jpeg_set_defaults(cinfo);
+  jpeg_set_quality(cinfo, quality, TRUE);
+  jpeg_start_compress(cinfo, TRUE);
+  while (cinfo->next_scanline < cinfo->image_height) {
+    JSAMPROW row = const_cast<JSAMPROW>(pixels + size_t{cinfo->next_scanline} * width * channels);
+    jpeg_write_scanlines(cinfo, &row, 1);
+  }
+  jpeg_finish_compress(cinfo);
+  return true;
+}
+
+// ---- PNG (libpng 1.6) ----------------------------------------------------------------------
+
+[[noreturn]] void png_error_exit(png_structp png, png_const_charp message) {
+  auto* trap = static_cast<ErrorTrap*>(png_get_error_ptr(png));
+  std::snprintf(trap->message, sizeof trap->message, "%s", message);
+  std::longjmp(trap->jump, 1);
+}
+
+void png_ignore_warning(png_structp, png_const_charp) {}
+
+struct PngReader {
+  const uint8_t* next;
+  size_t left;
+};
+
+void png_read_from_memory(png_structp png, png_bytep out, png_size_t n) {
+  auto* r = static_cast<PngReader*>(png_get_io_ptr(png));
+  if (n > r->left) png_error(png, "the file ends early");
+  std::memcpy(out, r->next, n);
+  r->next += n;
+  r->left -= n;
+}
+
+void png_write_to_vector(png_structp png, png_bytep data, png_size_t n) {
+  auto* out = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(png));
+  out->insert(out->end(), data, data + n);
+}
+
+void png_flush_nothing(png_structp) {}
+
+struct PngGuard {
+  png_structp png = nullptr;
+  png_infop info = nullptr;
+  bool writing = false;
+  ~PngGuard() {
+    if (writing)
+      png_destroy_write_struct(&png, &info);
+    else
+      png_destroy_read_struct(&png, &info, nullptr);
+  }
+};
+
+enum class PngOutcome { Decoded, LibraryError, TooLarge };
+
+PngOutcome decode_png_trapped(png_structp png, png_infop info, ErrorTrap* trap, PngReader* reader, RgbImage* out) {
+  if (setjmp(trap->jump)) return PngOutcome::LibraryError;
+  png_set_read_fn(png, reader, png_read_from_memory);
+  png_read_info(png, info);
+  const png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
+  if (uint64_t{width} * height > static_cast<uint64_t>(kMaxImagePixels)) return PngOutcome::TooLarge;
+  const int colour = png_get_color_type(png, info);
+  png_set_strip_16(png);
+  png_set_palette_to_rgb(png);
+  png_set_expand_gray_1_2_4_to_8(png);
+  if (colour == PNG_COLOR_TYPE_GRAY || colour == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
+  png_set_strip_alpha(png);
+  const int passes = png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  if (png_get_channels(png, info) != 3 || png_get_bit_depth(png, info) != 8)
+    png_error(png, "its colour type does not convert to 8-bit RGB");
+  out->width = static_cast<int>(width);
+  out->height = static_cast<int>(height);
+  out->pixels.resize(size_t{width} * height * 3);
+  for (int pass = 0; pass < passes; ++pass)
+    for (png_uint_32 y = 0; y < height; ++y) png_read_row(png, out->pixels.data() + size_t{y} * width * 3, nullptr);
+  png_read_end(png, nullptr);
+  return PngOutcome::Decoded;
+}
+
+RgbImage decode_png(const uint8_t* bytes, size_t size, const std::string& what) {
+  ErrorTrap trap;
+  PngGuard g;
+  g.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &trap, png_error_exit, png_ignore_warning);
+  if (g.png) g.info = png_create_info_struct(g.png);
+  if (!g.png || !g.info) throw Error("libpng could not start decoding " + what);
+  png_set_user_limits(g.png, 1u << 24, 1u << 24);
+  PngReader reader{bytes, size};
+  RgbImage img;
+  switch (decode_png_trapped(g.png, g.info, &trap, &reader, &img)) {
+    case PngOutcome::Decoded: return img;
+    case PngOutcome::LibraryError: throw Error(what + " is not a readable PNG: " + trap.message);
+    case PngOutcome::TooLarge:
+      check_pixel_count(png_get_image_width(g.png, g.info), png_get_image_height(g.png, g.info), what);
+  }
+  throw Error(what + ": unexpected PNG decoder state");
+}
+
+bool encode_png_trapped(png_structp png, png_infop info, ErrorTrap* trap, const uint8_t* pixels, int width,
+                        int height, int channels, const std::vector<uint8_t>* palette, std::vector<uint8_t>* out) {
+  if (setjmp(trap->jump)) return false;
+  png_set_write_fn(png, out, png_write_to_vector, png_flush_nothing);
+  const int colour = !palette->empty() ? PNG_COLOR_TYPE_PALETTE
+                     : channels == 1   ? PNG_COLOR_TYPE_GRAY
+                     : channels == 2   ? PNG_COLOR_TYPE_GRAY_ALPHA
+                     : channels == 3   ? PNG_COLOR_TYPE_RGB
+                                       : PNG_COLOR_TYPE_RGB_ALPHA;
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8, colour,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  if (!palette->empty()) {
+    png_color entries[256];
+    const int n = static_cast<int>(palette->size() / 3);
+    for (int i = 0; i < n; ++i) entries[i] = {(*palette)[3 * i], (*palette)[3 * i + 1], (*palette)[3 * i + 2]};
+    png_set_PLTE(png, info, entries, n);
+  }
+  png_write_info(png, info);
+  for (int y = 0; y < height; ++y)
+    png_write_row(png, pixels + size_t(y) * width * channels);
+  png_write_end(png, nullptr);
+  return true;
+}
+
+void check_encode_arguments(int width, int height, int channels, bool channels_ok, const char* format) {
+  if (width < 1 || height < 1 || !channels_ok || int64_t{width} * height > kMaxImagePixels)
+    throw Error(std::string("cannot encode a ") + std::to_string(width) + "x" + std::to_string(height) +
+                " " + format + " with " + std::to_string(channels) + " channels");
+}
+
+}  // namespace
+
+bool has_image_extension(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.ends_with(".jpg") || lower.ends_with(".jpeg") || lower.ends_with(".png");
+}
+
+RgbImage decode_image(const uint8_t* bytes, size_t size, const std::string& what) {
+  static constexpr uint8_t kJpeg[] = {0xFF, 0xD8, 0xFF};
+  static constexpr uint8_t kPng[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (starts_with(bytes, size, kJpeg, sizeof kJpeg)) return decode_jpeg(bytes, size, what);
+  if (starts_with(bytes, size, kPng, sizeof kPng)) return decode_png(bytes, size, what);
+  throw Error(what + " is neither a JPEG nor a PNG (its first bytes are no signature of either)");
+}
+
+RgbImage read_image_file(const std::string& path) {
+  const std::string what = quoted_name(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open the image " + what);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error("cannot read the image " + what);
+  return decode_image(bytes.data(), bytes.size(), what);
+}
+
+std::vector<uint8_t> encode_png(const uint8_t* pixels, int width, int height, int channels,
+                                const std::vector<uint8_t>& palette) {
+  const bool palette_ok = palette.empty() || (channels == 1 && palette.size() % 3 == 0 && palette.size() <= 768);
+  check_encode_arguments(width, height, channels, channels >= 1 && channels <= 4 && palette_ok, "PNG");
+  ErrorTrap trap;
+  PngGuard g;
+  g.writing = true;
+  g.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &trap, png_error_exit, png_ignore_warning);
+  if (g.png) g.info = png_create_info_struct(g.png);
+  if (!g.png || !g.info) throw Error("libpng could not start encoding a PNG");
+  std::vector<uint8_t> out;
+  if (!encode_png_trapped(g.png, g.info, &trap, pixels, width, height, channels, &palette, &out))
+    throw Error(std::string("libpng could not encode a PNG: ") + trap.message);
+  return out;
+}
+
+std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, int channels, int quality) {
+  check_encode_arguments(width, height, channels,
+                         (channels == 1 || channels == 3 || channels == 4) && quality >= 1 && quality <= 100, "JPEG");
+  jpeg_compress_struct cinfo;
+  JpegTrap t;
+  cinfo.err = t.arm();
+  jpeg_create_compress(&cinfo);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  CompressGuard guard{&cinfo, &buffer};
+  if (!encode_jpeg_trapped(&cinfo, &t, pixels, width, height, channels, quality, &buffer, &size))
+    throw Error(std::string("libjpeg could not encode a JPEG: ") + t.trap.message);
+  return std::vector<uint8_t>(buffer, buffer + size);
+}
+
+}  // namespace trident::data

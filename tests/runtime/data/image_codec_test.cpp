@@ -1,0 +1,88 @@
+// Decoding through libpng and libjpeg-turbo: PNGs of every colour type give their exact pixels
+// as RGB (PNG is lossless), JPEGs give theirs within compression error, and anything else is
+// one sentence naming the file, never a crash.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/data/image_codec.h"
+#include "support/error_of.h"
+
+using namespace trident::data;
+using trident::test_support::error_of;
+
+namespace {
+
+RgbImage decode(const std::vector<uint8_t>& bytes) { return decode_image(bytes.data(), bytes.size(), "'x.img'"); }
+
+std::vector<uint8_t> rgb_of(const std::vector<uint8_t>& grey) {
+  std::vector<uint8_t> out;
+  for (uint8_t g : grey) out.insert(out.end(), {g, g, g});
+  return out;
+}
+
+}  // namespace
+
+TEST(ImageCodec, RgbPngIsExact) {
+  const std::vector<uint8_t> px = {0, 1, 2, 250, 251, 252, 10, 20, 30, 40, 50, 60, 70, 80, 90, 255, 128, 0};
+  const RgbImage img = decode(encode_png(px.data(), 3, 2, 3));
+  EXPECT_EQ(img.width, 3);
+  EXPECT_EQ(img.height, 2);
+  EXPECT_EQ(img.pixels, px);
+}
+
+TEST(ImageCodec, GreyAlphaAndPalettePngsBecomeRgb) {
+  const std::vector<uint8_t> grey = {0, 77, 200, 255};
+  EXPECT_EQ(decode(encode_png(grey.data(), 2, 2, 1)).pixels, rgb_of(grey));
+  // Alpha is dropped, not blended, as PIL's convert("RGB") does.
+  const std::vector<uint8_t> grey_alpha = {0, 255, 77, 0, 200, 10, 255, 128};
+  EXPECT_EQ(decode(encode_png(grey_alpha.data(), 2, 2, 2)).pixels, rgb_of(grey));
+  const std::vector<uint8_t> rgba = {1, 2, 3, 0, 4, 5, 6, 99};
+  EXPECT_EQ(decode(encode_png(rgba.data(), 2, 1, 4)).pixels, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6}));
+  const std::vector<uint8_t> palette = {10, 20, 30, 200, 100, 0, 7, 8, 9};
+  const std::vector<uint8_t> indices = {2, 0, 1, 1};
+  EXPECT_EQ(decode(encode_png(indices.data(), 2, 2, 1, palette)).pixels,
+            (std::vector<uint8_t>{7, 8, 9, 10, 20, 30, 200, 100, 0, 200, 100, 0}));
+}
+
+TEST(ImageCodec, JpegsDecodeWithinCompressionError) {
+  std::vector<uint8_t> px(16 * 8 * 3);
+  for (size_t i = 0; i < px.size(); i += 3) px[i] = 180, px[i + 1] = 90, px[i + 2] = 30;
+  const RgbImage img = decode(encode_jpeg(px.data(), 16, 8, 3, 95));
+  ASSERT_EQ(img.width, 16);
+  ASSERT_EQ(img.height, 8);
+  for (size_t i = 0; i < px.size(); ++i) EXPECT_NEAR(img.pixels[i], px[i], 4) << i;
+
+  const std::vector<uint8_t> grey(8 * 8, 120);
+  const RgbImage g = decode(encode_jpeg(grey.data(), 8, 8, 1, 95));
+  ASSERT_EQ(g.pixels.size(), 8u * 8 * 3);
+  for (size_t i = 0; i < g.pixels.size(); i += 3) {
+    EXPECT_NEAR(g.pixels[i], 120, 2);
+    EXPECT_EQ(g.pixels[i], g.pixels[i + 1]);
+    EXPECT_EQ(g.pixels[i], g.pixels[i + 2]);
+  }
+}
+
+TEST(ImageCodec, RefusalsAreOneSentenceNamingTheFile) {
+  const std::vector<uint8_t> cmyk(8 * 8 * 4, 100);
+  EXPECT_EQ(error_of([&] { decode(encode_jpeg(cmyk.data(), 8, 8, 4, 90)); }),
+            "'x.img' is a CMYK JPEG, which trident does not convert; save it as RGB");
+  const std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o'};
+  EXPECT_EQ(error_of([&] { decode(text); }),
+            "'x.img' is neither a JPEG nor a PNG (its first bytes are no signature of either)");
+
+  std::vector<uint8_t> png = encode_png(text.data(), 1, 1, 3);
+  png.resize(png.size() / 2);
+  EXPECT_EQ(error_of([&] { decode(png); }).rfind("'x.img' is not a readable PNG: ", 0), 0u) << error_of([&] { decode(png); });
+  std::vector<uint8_t> jpeg = {0xFF, 0xD8, 0xFF, 0x00, 0x13, 0x37, 0x00, 0x00};
+  EXPECT_EQ(error_of([&] { decode(jpeg); }).rfind("'x.img' is not a readable JPEG: ", 0), 0u) << error_of([&] { decode(jpeg); });
+}
+
+TEST(ImageCodec, ImageExtensions) {
+  EXPECT_TRUE(has_image_extension("a.jpg"));
+  EXPECT_TRUE(has_image_extension("a.JPEG"));
+  EXPECT_TRUE(has_image_extension("b.Png"));
+  EXPECT_FALSE(has_image_extension("notes.txt"));
+  EXPECT_FALSE(has_image_extension("jpg"));
+}
