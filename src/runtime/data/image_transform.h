@@ -1,0 +1,54 @@
+// From a decoded RGB image to a normalised NHWC float sample, as torchvision's ImageNet recipe
+// does: training RandomResizedCrop + horizontal flip, evaluation resize + centre crop, both then
+// (x / 255 - mean) / std. Resampling is PIL's bilinear (a triangle filter widened by the scale
+// factor when shrinking, so a downscale averages instead of aliasing), clamped to the crop.
+#pragma once
+#include <cstdint>
+#include <random>
+
+#include "runtime/data/image_codec.h"
+
+namespace trident::data {
+
+// Per-channel statistics of x / 255, R, G, B.
+struct Normalisation {
+  float mean[3];
+  float std[3];
+};
+inline constexpr Normalisation kImageNetNormalisation = {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
+
+// A rectangle of an image in whole pixels.
+struct CropBox {
+  int top = 0, left = 0, height = 0, width = 0;
+  bool operator==(const CropBox&) const = default;
+};
+
+// torchvision's RandomResizedCrop.get_params: up to ten draws of an area fraction in
+// [scale_min, scale_max] and a log-uniform aspect ratio in [ratio_min, ratio_max] until the box
+// fits, else the centre crop of the whole image clamped to that ratio range. Python's rounding
+// (half to even) throughout, so the boxes are those torchvision would pick for the same draws.
+CropBox random_resized_crop_box(int height, int width, std::mt19937_64& rng, double scale_min = 0.08,
+                                double scale_max = 1.0, double ratio_min = 3.0 / 4.0, double ratio_max = 4.0 / 3.0);
+
+// Resamples `box` of `image` to out_height x out_width and writes the part of that result inside
+// `window` (in output coordinates) as window.height * window.width * 3 floats, NHWC, mirrored
+// left-right with `flip`, each value (x / 255 - mean) / std.
+void resample_normalised(const RgbImage& image, CropBox box, int out_height, int out_width, CropBox window,
+                         bool flip, const Normalisation& norm, float* out);
+
+// The seed of sample `index`'s augmentation in `epoch`: nothing else (thread, order of work)
+// decides what the sample looks like.
+uint64_t augmentation_seed(uint64_t seed, int64_t epoch, int64_t index);
+
+// Training: RandomResizedCrop(size, scale (0.08, 1), ratio (3/4, 4/3)), then a flip with
+// probability 1/2, drawn in that order from a generator seeded with `sample_seed`.
+void train_transform(const RgbImage& image, int size, uint64_t sample_seed, const Normalisation& norm, float* out);
+
+// The shorter side evaluation resizes to: round(size / 0.875) (256 for 224).
+int eval_resize_side(int size);
+
+// Evaluation: Resize(eval_resize_side(size)) (the longer side scaled alike, rounded down, as
+// torchvision does), then CenterCrop(size).
+void eval_transform(const RgbImage& image, int size, const Normalisation& norm, float* out);
+
+}  // namespace trident::data
