@@ -55,6 +55,12 @@ void split_disabled(const std::vector<std::string>& names, passes::CompileOption
     }
   }
 }
+// A source writes batch() rows into the executable's input, which holds `batch` rows.
+void check_batch_fits(const data::BatchSource& batches, int64_t batch, const char* purpose) {
+  if (batches.batch() != batch)
+    throw Error(std::string(purpose) + " batches of " + std::to_string(batches.batch()) +
+                " images do not fit the executable's batch of " + std::to_string(batch));
+}
 }  // namespace
 
 Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move(config)) {
@@ -88,7 +94,7 @@ void Trainer::set_schedule(double lr, double warmup_epochs, int64_t step) {
   step_ = step;
 }
 
-EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int64_t epochs_total,
+EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64_t epochs_total,
                                 const BatchCallback& on_batch) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -100,6 +106,7 @@ EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int
              lr = train_->host_view(lr_id), loss = train_->host_view(train_->loss()),
              logits = train_->host_view(train_->logits());
   if (images.dtype != DType::f32) throw Error("training from data needs an f32 model");
+  check_batch_fits(batches, batch_, "training");
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = per_epoch * epochs_total;
   const int64_t warmup = static_cast<int64_t>(config_.warmup_epochs * per_epoch);
@@ -110,7 +117,14 @@ EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int
   st.epoch = epoch;
   double loss_sum = 0;
   int64_t correct = 0, seen = 0, done = 0, threads_sum = 0;
-  while (batches.next(images.as<float>(), labels.as<int32_t>())) {
+  // The time next() takes is the time the step waited for data (a copy, for in-memory data).
+  auto next_batch = [&] {
+    const auto asked = clock::now();
+    const bool got = batches.next(images.as<float>(), labels.as<int32_t>());
+    st.data_wait_seconds += std::chrono::duration<double>(clock::now() - asked).count();
+    return got;
+  };
+  while (next_batch()) {
     st.lr = learning_rate(step_, total, warmup, config_.lr);
     lr.as<float>()[0] = static_cast<float>(st.lr);
     for (int id : {images_id, labels_id, lr_id}) train_->upload(id);
@@ -142,19 +156,24 @@ EpochStats Trainer::train_epoch(data::BatchIterator& batches, int64_t epoch, int
 }
 
 EvalStats Trainer::evaluate(const data::Dataset& ds) {
+  data::BatchIterator it(ds, batch_, false, 0, false);
+  return evaluate(it);
+}
+
+EvalStats Trainer::evaluate(data::BatchSource& batches) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   eval_->copy_weights_from(*train_);
   const int images_id = eval_->value_id("images");
   TensorView images = eval_->host_view(images_id), logits = eval_->host_view(eval_->logits());
   std::vector<int32_t> labels(batch_);
-  data::BatchIterator it(ds, batch_, false, 0, false);
-  it.start_epoch(0);
+  check_batch_fits(batches, batch_, "evaluation");
+  batches.start_epoch(0);
   const int64_t classes = logits.shape[1];
   EvalStats st;
   int64_t filled = 0, correct = 0;
   double nll = 0;
-  while (it.next(images.as<float>(), labels.data(), &filled)) {
+  while (batches.next(images.as<float>(), labels.data(), &filled)) {
     eval_->upload(images_id);
     eval_->run();
     eval_->download(eval_->logits());

@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "passes/pass.h"
 #include "runtime/data/batch_iterator.h"
+#include "runtime/data/batch_source.h"
 #include "runtime/data/dataset.h"
 #include "runtime/executable.h"
 
@@ -39,6 +40,7 @@ struct EpochStats {
   double seconds = 0, images_per_second = 0;
   double lr = 0;                  // at the epoch's last step
   double mean_threads = 0;        // host threads per step, averaged (fewer under contention)
+  double data_wait_seconds = 0;   // of `seconds`, spent waiting for the next batch
 };
 
 struct EvalStats {
@@ -56,8 +58,10 @@ class Trainer {
   // Compiles `model` for training and for inference on `config.compile.backend`, initialises weights.
   Trainer(const ir::Graph& model, TrainConfig config);
 
-  EpochStats train_epoch(data::BatchIterator& batches, int64_t epoch, int64_t epochs_total,
+  EpochStats train_epoch(data::BatchSource& batches, int64_t epoch, int64_t epochs_total,
                          const BatchCallback& on_batch = {});
+  // Every sample once, in order (a source's epoch 0), counting only each batch's real rows.
+  EvalStats evaluate(data::BatchSource& batches);
   EvalStats evaluate(const data::Dataset& ds);
 
   // Replaces every tensor of the training executable (strictly: all present, shapes and dtypes

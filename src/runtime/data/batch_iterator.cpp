@@ -1,12 +1,10 @@
 // Mini-batch iteration with deterministic per-epoch shuffling (see batch_iterator.h).
-// The permutation is recomputed from scratch each epoch (identity, then Fisher-Yates), so an
+// The permutation is recomputed from scratch each epoch (data/random.h's epoch_order), so an
 // epoch's order depends only on (seed, epoch), never on which epochs were visited before.
 #include "runtime/data/batch_iterator.h"
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
-#include <random>
 #include <string>
 
 #include "core/error.h"
@@ -25,7 +23,6 @@ BatchIterator::BatchIterator(const Dataset& ds, int64_t batch, bool shuffle, uin
     throw Error("batch size " + std::to_string(batch) + " exceeds the " +
                 std::to_string(ds.count) + " samples of dataset '" + ds.name +
                 "', so dropping the last partial batch leaves no batch at all");
-  order_.resize(static_cast<size_t>(ds.count));
   start_epoch(0);
 }
 
@@ -36,11 +33,7 @@ int64_t BatchIterator::batches_per_epoch() const {
 void BatchIterator::start_epoch(int64_t epoch) {
   epoch_ = epoch;
   next_batch_ = 0;
-  std::iota(order_.begin(), order_.end(), int64_t{0});
-  if (shuffle_) {
-    std::mt19937_64 rng(derive_seed(seed_, static_cast<uint64_t>(epoch)));
-    fisher_yates(order_.data(), static_cast<int64_t>(order_.size()), rng);
-  }
+  order_ = epoch_order(ds_->count, shuffle_, seed_, epoch);
 }
 
 bool BatchIterator::next(float* images_out, int32_t* labels_out, int64_t* filled) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/data/batch_source.h"
 #include "runtime/data/dataset.h"
 
 namespace trident::data {
@@ -16,7 +17,7 @@ namespace trident::data {
 //    by repeating its real samples cyclically, and `filled` reports how many rows are real, so
 //    metrics must count only the first `filled` rows.
 // The iterator refers to the dataset, which must outlive it and not change meanwhile.
-class BatchIterator {
+class BatchIterator final : public BatchSource {
  public:
   // Throws trident::Error for batch < 1, an inconsistent or empty dataset, or drop_last with a
   // batch larger than the dataset (no batch at all). Starts epoch 0.
@@ -24,21 +25,21 @@ class BatchIterator {
   // The dataset is referred to, not copied: a temporary would dangle.
   BatchIterator(Dataset&&, int64_t, bool, uint64_t, bool) = delete;
 
-  int64_t batch() const { return batch_; }
-  int64_t batches_per_epoch() const;
+  int64_t batch() const override { return batch_; }
+  int64_t batches_per_epoch() const override;
   int64_t epoch() const { return epoch_; }
   // The sample order of the current epoch (a permutation of [0, count)).
   const std::vector<int64_t>& order() const { return order_; }
 
   // Rewinds to the first batch; with shuffle, the order is a deterministic function of
   // (seed, epoch), else the dataset order.
-  void start_epoch(int64_t epoch);
+  void start_epoch(int64_t epoch) override;
 
   // Copies the next batch: batch * sample_size floats into images_out (NHWC) and batch labels
   // into labels_out (may be null to skip labels). `filled`, when given, receives the number of
   // real samples (< batch only for the padded last batch). Returns false, copying nothing, once
   // the epoch is exhausted.
-  bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr);
+  bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) override;
 
  private:
   const Dataset* ds_;

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <numeric>
 #include <utility>
+#include <vector>
 
 namespace trident::data {
 
@@ -49,6 +51,19 @@ void fisher_yates(T* v, int64_t n, std::mt19937_64& rng) {
     const auto j = static_cast<int64_t>(uniform_below(rng, static_cast<uint64_t>(i) + 1));
     if (j != i) std::swap(v[i], v[j]);
   }
+}
+
+// The sample order of `epoch` over `count` samples: 0, 1, … count - 1, Fisher-Yates shuffled by
+// a generator seeded from (seed, epoch) when `shuffle`, so an epoch's order never depends on
+// which epochs came before it.
+inline std::vector<int64_t> epoch_order(int64_t count, bool shuffle, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (shuffle) {
+    std::mt19937_64 rng(derive_seed(seed, static_cast<uint64_t>(epoch)));
+    fisher_yates(order.data(), count, rng);
+  }
+  return order;
 }
 
 }  // namespace trident::data

@@ -1,0 +1,25 @@
+// Where a training or evaluation loop gets its batches from: an in-memory dataset
+// (BatchIterator) or images decoded while training runs (ImageFolderBatches). One interface, so
+// the trainer has one consumer loop whatever the data is.
+#pragma once
+#include <cstdint>
+
+namespace trident::data {
+
+// Batches are always full: the final partial batch of an epoch is dropped (training) or padded
+// by repeating its real samples, with `filled` saying how many rows are real (evaluation).
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+
+  virtual int64_t batch() const = 0;
+  virtual int64_t batches_per_epoch() const = 0;
+  // Rewinds to the first batch of `epoch`; what the epoch holds depends only on the epoch.
+  virtual void start_epoch(int64_t epoch) = 0;
+  // Writes the next batch, batch() * H * W * C floats (NHWC) and batch() labels (labels_out may
+  // be null), and the count of real rows into `filled` when given. False, writing nothing, once
+  // the epoch is exhausted.
+  virtual bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) = 0;
+};
+
+}  // namespace trident::data
