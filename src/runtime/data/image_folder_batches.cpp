@@ -1,0 +1,180 @@
+// The streaming image-folder loader (see image_folder_batches.h). Work is claimed one sample at
+// a time under one mutex; a sample of batch b may be claimed only while b is within `depth` of
+// the next batch to hand out, which is what bounds the ring. Slot b % depth is rewritten only
+// after batch b has been copied out, so next() copies without holding the lock.
+#include "runtime/data/image_folder_batches.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/printable.h"
+#include "runtime/data/random.h"
+
+namespace trident::data {
+
+int default_image_workers() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 1 ? static_cast<int>(cores) - 1 : 1;
+}
+
+ImageFolderBatches::ImageFolderBatches(ImageFolderSplit split, const ImageStreamOptions& options)
+    : split_(std::move(split)), options_(options) {
+  const auto& o = options_;
+  if (o.image_size < 1 || o.batch < 1 || o.workers < 1 || o.depth < 1)
+    throw Error("an image stream needs an image size, batch, worker count and depth of at least 1, not " +
+                std::to_string(o.image_size) + ", " + std::to_string(o.batch) + ", " + std::to_string(o.workers) +
+                " and " + std::to_string(o.depth));
+  if (split_.count() == 0) throw Error("the image folder split " + quoted_name(split_.name) + " has no images");
+  if (o.train && o.batch > split_.count())
+    throw Error("batch size " + std::to_string(o.batch) + " exceeds the " + std::to_string(split_.count()) +
+                " images of " + quoted_name(split_.name) + ", so dropping the last partial batch leaves no batch at all");
+  ring_.resize(static_cast<size_t>(o.depth));
+  for (Slot& s : ring_) {
+    s.images.resize(static_cast<size_t>(o.batch * sample_size()));
+    s.labels.resize(static_cast<size_t>(o.batch));
+  }
+  workers_.reserve(static_cast<size_t>(o.workers));
+  for (int i = 0; i < o.workers; ++i) workers_.emplace_back([this] { work(); });
+}
+
+ImageFolderBatches::~ImageFolderBatches() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+int64_t ImageFolderBatches::batches_per_epoch() const {
+  const int64_t n = split_.count(), b = options_.batch;
+  return options_.train ? n / b : (n + b - 1) / b;
+}
+
+uint64_t ImageFolderBatches::ring_bytes() const {
+  return static_cast<uint64_t>(options_.depth) * options_.batch *
+         (static_cast<uint64_t>(sample_size()) * sizeof(float) + sizeof(int32_t));
+}
+
+int64_t ImageFolderBatches::real_rows(int64_t batch_index) const {
+  return std::min(options_.batch, split_.count() - batch_index * options_.batch);
+}
+
+bool ImageFolderBatches::can_claim() const {
+  return started_ && next_item_ < batches_per_epoch() * options_.batch &&
+         next_item_ / options_.batch < handed_out_ + options_.depth && !failure_;
+}
+
+void ImageFolderBatches::start_epoch(int64_t epoch) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ++generation_;  // what busy workers finish now is not counted
+  ready_cv_.wait(lock, [this] { return busy_ == 0; });
+  order_ = epoch_order(split_.count(), options_.train, options_.seed, epoch);
+  epoch_ = epoch;
+  next_item_ = 0;
+  handed_out_ = 0;
+  for (Slot& s : ring_) s.rows_done = 0;
+  started_ = true;
+  lock.unlock();
+  work_cv_.notify_all();
+}
+
+bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* filled) {
+  if (images_out == nullptr) throw Error("ImageFolderBatches::next over " + quoted_name(split_.name) + " was given a null image buffer");
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!started_) throw Error("ImageFolderBatches::next over " + quoted_name(split_.name) + " was called before start_epoch");
+  if (handed_out_ >= batches_per_epoch()) return false;
+  const int64_t b = handed_out_;
+  Slot& slot = ring_[static_cast<size_t>(b % options_.depth)];
+  ready_cv_.wait(lock, [&] { return slot.rows_done == options_.batch || failure_; });
+  if (failure_) std::rethrow_exception(failure_);
+  lock.unlock();
+  // No worker writes this slot until handed_out_ moves past b.
+  std::memcpy(images_out, slot.images.data(), slot.images.size() * sizeof(float));
+  if (labels_out != nullptr) std::memcpy(labels_out, slot.labels.data(), slot.labels.size() * sizeof(int32_t));
+  if (filled != nullptr) *filled = real_rows(b);
+  lock.lock();
+  slot.rows_done = 0;
+  ++handed_out_;
+  lock.unlock();
+  work_cv_.notify_all();
+  return true;
+}
+
+int64_t ImageFolderBatches::wait_until_idle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ready_cv_.wait(lock, [this] { return busy_ == 0 && !can_claim(); });
+  return next_item_ - handed_out_ * options_.batch;
+}
+
+int64_t ImageFolderBatches::skipped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(unreadable_.size());
+}
+
+std::string ImageFolderBatches::first_skip_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return unreadable_.empty() ? "" : unreadable_.begin()->second;
+}
+
+void ImageFolderBatches::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_cv_.wait(lock, [this] { return stop_ || can_claim(); });
+    if (stop_) return;
+    const int64_t item = next_item_++;
+    const int64_t b = item / options_.batch, row = item % options_.batch, generation = generation_,
+                  epoch = epoch_;
+    Slot& slot = ring_[static_cast<size_t>(b % options_.depth)];
+    ++busy_;
+    lock.unlock();
+    std::exception_ptr failure;
+    try {
+      make_row(b, row, slot, epoch);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    lock.lock();
+    --busy_;
+    if (failure && !failure_) failure_ = failure;
+    if (generation == generation_ && !failure) ++slot.rows_done;
+    // The consumer waits for a whole batch, start_epoch and wait_until_idle for idleness.
+    if (slot.rows_done == options_.batch || busy_ == 0 || failure) ready_cv_.notify_all();
+  }
+}
+
+void ImageFolderBatches::make_row(int64_t batch_index, int64_t row, Slot& slot, int64_t epoch) {
+  // Rows past a padded batch's real ones repeat its real samples cyclically.
+  const int64_t position = batch_index * options_.batch + row % real_rows(batch_index);
+  RgbImage image;
+  const int64_t index = decode_readable(position, image);
+  float* out = slot.images.data() + row * sample_size();
+  if (options_.train)
+    train_transform(image, options_.image_size, augmentation_seed(options_.seed, epoch, index), options_.norm, out);
+  else
+    eval_transform(image, options_.image_size, options_.norm, out);
+  slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
+}
+
+int64_t ImageFolderBatches::decode_readable(int64_t position, RgbImage& image) {
+  const int64_t n = split_.count();
+  for (int64_t step = 0; step < n; ++step) {
+    const int64_t index = order_[static_cast<size_t>((position + step) % n)];
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (unreadable_.count(index)) continue;
+    }
+    try {
+      image = read_image_file(split_.files[static_cast<size_t>(index)]);
+      return index;
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      unreadable_.emplace(index, e.what());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  throw Error("no image of " + quoted_name(split_.name) + " can be read (the first: " + unreadable_.begin()->second + ")");
+}
+
+}  // namespace trident::data

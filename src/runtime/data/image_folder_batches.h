@@ -1,0 +1,104 @@
+// Batches of an image folder decoded and augmented while the model trains: a pool of worker
+// threads fills a ring of `depth` whole batches ahead of the consumer and then sleeps on a
+// condition variable, so memory is depth batches whatever the dataset's size and no thread spins.
+// Workers share out single samples, and each sample is a function of (seed, epoch, index) alone,
+// so the batches are bitwise the same for any number of workers.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/data/batch_source.h"
+#include "runtime/data/image_folder.h"
+#include "runtime/data/image_transform.h"
+
+namespace trident::data {
+
+struct ImageStreamOptions {
+  int image_size = 224;
+  int64_t batch = 64;
+  // Training: shuffled by (seed, epoch), RandomResizedCrop + flip, the last partial batch dropped.
+  // Evaluation: in order, resize + centre crop, the last batch padded (BatchSource).
+  bool train = true;
+  uint64_t seed = 1;
+  int workers = 1;
+  int depth = 3;  // batches ready or in the making at most
+  Normalisation norm = kImageNetNormalisation;
+};
+
+// The worker count `--workers` defaults to: the cores beside the one that runs the training
+// loop (std::thread::hardware_concurrency() - 1), at least 1.
+int default_image_workers();
+
+class ImageFolderBatches final : public BatchSource {
+ public:
+  // Throws trident::Error for an image size, batch, worker count or depth below 1, an empty
+  // split, or a training batch larger than the split. No worker runs until start_epoch.
+  ImageFolderBatches(ImageFolderSplit split, const ImageStreamOptions& options);
+  ~ImageFolderBatches() override;
+  ImageFolderBatches(const ImageFolderBatches&) = delete;
+  ImageFolderBatches& operator=(const ImageFolderBatches&) = delete;
+
+  int64_t batch() const override { return options_.batch; }
+  int64_t batches_per_epoch() const override;
+  // Discards what was made for the previous epoch and sets the workers on this one.
+  void start_epoch(int64_t epoch) override;
+  // Blocks until the next batch is complete. A sample that cannot be decoded is replaced by the
+  // next readable one in the epoch's order and counted in skipped(); an Error when no image of
+  // the split can be read, or when a worker failed otherwise.
+  bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) override;
+
+  const ImageFolderSplit& split() const { return split_; }
+  // Floats per sample: image_size² · 3.
+  int64_t sample_size() const { return int64_t{options_.image_size} * options_.image_size * 3; }
+  // Bytes of the batch ring: what this source holds whatever the dataset's size.
+  uint64_t ring_bytes() const;
+
+  // Images found unreadable so far, and the reason of the first of them in file order.
+  int64_t skipped() const;
+  std::string first_skip_reason() const;
+
+  // Blocks until the workers have nothing left they may make (the ring is full, or the epoch is
+  // all made), then returns how many samples are made and not yet handed out: at most
+  // depth * batch, which is the bound on memory.
+  int64_t wait_until_idle();
+
+ private:
+  struct Slot {
+    std::vector<float> images;
+    std::vector<int32_t> labels;
+    int64_t rows_done = 0;
+  };
+
+  void work();
+  bool can_claim() const;  // caller holds mutex_
+  void make_row(int64_t batch_index, int64_t row, Slot& slot, int64_t epoch);
+  // Decodes the image at epoch position `position`, or the next readable one after it; returns
+  // the index of the image decoded.
+  int64_t decode_readable(int64_t position, RgbImage& image);
+  int64_t real_rows(int64_t batch_index) const;
+
+  const ImageFolderSplit split_;
+  const ImageStreamOptions options_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_;   // workers wait for something to claim
+  std::condition_variable ready_cv_;  // the consumer waits for a batch, start_epoch for idleness
+  std::vector<Slot> ring_;
+  std::vector<int64_t> order_;        // written only while no worker is busy
+  int64_t epoch_ = 0, generation_ = 0;
+  bool started_ = false, stop_ = false;
+  int64_t next_item_ = 0;             // batch * row of the next sample to claim
+  int64_t handed_out_ = 0;            // batches next() has returned this epoch
+  int busy_ = 0;                      // workers making a sample now
+  std::exception_ptr failure_;
+  std::map<int64_t, std::string> unreadable_;  // image index -> why it was skipped
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace trident::data

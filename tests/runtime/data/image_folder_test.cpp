@@ -1,0 +1,192 @@
+// Image folders: class discovery and the layout's refusals (one sentence each), and the
+// streaming loader: the same batches bitwise for any worker count, a bounded ring, unreadable
+// images skipped and counted, evaluation's padded last batch, known pixels end to end.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/data/image_folder.h"
+#include "runtime/data/image_folder_batches.h"
+#include "support/error_of.h"
+#include "support/image_folder.h"
+#include "support/temp_dir.h"
+
+using namespace trident::data;
+using trident::test_support::error_of;
+using trident::test_support::fresh_temp_dir;
+using trident::test_support::write_class_images;
+using trident::test_support::write_file;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Epoch {
+  std::vector<float> images;
+  std::vector<int32_t> labels;
+  std::vector<int64_t> filled;
+};
+
+Epoch read_epoch(BatchSource& src, int64_t sample, int64_t epoch) {
+  Epoch e;
+  std::vector<float> images(static_cast<size_t>(src.batch() * sample));
+  std::vector<int32_t> labels(static_cast<size_t>(src.batch()));
+  int64_t filled = 0;
+  src.start_epoch(epoch);
+  while (src.next(images.data(), labels.data(), &filled)) {
+    e.images.insert(e.images.end(), images.begin(), images.end());
+    e.labels.insert(e.labels.end(), labels.begin(), labels.end());
+    e.filled.push_back(filled);
+  }
+  return e;
+}
+
+ImageStreamOptions stream(int workers, bool train, int64_t batch = 4) {
+  ImageStreamOptions o;
+  o.image_size = 12;
+  o.batch = batch;
+  o.train = train;
+  o.seed = 3;
+  o.workers = workers;
+  o.depth = 2;
+  return o;
+}
+
+}  // namespace
+
+TEST(ImageFolder, ClassesAreTheSortedFolderNames) {
+  const fs::path d = fresh_temp_dir("folder_classes");
+  const std::vector<uint8_t> px = trident::test_support::class_pixels(8, 8, 0, 0);
+  for (const char* c : {"zebra", "ant", "Moose"})
+    for (const char* f : {"b.png", "a.png"}) write_file(d / "train" / c / f, encode_png(px.data(), 8, 8, 3));
+  write_file(d / "train" / ".DS_Store", {1, 2, 3});  // hidden: passed over
+  EXPECT_TRUE(is_image_folder_dir(d.string()));
+  const ImageFolderSplit s = scan_image_folder(d.string(), "train");
+  EXPECT_EQ(s.classes, (std::vector<std::string>{"Moose", "ant", "zebra"}));
+  ASSERT_EQ(s.count(), 6);
+  EXPECT_EQ(s.labels, (std::vector<int32_t>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(s.files[2], (d / "train" / "ant" / "a.png").string());
+  EXPECT_EQ(scan_image_folder(d.string(), "train", 4).name, (d / "train").string() + "[0:4]");
+  fs::remove_all(d);
+}
+
+TEST(ImageFolder, LayoutErrorsNameWhatIsWrong) {
+  const fs::path d = fresh_temp_dir("folder_errors");
+  const std::string layout =
+      "; an image folder holds DIR/train/<class>/ and DIR/val/<class>/ with .jpg, .jpeg or .png images";
+  write_class_images(d, "val", 2, 1, 8, 8);
+  EXPECT_EQ(error_of([&] { scan_image_folder(d.string(), "train"); }),
+            "the image folder '" + d.string() + "' has no train/ folder" + layout);
+
+  write_class_images(d, "train", 2, 1, 8, 8);
+  fs::create_directories(d / "train" / "empty");
+  EXPECT_EQ(error_of([&] { scan_image_folder(d.string(), "train"); }),
+            "the class folder '" + (d / "train" / "empty").string() + "' holds no images" + layout);
+  fs::remove(d / "train" / "empty");
+
+  write_file(d / "train" / "class1" / "notes.txt", {'h', 'i'});
+  EXPECT_EQ(error_of([&] { scan_image_folder(d.string(), "train"); }),
+            "'" + (d / "train" / "class1" / "notes.txt").string() + "' is not an image" + layout);
+  fs::remove(d / "train" / "class1" / "notes.txt");
+
+  const ImageFolderSplit train = scan_image_folder(d.string(), "train");
+  fs::rename(d / "val" / "class1", d / "val" / "class9");
+  EXPECT_EQ(error_of([&] { scan_image_folder(d.string(), "val", 0, &train.classes); }),
+            "the classes of '" + (d / "val").string() +
+                "' differ from the training classes ('class1' is missing); both splits need the same class folders");
+  fs::remove_all(d);
+}
+
+TEST(ImageFolderBatches, SameBatchesForAnyWorkerCount) {
+  const fs::path d = fresh_temp_dir("stream_workers");
+  write_class_images(d, "train", 3, 7, 20, 16);
+  const ImageFolderSplit s = scan_image_folder(d.string(), "train");
+  ImageFolderBatches one(s, stream(1, true)), four(s, stream(4, true));
+  const int64_t sample = one.sample_size();
+  const Epoch a0 = read_epoch(one, sample, 0), b0 = read_epoch(four, sample, 0);
+  ASSERT_EQ(a0.filled.size(), 5u);  // 21 images, batch 4, the last partial batch dropped
+  ASSERT_EQ(a0.images.size(), b0.images.size());
+  EXPECT_EQ(std::memcmp(a0.images.data(), b0.images.data(), a0.images.size() * sizeof(float)), 0);
+  EXPECT_EQ(a0.labels, b0.labels);
+  const Epoch a1 = read_epoch(one, sample, 1), b1 = read_epoch(four, sample, 1);
+  EXPECT_EQ(std::memcmp(a1.images.data(), b1.images.data(), a1.images.size() * sizeof(float)), 0);
+  EXPECT_NE(a0.images, a1.images);  // a new shuffle and new crops
+  // Going back to epoch 0 gives it again: nothing depends on the epochs in between.
+  const Epoch again = read_epoch(four, sample, 0);
+  EXPECT_EQ(std::memcmp(a0.images.data(), again.images.data(), a0.images.size() * sizeof(float)), 0);
+  fs::remove_all(d);
+}
+
+TEST(ImageFolderBatches, WorkersStayWithinTheRing) {
+  const fs::path d = fresh_temp_dir("stream_bound");
+  write_class_images(d, "train", 2, 10, 10, 10);
+  ImageFolderBatches src(scan_image_folder(d.string(), "train"), stream(4, true, 2));
+  EXPECT_EQ(src.ring_bytes(), 2u * 2 * (12 * 12 * 3 * 4 + 4));
+  src.start_epoch(0);
+  // Depth 2, batch 2: four samples made ahead, not the twenty the epoch holds.
+  EXPECT_EQ(src.wait_until_idle(), 4);
+  std::vector<float> images(static_cast<size_t>(2 * src.sample_size()));
+  ASSERT_TRUE(src.next(images.data(), nullptr));
+  EXPECT_EQ(src.wait_until_idle(), 4);
+  for (int i = 1; i < 9; ++i) ASSERT_TRUE(src.next(images.data(), nullptr));
+  EXPECT_EQ(src.wait_until_idle(), 2);  // only the last batch is left to make
+  ASSERT_TRUE(src.next(images.data(), nullptr));
+  EXPECT_FALSE(src.next(images.data(), nullptr));
+  fs::remove_all(d);
+}
+
+TEST(ImageFolderBatches, UnreadableImagesAreSkippedAndCounted) {
+  const fs::path d = fresh_temp_dir("stream_corrupt");
+  write_class_images(d, "train", 2, 4, 10, 10);
+  const fs::path bad = d / "train" / "class1" / "img000.jpg";
+  write_file(bad, {0xFF, 0xD8, 0xFF, 0x00, 0x13, 0x37});
+  ImageFolderBatches src(scan_image_folder(d.string(), "train"), stream(2, true, 3));
+  const Epoch e = read_epoch(src, src.sample_size(), 0);
+  EXPECT_EQ(e.filled.size(), 3u);  // 9 files: three full batches, the bad one's place taken
+  EXPECT_EQ(src.skipped(), 1);
+  EXPECT_EQ(src.first_skip_reason().rfind("'" + bad.string() + "' is not a readable JPEG: ", 0), 0u)
+      << src.first_skip_reason();
+
+  const fs::path none = fresh_temp_dir("stream_all_corrupt");
+  write_file(none / "train" / "a" / "x.png", {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0});
+  ImageFolderBatches broken(scan_image_folder(none.string(), "train"), stream(1, false));
+  std::vector<float> images(static_cast<size_t>(4 * broken.sample_size()));
+  broken.start_epoch(0);
+  const std::string err = error_of([&] { broken.next(images.data(), nullptr); });
+  EXPECT_EQ(err.rfind("no image of '" + (none / "train").string() + "' can be read (the first: '", 0), 0u) << err;
+  fs::remove_all(d);
+  fs::remove_all(none);
+}
+
+TEST(ImageFolderBatches, EvaluationPadsTheLastBatchWithKnownPixels) {
+  // PNGs of the size evaluation keeps (12 -> shorter side round(13.7) = 14, so 14x14 is kept
+  // whole and its centre 12x12 cropped from (1, 1)): the outputs are the normalised pixels.
+  const fs::path d = fresh_temp_dir("stream_eval");
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<uint8_t> px = trident::test_support::class_pixels(14, 14, i % 2, i);
+    write_file(d / "val" / ("c" + std::to_string(i % 2)) / ("p" + std::to_string(i) + ".png"),
+               encode_png(px.data(), 14, 14, 3));
+  }
+  const ImageFolderSplit s = scan_image_folder(d.string(), "val");
+  ImageFolderBatches src(s, stream(3, false));
+  const int64_t sample = src.sample_size();
+  const Epoch e = read_epoch(src, sample, 0);
+  EXPECT_EQ(e.filled, (std::vector<int64_t>{4, 1}));
+  ASSERT_EQ(e.labels.size(), 8u);
+  EXPECT_EQ(e.labels, (std::vector<int32_t>{0, 0, 0, 1, 1, 1, 1, 1}));
+  // Rows 5..7 repeat row 4, the last batch's only real sample.
+  for (int r = 5; r < 8; ++r)
+    EXPECT_EQ(std::memcmp(&e.images[r * sample], &e.images[4 * sample], sample * sizeof(float)), 0) << r;
+  // Row 0 is the first file in order, c0/p0.png.
+  const std::vector<uint8_t> px = trident::test_support::class_pixels(14, 14, 0, 0);
+  const Normalisation& n = kImageNetNormalisation;
+  for (int y = 0; y < 12; ++y)
+    for (int x = 0; x < 12; ++x)
+      for (int c = 0; c < 3; ++c)
+        ASSERT_NEAR(e.images[(y * 12 + x) * 3 + c], (px[((y + 1) * 14 + x + 1) * 3 + c] / 255.0 - n.mean[c]) / n.std[c],
+                    1e-5);
+  fs::remove_all(d);
+}
