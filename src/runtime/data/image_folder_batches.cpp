@@ -52,9 +52,9 @@ int64_t ImageFolderBatches::batches_per_epoch() const {
   return options_.train ? n / b : (n + b - 1) / b;
 }
 
-uint64_t ImageFolderBatches::ring_bytes() const {
-  return static_cast<uint64_t>(options_.depth) * options_.batch *
-         (static_cast<uint64_t>(sample_size()) * sizeof(float) + sizeof(int32_t));
+uint64_t image_ring_bytes(const ImageStreamOptions& o) {
+  const uint64_t sample = static_cast<uint64_t>(o.image_size) * o.image_size * 3;
+  return static_cast<uint64_t>(o.depth) * o.batch * (sample * sizeof(float) + sizeof(int32_t));
 }
 
 int64_t ImageFolderBatches::real_rows(int64_t batch_index) const {

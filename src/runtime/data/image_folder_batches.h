@@ -31,6 +31,9 @@ struct ImageStreamOptions {
   Normalisation norm = kImageNetNormalisation;
 };
 
+// Bytes of the batch ring a stream with these options holds, whatever the dataset's size.
+uint64_t image_ring_bytes(const ImageStreamOptions& options);
+
 // The worker count `--workers` defaults to: the cores beside the one that runs the training
 // loop (std::thread::hardware_concurrency() - 1), at least 1.
 int default_image_workers();
@@ -56,8 +59,7 @@ class ImageFolderBatches final : public BatchSource {
   const ImageFolderSplit& split() const { return split_; }
   // Floats per sample: image_size² · 3.
   int64_t sample_size() const { return int64_t{options_.image_size} * options_.image_size * 3; }
-  // Bytes of the batch ring: what this source holds whatever the dataset's size.
-  uint64_t ring_bytes() const;
+  uint64_t ring_bytes() const { return image_ring_bytes(options_); }
 
   // Images found unreadable so far, and the reason of the first of them in file order.
   int64_t skipped() const;
