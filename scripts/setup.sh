@@ -37,9 +37,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Project-local Python for tests/onnx/make_models.py: pinned onnx, onnxruntime and numpy from
-# PyPI into .venv (git-ignored); skipped when those exact versions are already there.
-py_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==2.1.3)
+# Project-local Python for tests/onnx/make_models.py and bench/data_pipeline.sh: pinned onnx,
+# onnxruntime, numpy and Pillow from PyPI into .venv (git-ignored); skipped when those exact
+# versions are already there.
+py_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==2.1.3 Pillow==11.0.0)
 if ! .venv/bin/python - "${py_pins[@]}" 2>/dev/null <<'PY'
 import sys
 from importlib.metadata import version
