@@ -49,6 +49,12 @@ int Builder::relu(int x, const std::string& name) {
   return g_.add_node1("relu", {x}, {}, scoped(name, "relu"));
 }
 
+int Builder::activation(int x, const std::string& fn, const std::string& name) {
+  return g_.add_node1("activation", {x}, {{"fn", fn}}, scoped(name, fn.c_str()));
+}
+
+int Builder::mul(int a, int b, const std::string& name) { return g_.add_node1("mul", {a, b}, {}, scoped(name, "mul")); }
+
 int Builder::add(int a, int b, const std::string& name) {
   return g_.add_node1("add", {a, b}, {}, scoped(name, "add"));
 }

@@ -26,6 +26,9 @@ class Builder {
            ConvOptions opt = {}, const std::string& name = "");
   int batchnorm(int x, const std::string& name = "", double eps = 1e-5, double momentum = 0.1);
   int relu(int x, const std::string& name = "");
+  // fn: sigmoid, silu, hardsigmoid, hardswish (ops/activation.cpp).
+  int activation(int x, const std::string& fn, const std::string& name = "");
+  int mul(int a, int b, const std::string& name = "");
   int add(int a, int b, const std::string& name = "");
   int maxpool(int x, int64_t kernel, int64_t stride, int64_t pad = 0, const std::string& name = "");
   int avgpool(int x, int64_t kernel, int64_t stride, int64_t pad = 0, const std::string& name = "");

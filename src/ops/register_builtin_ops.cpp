@@ -14,6 +14,7 @@ void register_fused_cbr_ops();
 void register_fused_inference_ops();
 void register_elementwise_fused_ops();
 void register_tensor_ops();
+void register_activation_ops();
 void register_precision_ops();
 void register_channel_ops();
 void register_relu_mask_ops();
@@ -35,6 +36,7 @@ void register_builtin_ops() {
   ops::register_fused_inference_ops();
   ops::register_elementwise_fused_ops();
   ops::register_tensor_ops();
+  ops::register_activation_ops();
   ops::register_precision_ops();
   ops::register_channel_ops();
   ops::register_relu_mask_ops();

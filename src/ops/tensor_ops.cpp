@@ -1,25 +1,51 @@
 // mul, clip and concat: the element-wise and joining ops that imported models (ONNX) need
-// beyond the builder's set. Inference only: none of them has a backward rule yet.
+// beyond the builder's set. mul (with mul_reduce for a broadcast operand's gradient) and clip
+// have backward rules; concat is inference only.
 #include <limits>
 
+#include "ops/mul_broadcast.h"
 #include "ops/op_helpers.h"
 
 namespace trident::ops {
 
 void register_tensor_ops() {
   ir::OpDef mul = op_def("mul", {"a", "b"}, {"y"},
-                         "a * b; b has a's shape or is one value per channel [C] (last axis)");
+                         "a * b; b has a's shape, is one value per channel [C] (last axis), or one per "
+                         "sample and channel [N, 1, 1, C] (squeeze-excitation)");
   mul.infer = [](const Node& n, const Graph& g) {
     const auto &a = in_value(g, n, 0), &b = in_value(g, n, 1);
     expect_float(a, "input a");
     if (b.dtype != a.dtype) throw Error("operands must have one dtype");
     if (a.shape.empty()) throw Error("input a must have at least one axis");
-    if (b.shape != a.shape && b.shape != Shape{a.shape.back()})
-      throw Error("operand b has shape " + shape_str(b.shape) + "; it must be " +
-                  shape_str(a.shape) + " or [" + std::to_string(a.shape.back()) + "]");
+    if (mul_broadcast(a.shape, b.shape) == MulBroadcast::none)
+      throw Error("operand b has shape " + shape_str(b.shape) + "; it must be " + shape_str(a.shape) + ", [" +
+                  std::to_string(a.shape.back()) + "]" +
+                  (a.shape.size() == 4 ? " or [" + std::to_string(a.shape[0]) + ",1,1," + std::to_string(a.shape[3]) + "]"
+                                       : ""));
     return std::vector<TypeInfo>{{a.shape, a.dtype}};
   };
+  // da = dy·b (broadcast as the forward), db = Σ a·dy over the axes b was broadcast along.
+  mul.backward = [](Graph& g, const Node& n, const std::vector<int>& dys) {
+    if (dys[0] < 0) return std::vector<int>{-1, -1};
+    const int da = g.add_node1("mul", {dys[0], n.inputs[1]}, {}, n.name + ".backward_a");
+    const bool same = g.value(n.inputs[0]).shape == g.value(n.inputs[1]).shape;
+    const int db = same ? g.add_node1("mul", {dys[0], n.inputs[0]}, {}, n.name + ".backward_b")
+                        : g.add_node1("mul_reduce", {n.inputs[0], dys[0], n.inputs[1]}, {}, n.name + ".backward_b");
+    return std::vector<int>{da, db};
+  };
   ir::OpRegistry::add(mul);
+
+  ir::OpDef reduce = op_def("mul_reduce", {"a", "dy", "b"}, {"db"},
+                            "Σ a·dy over the axes along which mul broadcast b: b's gradient ([C] or [N, 1, 1, C])");
+  reduce.infer = [](const Node& n, const Graph& g) {
+    const auto &a = in_value(g, n, 0), &dy = in_value(g, n, 1), &b = in_value(g, n, 2);
+    expect_same_shape(a, dy, "the operand and the gradient");
+    const MulBroadcast k = mul_broadcast(a.shape, b.shape);
+    if (k != MulBroadcast::channel && k != MulBroadcast::sample_channel)
+      throw Error("operand b " + shape_str(b.shape) + " is not broadcast over " + shape_str(a.shape));
+    return std::vector<TypeInfo>{{b.shape, a.dtype}};
+  };
+  ir::OpRegistry::add(reduce);
 
   ir::OpDef clip = op_def("clip", {"x"}, {"y"}, "min(max(x, min), max); min=0, max=6 is ReLU6");
   clip.infer = [](const Node& n, const Graph& g) {
@@ -28,6 +54,12 @@ void register_tensor_ops() {
     const double hi = n.attrs.f("max", std::numeric_limits<double>::infinity());
     if (!(lo <= hi)) throw Error("attribute 'min' must not exceed 'max'");
     return std::vector<TypeInfo>{{in_value(g, n, 0).shape, in_value(g, n, 0).dtype}};
+  };
+  clip.backward = [](Graph& g, const Node& n, const std::vector<int>& dys) {
+    if (dys[0] < 0) return std::vector<int>{-1};
+    Attrs a = copy_attrs(n.attrs, {"min", "max"});
+    a.set("fn", std::string("clip"));
+    return std::vector<int>{g.add_node1("activation_backward", {n.inputs[0], dys[0]}, a, n.name + ".backward")};
   };
   ir::OpRegistry::add(clip);
 

@@ -117,6 +117,7 @@ def main():
     if os.path.exists(manifest):
         for name, chw in (("conv_bn_relu_op13", (3, 10, 10)), ("ops_a_op18", (4, 16, 16)),
                           ("vgg_head_op13", (3, 8, 10)), ("exported_head_op18", (3, 6, 6)),
+                          ("mobile_block_op18", (3, 12, 12)), ("efficient_block_op13", (3, 9, 9)),
                           ("resnet18_bn", (3, 224, 224))):
             path = os.path.join(MODELS, name + ".onnx")
             x = rng.standard_normal((2, *chw), np.float32)

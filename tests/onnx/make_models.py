@@ -121,6 +121,45 @@ def ops_b(opset):
     return n.model("input", y, opset, ["N", 3, 9, 9], 2)
 
 
+def mobile_block(opset):
+    """MobileNetV3's ops: HardSwish (x·HardSigmoid(x) before opset 14), a depthwise convolution, squeeze-excitation (GlobalAveragePool
+    → 1×1 Conv → Relu → 1×1 Conv → HardSigmoid(alpha 1/6, as PyTorch exports it) → Mul with the
+    [N,C,1,1] gate on the left), ReLU6 as Clip, and a residual Add."""
+    n = Net(4)
+    x = n.bn(n.conv("input", "stem", 3, 8, 3, stride=2, pad=1), "stem_bn", 8)
+    # HardSwish exists from opset 14; before it an exporter writes x·HardSigmoid(x).
+    x = n.node("HardSwish", [x]) if opset >= 14 else n.node("Mul", [x, n.node("HardSigmoid", [x], alpha=1.0 / 6)])
+    y = n.bn(n.conv(x, "dw", 8, 8, 3, pad=1, group=8), "dw_bn", 8)
+    y = n.node("Clip", [y, n.init("lo", np.float32(0)), n.init("hi", np.float32(6))])
+    s = n.node("GlobalAveragePool", [y])
+    s = n.node("Relu", [n.conv(s, "se.fc1", 8, 4, 1, bias=True)])
+    s = n.node("HardSigmoid", [n.conv(s, "se.fc2", 4, 8, 1, bias=True)], alpha=1.0 / 6, beta=0.5)
+    y = n.node("Mul", [s, y])
+    y = n.bn(n.conv(y, "project", 8, 8, 1), "project_bn", 8)
+    y = n.node("Add", [x, y])
+    y = n.node("Flatten", [n.node("GlobalAveragePool", [y])], axis=1)
+    y = n.node("Gemm", [y, n.init("fc.weight", n.weight((5, 8), 8)), n.init("fc.bias", np.zeros(5, np.float32))],
+               transB=1)
+    return n.model("input", y, opset, ["N", 3, 12, 12], 2)
+
+
+def efficient_block(opset):
+    """EfficientNet's ops: SiLU as Mul(x, Sigmoid(x)), squeeze-excitation with a Sigmoid gate
+    (Mul with the gate on the right), HardSigmoid with ONNX's default alpha 0.2."""
+    n = Net(5)
+    x = n.bn(n.conv("input", "stem", 3, 8, 3, pad=1), "stem_bn", 8)
+    x = n.node("Mul", [x, n.node("Sigmoid", [x])])
+    s = n.node("GlobalAveragePool", [x])
+    s = n.node("Mul", [s, n.node("Sigmoid", [s])])
+    s = n.node("Sigmoid", [n.conv(n.conv(s, "se.fc1", 8, 2, 1, bias=True), "se.fc2", 2, 8, 1, bias=True)])
+    y = n.node("Mul", [x, s])
+    y = n.node("HardSigmoid", [n.bn(n.conv(y, "project", 8, 6, 1), "project_bn", 6)])
+    y = n.node("Flatten", [n.node("GlobalAveragePool", [y])], axis=1)
+    y = n.node("Gemm", [y, n.init("fc.weight", n.weight((4, 6), 6)), n.init("fc.bias", np.zeros(4, np.float32))],
+               transB=1)
+    return n.model("input", y, opset, ["N", 3, 9, 9], 2)
+
+
 def vgg_head(opset, reshape):
     """A VGG-style classifier: the [N,C,H,W] features flattened with H*W > 1 (Flatten then
     Gemm(transB=1), or Reshape [0,-1] then MatMul + Add), so trident must reorder the weight
@@ -314,6 +353,8 @@ def main():
         save(f"vgg_head_op{opset}", vgg_head(opset, False), [1, 2], (3, 8, 10), "small")
         save(f"vgg_head_reshape_op{opset}", vgg_head(opset, True), [1, 2], (3, 8, 10), "small")
         save(f"exported_head_op{opset}", exported_head(opset), [1, 2], (3, 6, 6), "small", external=True)
+        save(f"mobile_block_op{opset}", mobile_block(opset), [1, 2], (3, 12, 12), "small")
+        save(f"efficient_block_op{opset}", efficient_block(opset), [2], (3, 9, 9), "small")
     save("bn_training_op15", bn_training(), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):

@@ -1,6 +1,8 @@
-// A gradient check through a whole tiny network (CBR block, residual CBAR-shaped block,
-// max-pool, linear, cross-entropy) compiled for training in f64 on the reference backend:
-// every parameter gradient of the generated backward graph against central differences.
+// Gradient checks through whole tiny networks compiled for training in f64 on the reference
+// backend — one of CBR blocks (CBR, residual CBAR-shaped block, max-pool, linear,
+// cross-entropy), one of a mobile network's ops (hardswish, a squeeze-excitation gate with
+// hardsigmoid, SiLU as x·sigmoid(x), ReLU6, a per-channel scale): every parameter gradient of
+// the generated backward graph against central differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,13 +29,31 @@ ir::Graph tiny_network() {
   return g;
 }
 
-}  // namespace
+// conv → bn → hardswish → squeeze-excitation (global pool → conv → relu → conv → hardsigmoid
+// → mul) → conv → bn → x·sigmoid(x) → clip(0, 6) → per-channel scale → pool → linear.
+ir::Graph mobile_network() {
+  ir::Graph g;
+  frontend::Builder b(g, DType::f64);
+  int x = b.input("images", {3, 6, 6, 2}, DType::f64);
+  int a = b.activation(b.batchnorm(b.conv(x, 4, 3, 1, 1, {}, "conv1"), "bn1"), "hardswish", "act1");
+  int s = b.global_avgpool(a, "se.pool");
+  s = b.relu(b.conv(s, 2, 1, 1, 0, {.bias = true}, "se.fc1"), "se.relu");
+  s = b.activation(b.conv(s, 4, 1, 1, 0, {.bias = true}, "se.fc2"), "hardsigmoid", "se.gate");
+  a = b.mul(a, s, "se.scale");
+  int c = b.batchnorm(b.conv(a, 4, 3, 1, 1, {}, "conv2"), "bn2");
+  c = b.mul(c, b.activation(c, "sigmoid", "sig"), "silu");
+  c = g.add_node1("clip", {c}, {{"min", 0.0}, {"max", 6.0}}, "relu6");
+  const int scale = g.add_parameter("channel_scale", {4}, {ir::Init::Ones}, DType::f64);
+  c = b.mul(c, scale, "scaled");
+  g.mark_output(b.linear(b.flatten(b.global_avgpool(c, "pool")), 3, true, "fc"));
+  return g;
+}
 
-TEST(NetworkGradcheck, EveryParameterGradientMatchesCentralDifferences) {
+void expect_gradients_match_central_differences(const ir::Graph& model) {
   passes::CompileOptions o;
   o.mode = passes::Mode::Train;
   o.optimizer = false;
-  auto exe = runtime::Executable::compile(tiny_network(), o);
+  auto exe = runtime::Executable::compile(model, o);
   exe->init_parameters(7);
   Rng rng(3);
   TensorView images = exe->find("images"), labels = exe->find("labels");
@@ -66,4 +86,14 @@ TEST(NetworkGradcheck, EveryParameterGradientMatchesCentralDifferences) {
     }
   }
   EXPECT_GT(checked, 50);
+}
+
+}  // namespace
+
+TEST(NetworkGradcheck, EveryParameterGradientMatchesCentralDifferences) {
+  expect_gradients_match_central_differences(tiny_network());
+}
+
+TEST(NetworkGradcheck, MobileOpsGradientsMatchCentralDifferences) {
+  expect_gradients_match_central_differences(mobile_network());
 }

@@ -1,4 +1,4 @@
-// mul, clip, concat and resize_channels on the "cpu" backend: memory-bound loops where a oneDNN primitive
+// mul, mul_reduce, the activations, clip, concat and resize_channels on the "cpu" backend: memory-bound loops where a oneDNN primitive
 // would gain little, so they run the cpu_ref kernels behind this backend's f32-only check.
 #include "backends/cpu/ref_kernels.h"
 
@@ -6,6 +6,9 @@ namespace trident::cpu {
 
 void register_tensor_kernels() {
   add_kernel<RefLoop<cpu_ref::mul>>("mul");
+  add_kernel<RefLoop<cpu_ref::mul_reduce>>("mul_reduce");
+  add_kernel<RefLoop<cpu_ref::activation>>("activation");
+  add_kernel<RefLoop<cpu_ref::activation_backward>>("activation_backward");
   add_kernel<RefLoop<cpu_ref::clip>>("clip");
   add_kernel<RefLoop<cpu_ref::concat>>("concat");
   add_kernel<RefLoop<cpu_ref::resize_channels>>("resize_channels");

@@ -54,6 +54,9 @@ void softmax_cross_entropy_backward(const KernelArgs& args);
 
 // tensor_ops.cpp
 void mul(const KernelArgs& args);
+void mul_reduce(const KernelArgs& args);
+void activation(const KernelArgs& args);
+void activation_backward(const KernelArgs& args);
 void clip(const KernelArgs& args);
 void concat(const KernelArgs& args);
 void resize_channels(const KernelArgs& args);

@@ -1,5 +1,6 @@
-// Reference kernels of mul (same shape or per-channel [C]), clip, concat and resize_channels
-// (last axis).
+// Reference kernels of mul (same shape, per channel [C] or per sample and channel [N,1,1,C])
+// and its operand gradient mul_reduce, the activations (ops/activation_math.h), clip, concat
+// and resize_channels (last axis).
 // Flat loops over the contiguous NHWC layout; concat copies one channel slice per row.
 #include <algorithm>
 #include <cstring>
@@ -7,6 +8,8 @@
 
 #include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
+#include "ops/activation.h"
+#include "ops/mul_broadcast.h"
 
 namespace trident::cpu_ref {
 
@@ -24,19 +27,49 @@ void mul_t(const KernelArgs& a) {
   const T* pb = b.as<T>();
   T* py = y.as<T>();
   const int64_t n = x.numel();
-  if (b.shape == x.shape) {
+  const ops::MulBroadcast kind = ops::mul_broadcast(x.shape, b.shape);
+  if (kind == ops::MulBroadcast::same) {
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) py[i] = px[i] * pb[i];
     return;
   }
-  const int64_t c = x.shape.back();
-  if (b.shape != Shape{c})
+  if (kind == ops::MulBroadcast::none)
     throw Error("node '" + a.node.name + "' (op mul): operand b has shape " + shape_str(b.shape));
+  const int64_t c = x.shape.back();
   const int64_t rows = c > 0 ? n / c : 0;
+  // sample_channel: row r belongs to sample r / rows_per_sample, whose C values b holds.
+  const int64_t rows_per_sample = kind == ops::MulBroadcast::channel ? rows : x.shape[1] * x.shape[2];
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* s = pb + (kind == ops::MulBroadcast::channel ? 0 : (r / rows_per_sample) * c);
 #pragma omp simd
-    for (int64_t k = 0; k < c; ++k) py[r * c + k] = px[r * c + k] * pb[k];
+    for (int64_t k = 0; k < c; ++k) py[r * c + k] = px[r * c + k] * s[k];
+  }
+}
+
+// db = Σ a·dy over the rows b was broadcast along (all rows for [C], a sample's H·W rows for
+// [N, 1, 1, C]), accumulated in double in row order.
+template <class T>
+void mul_reduce_t(const KernelArgs& a) {
+  const TensorView &x = a.in[0], &dy = a.in[1], &db = a.out[0];
+  expect_dtype(a, dy, x.dtype, "dy");
+  expect_dtype(a, db, x.dtype, "db");
+  const ops::MulBroadcast kind = ops::mul_broadcast(x.shape, a.in[2].shape);
+  if ((kind != ops::MulBroadcast::channel && kind != ops::MulBroadcast::sample_channel) || dy.shape != x.shape ||
+      db.shape != a.in[2].shape)
+    throw Error("node '" + a.node.name + "' (op mul_reduce): shapes " + shape_str(x.shape) + ", " +
+                shape_str(dy.shape) + " and " + shape_str(db.shape) + " do not fit");
+  const int64_t c = x.shape.back(), rows = c > 0 ? x.numel() / c : 0;
+  const int64_t groups = kind == ops::MulBroadcast::channel ? 1 : x.shape[0], per = groups > 0 ? rows / groups : 0;
+  const T *px = x.as<T>(), *pd = dy.as<T>();
+  T* out = db.as<T>();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t s = 0; s < groups; ++s)
+    for (int64_t k = 0; k < c; ++k) {
+      double acc = 0;
+      for (int64_t r = s * per; r < (s + 1) * per; ++r) acc += static_cast<double>(px[r * c + k]) * pd[r * c + k];
+      out[s * c + k] = static_cast<T>(acc);
+    }
 }
 
 template <class T>
@@ -55,6 +88,35 @@ void clip_t(const KernelArgs& a, double lo_d, double hi_d) {
 }  // namespace
 
 void mul(const KernelArgs& args) { run_float(args, 2, [&](auto tag) { mul_t<decltype(tag)>(args); }); }
+
+void mul_reduce(const KernelArgs& args) { run_float(args, 3, [&](auto tag) { mul_reduce_t<decltype(tag)>(args); }); }
+
+void activation(const KernelArgs& args) {
+  const ops::ActivationParams p = ops::activation_params(args.node.attrs);
+  run_float(args, 1, [&](auto tag) {
+    using T = decltype(tag);
+    expect_dtype(args, args.out[0], args.in[0].dtype, "y");
+    const T* x = args.in[0].as<T>();
+    T* y = args.out[0].as<T>();
+    const int64_t n = args.in[0].numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) y[i] = ops::activation_forward(p, x[i]);
+  });
+}
+
+void activation_backward(const KernelArgs& args) {
+  const ops::ActivationParams p = ops::activation_params(args.node.attrs);
+  run_float(args, 2, [&](auto tag) {
+    using T = decltype(tag);
+    expect_dtype(args, args.in[1], args.in[0].dtype, "dy");
+    expect_dtype(args, args.out[0], args.in[0].dtype, "dx");
+    const T *x = args.in[0].as<T>(), *dy = args.in[1].as<T>();
+    T* dx = args.out[0].as<T>();
+    const int64_t n = args.in[0].numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) dx[i] = ops::activation_backward(p, x[i], dy[i]);
+  });
+}
 
 void clip(const KernelArgs& args) {
   expect_arity(args, 1, 1);

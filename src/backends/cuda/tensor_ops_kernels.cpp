@@ -1,4 +1,5 @@
-// The cuda backend's tensor ops: mul (same shape, or [C] broadcast over the last axis), clip,
+// The cuda backend's tensor ops: mul (same shape, [C] broadcast over the last axis, or
+// [N,1,1,C] per sample) and its operand gradient mul_reduce, the activations, clip,
 // concat along the last axis (one strided 2-D copy per input), and resize_channels, the
 // channel padding the pad_channels pass inserts in front of convolutions (and its backward,
 // which drops the padded channels again). Checked once, at construction.
@@ -6,10 +7,13 @@
 #include <memory>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device/activation.h"
 #include "backends/cuda/device/channel_resize.h"
 #include "backends/cuda/device/elementwise.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
+#include "ops/activation.h"
+#include "ops/mul_broadcast.h"
 
 namespace trident::cuda {
 
@@ -28,20 +32,90 @@ class MulKernel final : public Kernel {
     expect_dtype(node, output_value(node, g, 0), a.dtype, "output");
     expect_shape(node, output_value(node, g, 0), a.shape, "output");
     if (a.shape.empty()) fail(node, "cannot multiply a scalar tensor; give it at least one axis");
-    if (b.shape != a.shape) {
-      expect_shape(node, b, Shape{a.shape.back()}, "operand");
-      channels_ = a.shape.back();
-    }
+    kind_ = ops::mul_broadcast(a.shape, b.shape);
+    if (kind_ == ops::MulBroadcast::none)
+      fail(node, "operand " + shape_str(b.shape) + " does not broadcast over " + shape_str(a.shape));
+    if (kind_ != ops::MulBroadcast::same) channels_ = a.shape.back();
+    if (kind_ == ops::MulBroadcast::sample_channel) rows_per_sample_ = a.shape[1] * a.shape[2];
   }
 
   void run(const KernelArgs& a) override {
-    device::launch_mul(type_, a.in[0].data, a.in[1].data, a.out[0].data, a.out[0].numel(), channels_, ctx_.stream());
+    if (kind_ == ops::MulBroadcast::sample_channel)
+      device::launch_mul_per_sample(type_, a.in[0].data, a.in[1].data, a.out[0].data, a.out[0].numel() / channels_,
+                                    channels_, rows_per_sample_, ctx_.stream());
+    else
+      device::launch_mul(type_, a.in[0].data, a.in[1].data, a.out[0].data, a.out[0].numel(), channels_, ctx_.stream());
   }
 
  private:
   CudaContext& ctx_;
   ElemType type_ = ElemType::f32;
+  ops::MulBroadcast kind_ = ops::MulBroadcast::same;
   int64_t channels_ = 0;  // 0: same shape
+  int64_t rows_per_sample_ = 0;
+};
+
+// mul_reduce: b's gradient, Σ a·dy over the rows mul broadcast b along.
+class MulReduceKernel final : public Kernel {
+ public:
+  MulReduceKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 3, 3, 1, 1);
+    const ir::Value &a = input_value(node, g, 0), &dy = input_value(node, g, 1), &b = input_value(node, g, 2);
+    type_ = elem_of(node, a, "input");
+    expect_dtype(node, dy, a.dtype, "gradient");
+    expect_shape(node, dy, a.shape, "gradient");
+    expect_dtype(node, output_value(node, g, 0), a.dtype, "output");
+    expect_shape(node, output_value(node, g, 0), b.shape, "output");
+    const ops::MulBroadcast kind = ops::mul_broadcast(a.shape, b.shape);
+    if (kind != ops::MulBroadcast::channel && kind != ops::MulBroadcast::sample_channel)
+      fail(node, "operand " + shape_str(b.shape) + " is not broadcast over " + shape_str(a.shape));
+    channels_ = a.shape.back();
+    rows_ = numel(a.shape) / channels_;
+    groups_ = kind == ops::MulBroadcast::channel ? 1 : a.shape[0];
+  }
+
+  void run(const KernelArgs& a) override {
+    device::launch_mul_reduce(type_, a.in[0].data, a.in[1].data, a.out[0].data, rows_, channels_, groups_,
+                              ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  int64_t channels_ = 0, rows_ = 0, groups_ = 1;
+};
+
+// activation (input x) and activation_backward (x, dy): ops/activation_math.h per element.
+class ActivationKernel final : public Kernel {
+ public:
+  ActivationKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    backward_ = node.op == "activation_backward";
+    const size_t inputs = backward_ ? 2 : 1;
+    expect_arity(node, inputs, inputs, 1, 1);
+    const ir::Value& x = input_value(node, g, 0);
+    type_ = elem_of(node, x, "input");
+    if (backward_) {
+      expect_dtype(node, input_value(node, g, 1), x.dtype, "gradient");
+      expect_shape(node, input_value(node, g, 1), x.shape, "gradient");
+    }
+    expect_dtype(node, output_value(node, g, 0), x.dtype, "output");
+    expect_shape(node, output_value(node, g, 0), x.shape, "output");
+    params_ = ops::activation_params(node.attrs);
+  }
+
+  void run(const KernelArgs& a) override {
+    if (backward_)
+      device::launch_activation_backward(type_, params_, a.in[0].data, a.in[1].data, a.out[0].data, a.out[0].numel(),
+                                         ctx_.stream());
+    else
+      device::launch_activation(type_, params_, a.in[0].data, a.out[0].data, a.out[0].numel(), ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  bool backward_ = false;
+  ops::ActivationParams params_;
 };
 
 class ClipKernel final : public Kernel {
@@ -142,6 +216,9 @@ class ResizeChannels final : public Kernel {
 
 void register_tensor_kernels() {
   add_kernel<MulKernel>("mul");
+  add_kernel<MulReduceKernel>("mul_reduce");
+  add_kernel<ActivationKernel>("activation");
+  add_kernel<ActivationKernel>("activation_backward");
   add_kernel<ClipKernel>("clip");
   add_kernel<ConcatKernel>("concat");
   add_kernel<ResizeChannels>("resize_channels");

@@ -67,6 +67,7 @@ class Importer {
   void conv(const onnx::NodeProto& n);
   void batchnorm(const onnx::NodeProto& n);
   void clip(const onnx::NodeProto& n);
+  void pointwise(const onnx::NodeProto& n);  // Sigmoid, HardSigmoid, HardSwish: trident's activation
   void reduce_mean(const onnx::NodeProto& n);
   void pool(const onnx::NodeProto& n, bool max);
   void add(const onnx::NodeProto& n);

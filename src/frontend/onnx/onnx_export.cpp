@@ -15,6 +15,8 @@
 #include "core/host_tensor.h"
 #include "core/printable.h"
 #include "core/tensor_layout.h"
+#include "ops/activation.h"
+#include "ops/mul_broadcast.h"
 #include "ops/window.h"
 #include "runtime/checkpoint/torch_layout.h"
 
@@ -210,7 +212,7 @@ class Writer {
     if (n.op == "mul") {
       const Shape& b = g_.value(n.inputs[1]).shape;
       std::string rhs = name(n.inputs[1]);
-      if (b != x) {  // one value per channel: broadcast over N, H, W as [C, 1, 1]
+      if (ops::mul_broadcast(x, b) == ops::MulBroadcast::channel) {  // one per channel: [C, 1, 1] in NCHW
         const ir::ValueRole role = g_.value(n.inputs[1]).role;
         if (role != ir::ValueRole::Parameter && role != ir::ValueRole::State)
           fail(n, "a per-channel factor that is not a parameter");
@@ -220,6 +222,21 @@ class Writer {
         rhs = constant(rhs + ".per_channel", v, x.size() == 4 ? Shape{b[0], 1, 1} : b);
       }
       return void(emit(n, "Mul", {name(n.inputs[0]), rhs}, {out}));
+    }
+    if (n.op == "activation") {
+      const ops::ActivationParams p = ops::activation_params(n.attrs);
+      if (p.fn == ops::ActivationFn::silu) {  // x·sigmoid(x), as PyTorch exports SiLU
+        const std::string s = out + ".sigmoid";
+        emit(n, "Sigmoid", {name(n.inputs[0])}, {s}, ".sigmoid");
+        return void(emit(n, "Mul", {name(n.inputs[0]), s}, {out}));
+      }
+      if (p.fn == ops::ActivationFn::hardsigmoid) {
+        auto* h = emit(n, "HardSigmoid", {name(n.inputs[0])}, {out});
+        real(h, "alpha", p.alpha);
+        real(h, "beta", p.beta);
+        return;
+      }
+      return void(emit(n, p.fn == ops::ActivationFn::sigmoid ? "Sigmoid" : "HardSwish", {name(n.inputs[0])}, {out}));
     }
     if (n.op == "clip") {
       const double lo = n.attrs.f("min", -INFINITY), hi = n.attrs.f("max", INFINITY);
@@ -248,8 +265,8 @@ class Writer {
       for (int v : n.inputs) in.push_back(name(v));
       return void(integer(emit(n, "Concat", in, {out}), "axis", x.size() == 4 ? 1 : static_cast<int64_t>(x.size()) - 1));
     }
-    fail(n, "ONNX export covers conv2d, batchnorm2d, relu, add, mul, clip, max and average pooling, global "
-            "average pooling, flatten, linear and concat");
+    fail(n, "ONNX export covers conv2d, batchnorm2d, relu, the activations, add, mul, clip, max and average "
+            "pooling, global average pooling, flatten, linear and concat");
   }
 
   const ir::Graph& g_;

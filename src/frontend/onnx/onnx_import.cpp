@@ -148,6 +148,7 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "BatchNormalization") batchnorm(n);
   else if (t == "Relu") unary(n, "relu");
   else if (t == "Clip") clip(n);
+  else if (t == "Sigmoid" || t == "HardSigmoid" || t == "HardSwish") pointwise(n);
   else if (t == "MaxPool") pool(n, true);
   else if (t == "AveragePool") pool(n, false);
   else if (t == "GlobalAveragePool") unary(n, "global_avgpool");

@@ -180,6 +180,25 @@ void Importer::reduce_mean(const onnx::NodeProto& n) {
   emit(n, "flatten", {pooled}, {});
 }
 
+// Sigmoid, HardSigmoid (ONNX's defaults alpha 0.2, beta 0.5; PyTorch writes 1/6) and
+// HardSwish as trident's activation op (ops/activation.cpp). PyTorch's SiLU arrives as
+// Mul(x, Sigmoid(x)) and stays that pair.
+void Importer::pointwise(const onnx::NodeProto& n) {
+  const std::string& t = n.op_type();
+  if (t == "HardSigmoid") allow_attrs(n, {"alpha", "beta"});
+  else allow_attrs(n, {});
+  expect_io(n, 1, 1, 1);
+  ir::Attrs a;
+  a.set("fn", std::string(t == "Sigmoid" ? "sigmoid" : t == "HardSigmoid" ? "hardsigmoid" : "hardswish"));
+  if (t == "HardSigmoid") {
+    const double alpha = attr_float(n, "alpha", 0.2), beta = attr_float(n, "beta", 0.5);
+    if (!std::isfinite(alpha) || !std::isfinite(beta)) fail(n, "alpha and beta must be finite");
+    a.set("alpha", alpha);
+    a.set("beta", beta);
+  }
+  emit(n, "activation", {activation(n, 0)}, a);
+}
+
 void Importer::clip(const onnx::NodeProto& n) {
   allow_attrs(n, {"min", "max"});
   expect_io(n, 1, 3, 1);
@@ -252,7 +271,11 @@ void Importer::mul(const onnx::NodeProto& n) {
   allow_attrs(n, {});
   expect_io(n, 2, 2, 1);
   if (!is_const(n.input(0)) && !is_const(n.input(1))) {
-    emit(n, "mul", {activation(n, 0), activation(n, 1)}, {});
+    // Two activations: the same shape (SiLU's x·sigmoid(x)), or a per-sample gate [N,C,1,1]
+    // (squeeze-excitation) on either side, which trident's mul takes second.
+    int a = activation(n, 0), b = activation(n, 1);
+    if (numel(out_.graph.value(a).shape) < numel(out_.graph.value(b).shape)) std::swap(a, b);
+    emit(n, "mul", {a, b}, {});
     return;
   }
   const int ci = is_const(n.input(0)) ? 0 : 1;

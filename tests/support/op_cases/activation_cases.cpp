@@ -1,0 +1,66 @@
+// Op cases of the activation family (ops/activation.cpp) and squeeze-excitation's gate: each
+// activation and its backward (clip's too) on a 4-D activation and a ragged size, in f32 and
+// f16; mul by a per-sample gate [N,1,1,C]; and mul_reduce, the gradient of a broadcast operand,
+// per channel and per sample.
+#include "support/op_cases/family.h"
+
+namespace trident::test_support::op_family {
+namespace {
+
+using ir::Attrs;
+
+Attrs fn_attrs(const std::string& fn) {
+  Attrs a{{"fn", fn}};
+  if (fn == "hardsigmoid") a.set("alpha", 0.2), a.set("beta", 0.5);
+  if (fn == "clip") a.set("min", 0.0), a.set("max", 0.5);
+  return a;
+}
+
+}  // namespace
+
+void add_activation_cases(std::vector<OpCase>& cases) {
+  const char* fns[] = {"sigmoid", "silu", "hardsigmoid", "hardswish"};
+  for (const Shape& s : {Shape{2, 5, 7, 8}, Shape{3, 1001}}) {
+    for (const std::string fn : fns)
+      cases.push_back(scaled_case(
+          "activation_" + fn + "_" + tag(s),
+          [=](DType d) {
+            ir::Graph g;
+            g.add_node1("activation", {g.add_input("x", s, d)}, fn_attrs(fn), "y");
+            return g;
+          },
+          31, kF32F16));
+    for (const std::string fn : {"sigmoid", "silu", "hardsigmoid", "hardswish", "clip"})
+      cases.push_back(scaled_case(
+          "activation_backward_" + fn + "_" + tag(s),
+          [=](DType d) {
+            ir::Graph g;
+            g.add_node1("activation_backward", {g.add_input("x", s, d), g.add_input("dy", s, d)}, fn_attrs(fn), "dx");
+            return g;
+          },
+          32, kF32F16));
+  }
+  for (const Shape& s : {Shape{2, 5, 7, 8}, Shape{3, 4, 4, 3}}) {
+    const Shape gate{s[0], 1, 1, s[3]};
+    cases.push_back(scaled_case(
+        "mul_per_sample_" + tag(s),
+        [=](DType d) {
+          ir::Graph g;
+          g.add_node1("mul", {g.add_input("a", s, d), g.add_input("b", gate, d)}, {}, "y");
+          return g;
+        },
+        33, kF32F16));
+    for (const Shape& b : {gate, Shape{s[3]}})
+      cases.push_back(scaled_case(
+          "mul_reduce_" + tag(s) + "_to_" + tag(b),
+          [=](DType d) {
+            ir::Graph g;
+            g.add_node1("mul_reduce", {g.add_input("a", s, d), g.add_input("dy", s, d), g.add_input("b", b, d)}, {},
+                        "db");
+            return g;
+          },
+          34, kF32F16));
+  }
+}
+
+}  // namespace trident::test_support::op_family
