@@ -1,5 +1,6 @@
 // Training graphs end in a loss: a labels input and softmax cross-entropy on the model's
-// single output (its logits). The logits stay an output so the trainer can count accuracy.
+// single output (its logits), with the options' label smoothing. The logits stay an output so
+// the trainer can count accuracy.
 #include "core/error.h"
 #include "passes/pass.h"
 
@@ -15,7 +16,9 @@ void attach_loss(ir::Graph& g, PassContext& ctx) {
     throw Error("training needs logits of shape [batch, classes], the model's output '" +
                 g.value(logits).name + "' is " + shape_str(s));
   const int labels = g.add_input("labels", {s[0]}, DType::i32);
-  ctx.loss = g.add_node1("softmax_cross_entropy", {logits, labels}, {}, "loss");
+  ir::Attrs loss_attrs;
+  if (ctx.options.label_smoothing > 0) loss_attrs.set("label_smoothing", ctx.options.label_smoothing);
+  ctx.loss = g.add_node1("softmax_cross_entropy", {logits, labels}, loss_attrs, "loss");
   ctx.logits = logits;
   g.set_outputs({ctx.loss, logits});
 }

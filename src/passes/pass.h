@@ -29,6 +29,8 @@ struct CompileOptions {
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool nesterov = false;
+  // Training loss: cross-entropy against (1 − ε)·onehot + ε/K, PyTorch's label_smoothing = ε.
+  double label_smoothing = 0;
   std::vector<std::string> disabled_passes;
   std::string dump_dir;  // non-empty: write the graph after every pass as NN_<pass>.txt
   // The activations' dtype: f32, or f16/bf16 for mixed precision on the GPU (assign_precision

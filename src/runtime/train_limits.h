@@ -35,5 +35,6 @@ inline constexpr TrainLimit kLrLimit{"--lr", "lr", 0, kUnbounded, true};
 inline constexpr TrainLimit kMomentumLimit{"--momentum", "momentum", 0, 0.999999};
 inline constexpr TrainLimit kWeightDecayLimit{"--weight-decay", "weight_decay", 0, 1};
 inline constexpr TrainLimit kWarmupLimit{"--warmup", "warmup_epochs", 0, 1000};
+inline constexpr TrainLimit kLabelSmoothingLimit{"--label-smoothing", "label_smoothing", 0, 0.99};
 
 }  // namespace trident::runtime

@@ -171,7 +171,7 @@ EvalStats Trainer::evaluate(data::BatchSource& batches) {
   batches.start_epoch(0);
   const int64_t classes = logits.shape[1];
   EvalStats st;
-  int64_t filled = 0, correct = 0;
+  int64_t filled = 0, correct = 0, top5 = 0;
   double nll = 0;
   while (batches.next(images.as<float>(), labels.data(), &filled)) {
     eval_->upload(images_id);
@@ -180,6 +180,9 @@ EvalStats Trainer::evaluate(data::BatchSource& batches) {
     correct += count_correct(logits.as<float>(), labels.data(), filled, classes);
     for (int64_t r = 0; r < filled; ++r) {
       const float* z = logits.as<float>() + r * classes;
+      int64_t above = 0;  // logits strictly above the label's: the label is in the top five when fewer than 5
+      for (int64_t k = 0; k < classes; ++k) above += z[k] > z[labels[r]];
+      top5 += above < 5;
       double m = z[0], s = 0;
       for (int64_t k = 1; k < classes; ++k) m = std::max<double>(m, z[k]);
       for (int64_t k = 0; k < classes; ++k) s += std::exp(z[k] - m);
@@ -188,6 +191,7 @@ EvalStats Trainer::evaluate(data::BatchSource& batches) {
     st.samples += filled;
   }
   st.accuracy = st.samples ? static_cast<double>(correct) / st.samples : 0;
+  st.top5_accuracy = st.samples ? static_cast<double>(top5) / st.samples : 0;
   st.loss = st.samples ? nll / st.samples : 0;
   st.seconds = std::chrono::duration<double>(clock::now() - start).count();
   return st;

@@ -45,6 +45,7 @@ struct EpochStats {
 
 struct EvalStats {
   double loss = 0, accuracy = 0;
+  double top5_accuracy = 0;  // the label among the five highest logits (all of them below 5 classes)
   int64_t samples = 0;
   double seconds = 0;
 };

@@ -1,5 +1,6 @@
-// cpu_ref softmax_cross_entropy: the loss and gradient of known logits, a gradient check of
-// the backward against the forward, stability on huge logits, and label validation.
+// cpu_ref softmax_cross_entropy: the loss and gradient of known logits (with and without label
+// smoothing), a gradient check of the backward against the forward, stability on huge logits,
+// and label validation.
 #include "backends/gradcheck.h"
 
 namespace trident::testing {
@@ -21,6 +22,38 @@ TEST(CpuRefLoss, KnownLogits) {
                 {(1.0 / 3 - 1) / 2, 1.0 / 6, 1.0 / 6, 0.04501528658519024, 0.12236423552739885,
                  0.332620477887411 - 0.5},
                 1e-14);
+}
+
+TEST(CpuRefLoss, LabelSmoothingKnownLogits) {
+  // ε = 0.3 over K = 3: the target is 0.8 on the label, 0.1 elsewhere. Row 1: logits 1,2,3,
+  // label 2: loss = lse − 0.7·3 − 0.1·(1 + 2 + 3), lse = log(e + e² + e³).
+  HostTensor logits = HostTensor::of({1, 3}, {1, 2, 3});
+  HostTensor labels = HostTensor::of({1}, {2}, DType::i32);
+  HostTensor loss({1}, DType::f64);
+  const ir::Attrs eps{{"label_smoothing", 0.3}};
+  run_op("softmax_cross_entropy", eps, {&logits, &labels}, {&loss});
+  const double lse = 3.40760596444438013;
+  EXPECT_NEAR(loss.get(0), lse - 0.7 * 3 - 0.1 * 6, 1e-14);
+  HostTensor dloss = HostTensor::of({1}, {1}), dlogits({1, 3}, DType::f64);
+  run_op("softmax_cross_entropy_backward", eps, {&logits, &labels, &dloss}, {&dlogits});
+  expect_values(dlogits, {0.09003057317038046 - 0.1, 0.24472847105479767 - 0.1, 0.6652409557748219 - 0.8}, 1e-14);
+}
+
+TEST(CpuRefLoss, LabelSmoothingGradient) {
+  std::mt19937 rng(31);
+  const int64_t N = 5, K = 7;
+  HostTensor logits = random_tensor({N, K}, rng, -3, 3);
+  HostTensor labels = HostTensor::of({N}, {0, 6, 2, 3, 1}, DType::i32);
+  HostTensor g = HostTensor::of({1}, {1.3});
+  const ir::Attrs eps{{"label_smoothing", 0.1}};
+  auto loss = [&] {
+    HostTensor l({1}, DType::f64);
+    run_op("softmax_cross_entropy", eps, {&logits, &labels}, {&l});
+    return weighted_sum(g, l);
+  };
+  HostTensor dlogits({N, K}, DType::f64);
+  run_op("softmax_cross_entropy_backward", eps, {&logits, &labels, &g}, {&dlogits});
+  EXPECT_EQ(expect_gradient(logits, dlogits, loss, "dlogits"), logits.numel());
 }
 
 TEST(CpuRefLoss, HugeLogitsStayFinite) {

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -42,7 +43,7 @@ struct Options {
   ThreadFlags threads;
   bool json = false;
   DeviceFlags device;
-  std::string save_path, resume_path, weights_path;
+  std::string save_path, resume_path, weights_path, log_path;
   std::string max_memory;
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
@@ -69,6 +70,7 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   adopt("--weight-decay", o.config.compile.weight_decay, i.config.compile.weight_decay);
   adopt("--nesterov", o.config.compile.nesterov, i.config.compile.nesterov);
   adopt("--warmup", o.config.warmup_epochs, i.config.warmup_epochs);
+  adopt("--label-smoothing", o.config.compile.label_smoothing, i.config.compile.label_smoothing);
   if (!given("--epochs")) o.epochs = i.config.epochs;
   if (!given("--device") && !given("--backend")) o.device.device = i.config.compile.backend;
 }
@@ -127,8 +129,9 @@ TrainModel load_model(const Options& o, const std::optional<ImageFolderInput>& f
 
 // "test accuracy 91.52% on 10000 images (loss 0.2410, 5120 img/s)", with its line end.
 std::string eval_sentence(const std::string& split, const runtime::EvalStats& ev) {
-  return split + " accuracy " + fixed(100 * ev.accuracy, 2) + "% on " + std::to_string(ev.samples) + " images (loss " +
-         fixed(ev.loss, 4) + ", " + fixed(ev.samples / ev.seconds, 0) + " img/s)\n";
+  return split + " accuracy " + fixed(100 * ev.accuracy, 2) + "% (top-5 " + fixed(100 * ev.top5_accuracy, 2) + "%) on " +
+         std::to_string(ev.samples) + " images (loss " + fixed(ev.loss, 4) + ", " + fixed(ev.samples / ev.seconds, 0) +
+         " img/s)\n";
 }
 
 // Stops a run whose weights have blown up instead of training on (and saving) them: the mean
@@ -214,6 +217,12 @@ int run_train(Options o) {
     std::cerr << "resuming from '" << o.resume_path << "' after epoch " << first_epoch << " (step "
               << trainer.step() << ")\n";
 
+  // The metrics file, one JSON line per epoch; opened (and so checked) before the first epoch.
+  std::optional<std::ofstream> log;
+  if (!o.log_path.empty()) {
+    log.emplace(o.log_path, std::ios::out | std::ios::trunc);
+    if (!*log) throw Error("cannot create the metrics file '" + o.log_path + "' (--log)");
+  }
   std::optional<runtime::EvalStats> last_eval;
   for (int64_t e = first_epoch; e < o.epochs; ++e) {
     ProgressBar bar("epoch " + std::to_string(e + 1) + "/" + std::to_string(o.epochs),
@@ -235,12 +244,27 @@ int run_train(Options o) {
     emit({{"event", "epoch"}, {"epoch", e + 1}, {"loss", st.loss}, {"accuracy", st.accuracy},
           {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr},
           {"mean_threads", st.mean_threads}, {"data_wait_seconds", st.data_wait_seconds}});
-    if (data.streamed) {
-      // An image folder's val split after every epoch; the last one is the run's result below.
-      last_eval = trainer.evaluate(*data.eval);
-      if (e + 1 < o.epochs) std::cerr << "epoch " << e + 1 << ": " << eval_sentence(data.eval_split, *last_eval);
-      emit({{"event", "eval"}, {"epoch", e + 1}, {"split", data.eval_split}, {"accuracy", last_eval->accuracy},
-            {"loss", last_eval->loss}, {"images", last_eval->samples}, {"seconds", last_eval->seconds}});
+    // The evaluation split after every epoch; the last one is the run's result below.
+    last_eval = trainer.evaluate(*data.eval);
+    if (e + 1 < o.epochs) std::cerr << "epoch " << e + 1 << ": " << eval_sentence(data.eval_split, *last_eval);
+    emit({{"event", "eval"}, {"epoch", e + 1}, {"split", data.eval_split}, {"accuracy", last_eval->accuracy},
+          {"top5_accuracy", last_eval->top5_accuracy}, {"loss", last_eval->loss}, {"images", last_eval->samples},
+          {"seconds", last_eval->seconds}});
+    if (log) {
+      *log << nlohmann::json{{"epoch", e + 1},
+                             {"train_loss", st.loss},
+                             {"train_accuracy", st.accuracy},
+                             {"split", data.eval_split},
+                             {"eval_loss", last_eval->loss},
+                             {"eval_accuracy", last_eval->accuracy},
+                             {"eval_top5_accuracy", last_eval->top5_accuracy},
+                             {"lr", st.lr},
+                             {"images_per_second", st.images_per_second},
+                             {"seconds", st.seconds},
+                             {"data_wait_seconds", st.data_wait_seconds}}
+                  .dump()
+           << std::endl;
+      if (!*log) throw Error("cannot write the metrics file '" + o.log_path + "'");
     }
     if (!o.save_path.empty()) {
       runtime::CheckpointInfo info = runtime::checkpoint_info(trainer);
@@ -256,8 +280,8 @@ int run_train(Options o) {
   const runtime::EvalStats ev = last_eval ? *last_eval : trainer.evaluate(*data.eval);
   // The result goes to stdout (with --json, stdout carries the JSON lines instead).
   (o.json ? std::cerr : std::cout) << eval_sentence(data.eval_split, ev);
-  emit({{"event", "test"}, {"split", data.eval_split}, {"accuracy", ev.accuracy}, {"loss", ev.loss}, {"images", ev.samples},
-        {"seconds", ev.seconds}});
+  emit({{"event", "test"}, {"split", data.eval_split}, {"accuracy", ev.accuracy}, {"top5_accuracy", ev.top5_accuracy},
+        {"loss", ev.loss}, {"images", ev.samples}, {"seconds", ev.seconds}});
   return 0;
 }
 
@@ -276,6 +300,10 @@ RunSubcommand add_train_command(CLI::App& app) {
   sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum (heavy ball; --nesterov for Nesterov's)")->check(within(runtime::kMomentumLimit))->capture_default_str();
   sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay, added to every parameter's gradient (batchnorm's and biases' too, as torch.optim.SGD does)")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
   sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
+  sub->add_option("--label-smoothing", o->config.compile.label_smoothing,
+                  "Cross-entropy against (1 - e)·onehot + e/classes, as PyTorch's label_smoothing = e (0: none)")
+      ->check(within(runtime::kLabelSmoothingLimit))
+      ->capture_default_str();
   sub->add_option("--warmup", o->config.warmup_epochs, "Warm-up length in epochs (see --lr)")->check(within(runtime::kWarmupLimit))->capture_default_str();
   add_seed_option(sub, o->config.seed, "Seed for initialisation and shuffling");
   sub->add_option("--data", o->data.dir,
@@ -298,6 +326,10 @@ RunSubcommand add_train_command(CLI::App& app) {
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   sub->add_flag("--json", o->json, "Print one JSON line per event on stdout");
+  sub->add_option("--log", o->log_path,
+                  "Write a metrics file: one JSON line per epoch (training loss and accuracy, evaluation loss, top-1 "
+                  "and top-5, learning rate, images/s, seconds waiting for data)")
+      ->type_name("FILE.jsonl");
   CLI::Option* save = sub->add_option(
       "--save", o->save_path,
       "Write a checkpoint (safetensors: weights, BN statistics, momentum, step, settings) after "

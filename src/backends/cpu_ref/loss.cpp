@@ -1,4 +1,5 @@
-// Reference softmax cross-entropy over [N,K] logits with i32 labels, and its gradient.
+// Reference softmax cross-entropy over [N,K] logits with i32 labels (label smoothing ε: the
+// target (1 − ε)·onehot + ε/K), and its gradient.
 // Each row is shifted by its max before exponentiating and summed in double; the batch mean
 // is a serial sum over rows so the loss is bit-identical whatever the thread count.
 #include <cmath>
@@ -55,11 +56,15 @@ void sce_forward(const KernelArgs& a) {
   expect_scalar(a, a.out[0], "the loss");
   const T* X = a.in[0].as<T>();
   const int32_t* L = a.in[1].as<int32_t>();
+  const double eps = a.node.attrs.f("label_smoothing", 0.0);
   std::vector<double> per_row(static_cast<size_t>(d.N));
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < d.N; ++n) {
     const T* row = X + n * d.K;
-    per_row[n] = log_sum_exp(row, d.K) - row[L[n]];
+    double mean = 0;  // ε/K · Σ_k −log p_k = ε·(lse − mean_k x_k)
+    if (eps > 0)
+      for (int64_t k = 0; k < d.K; ++k) mean += static_cast<double>(row[k]);
+    per_row[n] = log_sum_exp(row, d.K) - (1.0 - eps) * row[L[n]] - eps * mean / static_cast<double>(d.K);
   }
   double total = 0.0;
   for (double v : per_row) total += v;
@@ -77,6 +82,7 @@ void sce_backward(const KernelArgs& a) {
   const T* X = a.in[0].as<T>();
   const int32_t* L = a.in[1].as<int32_t>();
   const double scale = static_cast<double>(a.in[2].as<T>()[0]) / static_cast<double>(d.N);
+  const double eps = a.node.attrs.f("label_smoothing", 0.0), spread = eps / static_cast<double>(d.K);
   T* DX = dlogits.as<T>();
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < d.N; ++n) {
@@ -84,7 +90,7 @@ void sce_backward(const KernelArgs& a) {
     T* drow = DX + n * d.K;
     const double lse = log_sum_exp(row, d.K);
     for (int64_t k = 0; k < d.K; ++k) {
-      const double p = std::exp(row[k] - lse) - (k == L[n] ? 1.0 : 0.0);
+      const double p = std::exp(row[k] - lse) - (k == L[n] ? 1.0 - eps : 0.0) - spread;
       drow[k] = static_cast<T>(p * scale);
     }
   }

@@ -37,17 +37,19 @@ class SoftmaxCrossEntropy final : public Kernel {
     expect_shape(node, loss, Shape{1}, "loss");
     loss_type_ = elem_of(node, loss, "loss");
     ctx.reserve_workspace(0, device::softmax_cross_entropy_workspace(shape_.N));
+    smoothing_ = static_cast<float>(node.attrs.f("label_smoothing", 0.0));
   }
 
   void run(const KernelArgs& a) override {
     device::launch_softmax_cross_entropy(shape_.logits, a.in[0].data, a.in[1].as<const int32_t>(), shape_.N, shape_.K,
-                                         a.out[0].data, loss_type_, ctx_.workspace(0), ctx_.stream());
+                                         smoothing_, a.out[0].data, loss_type_, ctx_.workspace(0), ctx_.stream());
   }
 
  private:
   CudaContext& ctx_;
   LossShape shape_;
   ElemType loss_type_ = ElemType::f32;
+  float smoothing_ = 0;  // label smoothing ε
 };
 
 class SoftmaxCrossEntropyBackward final : public Kernel {
@@ -61,17 +63,20 @@ class SoftmaxCrossEntropyBackward final : public Kernel {
     const ir::Value &logits = input_value(node, g, 0), &dlogits = output_value(node, g, 0);
     expect_dtype(node, dlogits, logits.dtype, "dlogits");
     expect_shape(node, dlogits, logits.shape, "dlogits");
+    smoothing_ = static_cast<float>(node.attrs.f("label_smoothing", 0.0));
   }
 
   void run(const KernelArgs& a) override {
     device::launch_softmax_cross_entropy_backward(shape_.logits, a.in[0].data, a.in[1].as<const int32_t>(), shape_.N,
-                                                  shape_.K, a.in[2].data, dloss_type_, a.out[0].data, ctx_.stream());
+                                                  shape_.K, smoothing_, a.in[2].data, dloss_type_, a.out[0].data,
+                                                  ctx_.stream());
   }
 
  private:
   CudaContext& ctx_;
   LossShape shape_;
   ElemType dloss_type_ = ElemType::f32;
+  float smoothing_ = 0;
 };
 
 }  // namespace

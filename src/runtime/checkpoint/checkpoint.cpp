@@ -24,6 +24,7 @@ std::string number(double v) {
 class Reader {
  public:
   Reader(const Metadata& md, const std::string& path) : md_(md), path_(path) {}
+  bool has(const std::string& key) const { return md_.count(key) != 0; }
   const std::string& text(const std::string& key) const {
     auto it = md_.find(key);
     if (it == md_.end()) throw Error("checkpoint '" + path_ + "' lacks the metadata entry '" + key + "'");
@@ -87,6 +88,7 @@ void save_checkpoint(const std::string& path, const Trainer& trainer, const Chec
       {"weight_decay", number(c.compile.weight_decay)},
       {"nesterov", c.compile.nesterov ? "1" : "0"},
       {"warmup_epochs", number(c.warmup_epochs)},
+      {"label_smoothing", number(c.compile.label_smoothing)},
   };
   write_safetensors(path, trainer.train_executable().export_weights(), md);
 }
@@ -127,6 +129,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   i.config.compile.weight_decay = r.limited<double>(kWeightDecayLimit);
   i.config.compile.nesterov = r.num<int>("nesterov") != 0;
   i.config.warmup_epochs = r.limited<double>(kWarmupLimit);
+  // Checkpoints written before label smoothing existed trained without it.
+  if (r.has(kLabelSmoothingLimit.key)) i.config.compile.label_smoothing = r.limited<double>(kLabelSmoothingLimit);
   if (i.loss_scale != 1)
     throw Error("checkpoint '" + path + "' has loss scale " + quoted_name(r.text("loss_scale")) +
                 "; this version of trident trains without loss scaling and cannot resume it");

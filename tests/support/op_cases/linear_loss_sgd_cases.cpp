@@ -148,6 +148,21 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
     fwd.prepare = bwd.prepare = wide_logits_any_label;
     cases.push_back(std::move(fwd));
     cases.push_back(std::move(bwd));
+    // With label smoothing (ε = 0.1): the row sums and the ε/K share.
+    OpCase smooth = per_element_case(
+        "softmax_cross_entropy_smoothed_" + tag(s),
+        [=](DType d) {
+          ir::Graph g;
+          const int logits = g.add_input("logits", s, d), labels = g.add_input("labels", ls, DType::i32);
+          const ir::Attrs eps{{"label_smoothing", 0.1}};
+          g.add_node1("softmax_cross_entropy", {logits, labels}, eps, "loss");
+          g.add_node1("softmax_cross_entropy_backward", {logits, labels, g.add_input("dloss", {1}, d)}, eps,
+                      "loss.backward");
+          return g;
+        },
+        Fill::Uniform);
+    smooth.prepare = wide_logits_any_label;
+    cases.push_back(std::move(smooth));
   }
   for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {7, 10}, {256, 10}, {33, 1000}, {3, 5003}}) {
     OpCase c;

@@ -15,12 +15,13 @@ namespace trident::cuda::device {
 // Workspace bytes the forward needs for N rows.
 size_t softmax_cross_entropy_workspace(int64_t N);
 
+// `smoothing` ε: the target is (1 − ε)·onehot(label) + ε/K.
 void launch_softmax_cross_entropy(ElemType logits_type, const void* logits, const int32_t* labels, int64_t N, int64_t K,
-                                  void* loss, ElemType loss_type, void* workspace, cudaStream_t stream);
+                                  float smoothing, void* loss, ElemType loss_type, void* workspace, cudaStream_t stream);
 
-// dlogits = (softmax(logits) − onehot(label))·dloss/N, dloss read on the GPU.
+// dlogits = (softmax(logits) − (1 − ε)·onehot(label) − ε/K)·dloss/N, dloss read on the GPU.
 void launch_softmax_cross_entropy_backward(ElemType logits_type, const void* logits, const int32_t* labels, int64_t N,
-                                           int64_t K, const void* dloss, ElemType dloss_type, void* dlogits,
-                                           cudaStream_t stream);
+                                           int64_t K, float smoothing, const void* dloss, ElemType dloss_type,
+                                           void* dlogits, cudaStream_t stream);
 
 }  // namespace trident::cuda::device
