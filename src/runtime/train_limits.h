@@ -36,5 +36,6 @@ inline constexpr TrainLimit kMomentumLimit{"--momentum", "momentum", 0, 0.999999
 inline constexpr TrainLimit kWeightDecayLimit{"--weight-decay", "weight_decay", 0, 1};
 inline constexpr TrainLimit kWarmupLimit{"--warmup", "warmup_epochs", 0, 1000};
 inline constexpr TrainLimit kLabelSmoothingLimit{"--label-smoothing", "label_smoothing", 0, 0.99};
+inline constexpr TrainLimit kLrGammaLimit{"--lr-gamma", "lr_gamma", 0, 1, true};
 
 }  // namespace trident::runtime

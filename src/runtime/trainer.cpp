@@ -1,6 +1,10 @@
 // The training loop. One executable step does forward, backward and the SGD update; the loop
 // only copies a batch in, sets the learning rate, and reads the loss and logits back.
 #include "runtime/trainer.h"
+#include "runtime/train_limits.h"
+#include "core/printable.h"
+
+#include <charconv>
 
 #include <omp.h>
 
@@ -15,6 +19,40 @@ double learning_rate(int64_t step, int64_t total, int64_t warmup, double base) {
   if (step < warmup) return base * (0.1 + 0.9 * static_cast<double>(step + 1) / warmup);
   const double t = static_cast<double>(step - warmup) / std::max<int64_t>(total - warmup, 1);
   return base * 0.5 * (1.0 + std::cos(3.141592653589793 * std::min(t, 1.0)));
+}
+
+double step_learning_rate(int64_t step, int64_t warmup, double base, const std::vector<int64_t>& milestones,
+                          double gamma) {
+  if (step < warmup) return base * (0.1 + 0.9 * static_cast<double>(step + 1) / warmup);
+  double lr = base;
+  for (int64_t m : milestones)
+    if (step >= m) lr *= gamma;
+  return lr;
+}
+
+std::vector<int64_t> parse_step_epochs(const std::string& text, const std::string& what) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    int64_t v = 0;
+    const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || r.ec != std::errc() || r.ptr != item.data() + item.size() || v < 1 ||
+        v > static_cast<int64_t>(kEpochsLimit.max) || (!out.empty() && v <= out.back()))
+      throw Error(what + " must be increasing epoch numbers from 1 to " + std::to_string(int64_t(kEpochsLimit.max)) +
+                  " separated by commas, e.g. 30,60,80; got " + quoted_name(text));
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::string step_epochs_text(const std::vector<int64_t>& epochs) {
+  std::string s;
+  for (int64_t e : epochs) s += (s.empty() ? "" : ",") + std::to_string(e);
+  return s;
 }
 
 int64_t count_correct(const float* logits, const int32_t* labels, int64_t rows, int64_t classes) {
@@ -110,6 +148,8 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = per_epoch * epochs_total;
   const int64_t warmup = static_cast<int64_t>(config_.warmup_epochs * per_epoch);
+  std::vector<int64_t> milestones;  // the step schedule's epochs, in steps
+  for (int64_t e : config_.lr_step_epochs) milestones.push_back(e * per_epoch);
   const int64_t classes = logits.shape[1];
 
   batches.start_epoch(epoch);
@@ -125,7 +165,8 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
     return got;
   };
   while (next_batch()) {
-    st.lr = learning_rate(step_, total, warmup, config_.lr);
+    st.lr = milestones.empty() ? learning_rate(step_, total, warmup, config_.lr)
+                               : step_learning_rate(step_, warmup, config_.lr, milestones, config_.lr_gamma);
     lr.as<float>()[0] = static_cast<float>(st.lr);
     for (int id : {images_id, labels_id, lr_id}) train_->upload(id);
     train_->run();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/kernel.h"
 #include "ir/graph.h"
@@ -20,6 +21,10 @@ struct TrainConfig {
   int64_t epochs = 3;
   double lr = 0.05;             // peak learning rate (after warm-up)
   double warmup_epochs = 0.2;   // linear warm-up from lr/10, then cosine decay to 0
+  // A step schedule instead of the cosine (torch's MultiStepLR): after the warm-up the rate is
+  // lr·gamma^k, k the number of these epoch counts already completed. Empty: the cosine.
+  std::vector<int64_t> lr_step_epochs;
+  double lr_gamma = 0.1;
   uint64_t seed = 1;
   // What the passes read, for both executables (the trainer sets each one's mode): backend,
   // precision (f16/bf16: mixed precision on the GPU), SGD's momentum, weight decay and
@@ -33,6 +38,13 @@ struct TrainConfig {
 // The learning rate at a step: linear warm-up over `warmup` steps from base/10, then cosine
 // decay to zero at `total`.
 double learning_rate(int64_t step, int64_t total, int64_t warmup, double base);
+// The same warm-up, then base·gamma^k, k the number of `milestones` (in steps) already reached.
+double step_learning_rate(int64_t step, int64_t warmup, double base, const std::vector<int64_t>& milestones,
+                          double gamma);
+// "30,60,80" ↔ {30, 60, 80}: epochs, each at least 1 and larger than the one before; an Error
+// names `what` otherwise. The empty text is the empty list.
+std::vector<int64_t> parse_step_epochs(const std::string& text, const std::string& what);
+std::string step_epochs_text(const std::vector<int64_t>& epochs);
 
 struct EpochStats {
   int64_t epoch = 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "frontend/zoo.h"
+#include "core/error.h"
 #include "runtime/trainer.h"
 
 using namespace trident;
@@ -39,6 +40,24 @@ TEST(Training, LearningRateWarmsUpThenDecays) {
   EXPECT_NEAR(runtime::learning_rate(10, 100, 10, 1.0), 1.0, 1e-9);
   EXPECT_NEAR(runtime::learning_rate(55, 100, 10, 1.0), 0.5, 1e-9);
   EXPECT_LT(runtime::learning_rate(99, 100, 10, 1.0), 0.01);
+}
+
+TEST(Training, StepScheduleWarmsUpThenDropsAtEachMilestone) {
+  const std::vector<int64_t> at{40, 70};
+  EXPECT_NEAR(runtime::step_learning_rate(0, 10, 1.0, at, 0.1), 0.19, 1e-9);
+  EXPECT_NEAR(runtime::step_learning_rate(10, 10, 1.0, at, 0.1), 1.0, 1e-12);
+  EXPECT_NEAR(runtime::step_learning_rate(39, 10, 1.0, at, 0.1), 1.0, 1e-12);
+  EXPECT_NEAR(runtime::step_learning_rate(40, 10, 1.0, at, 0.1), 0.1, 1e-12);
+  EXPECT_NEAR(runtime::step_learning_rate(70, 10, 1.0, at, 0.1), 0.01, 1e-12);
+  EXPECT_NEAR(runtime::step_learning_rate(500, 10, 1.0, at, 0.5), 0.25, 1e-12);
+}
+
+TEST(Training, StepEpochListsParseOrSaySo) {
+  EXPECT_EQ(runtime::parse_step_epochs("30,60,80", "x"), (std::vector<int64_t>{30, 60, 80}));
+  EXPECT_TRUE(runtime::parse_step_epochs("", "x").empty());
+  EXPECT_EQ(runtime::step_epochs_text({2, 5}), "2,5");
+  for (const char* bad : {"30,20", "0", "a", "3,", ",3", "3,3", "-1", "99999999999"})
+    EXPECT_THROW(runtime::parse_step_epochs(bad, "--lr-steps"), trident::Error) << bad;
 }
 
 TEST(Training, EvaluationCountsEveryTestImageOnce) {

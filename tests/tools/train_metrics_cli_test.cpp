@@ -63,9 +63,25 @@ TEST(TrainMetricsCli, LabelSmoothingChangesTheLoss) {
   EXPECT_NE(plain, smoothed);
 }
 
+TEST(TrainMetricsCli, StepScheduleDropsTheRateAtItsEpochs) {
+  const auto r = run_trident(kRun + " --epochs 3 --warmup 0 --lr 0.1 --lr-steps 1,2 --lr-gamma 0.5 --json", false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::vector<double> lr;
+  std::istringstream events(r.output);
+  for (std::string line; std::getline(events, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["event"] == "epoch") lr.push_back(j["lr"].get<double>());
+  }
+  ASSERT_EQ(lr.size(), 3u);  // the rate of each epoch's last step
+  EXPECT_NEAR(lr[0], 0.1, 1e-7);
+  EXPECT_NEAR(lr[1], 0.05, 1e-7);
+  EXPECT_NEAR(lr[2], 0.025, 1e-7);
+}
+
 TEST(TrainMetricsCli, BadValuesAreOneSentenceBeforeTraining) {
   const fs::path dir = trident::test_support::fresh_temp_dir("train_metrics_bad");
   for (const std::string& args : {kRun + " --label-smoothing 1.5", kRun + " --label-smoothing -0.1",
+                                  kRun + " --lr-steps 5,3", kRun + " --lr-gamma 0",
                                   kRun + " --log " + (dir / "no_such_dir" / "m.jsonl").string()}) {
     const auto r = run_trident(args);
     EXPECT_EQ(r.code, 1) << args << "\n" << r.output;

@@ -44,6 +44,7 @@ struct Options {
   bool json = false;
   DeviceFlags device;
   std::string save_path, resume_path, weights_path, log_path;
+  std::string lr_steps;  // --lr-steps as given; parsed into config.lr_step_epochs
   std::string max_memory;
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
@@ -71,6 +72,10 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   adopt("--nesterov", o.config.compile.nesterov, i.config.compile.nesterov);
   adopt("--warmup", o.config.warmup_epochs, i.config.warmup_epochs);
   adopt("--label-smoothing", o.config.compile.label_smoothing, i.config.compile.label_smoothing);
+  adopt("--lr-gamma", o.config.lr_gamma, i.config.lr_gamma);
+  std::string theirs = runtime::step_epochs_text(i.config.lr_step_epochs);
+  adopt("--lr-steps", o.lr_steps, theirs);
+  o.config.lr_step_epochs = i.config.lr_step_epochs;
   if (!given("--epochs")) o.epochs = i.config.epochs;
   if (!given("--device") && !given("--backend")) o.device.device = i.config.compile.backend;
 }
@@ -149,6 +154,8 @@ void check_divergence(const Options& o, double loss, int64_t classes, int64_t ep
 }
 
 int run_train(Options o) {
+  o.config.lr_step_epochs = runtime::parse_step_epochs(o.lr_steps, "--lr-steps");
+  o.lr_steps = runtime::step_epochs_text(o.config.lr_step_epochs);  // one spelling, compared on --resume
   o.threads.apply();
   MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
   runtime::Checkpoint resume;
@@ -300,6 +307,13 @@ RunSubcommand add_train_command(CLI::App& app) {
   sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum (heavy ball; --nesterov for Nesterov's)")->check(within(runtime::kMomentumLimit))->capture_default_str();
   sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay, added to every parameter's gradient (batchnorm's and biases' too, as torch.optim.SGD does)")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
   sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
+  sub->add_option("--lr-steps", o->lr_steps,
+                  "A step schedule instead of the cosine: after the warm-up, multiply the rate by --lr-gamma once each "
+                  "of these many epochs is done, e.g. 30,60,80 (as torch's MultiStepLR: 30 lowers it from the 31st epoch)")
+      ->type_name("E1,E2,...");
+  sub->add_option("--lr-gamma", o->config.lr_gamma, "The step schedule's factor (see --lr-steps)")
+      ->check(within(runtime::kLrGammaLimit))
+      ->capture_default_str();
   sub->add_option("--label-smoothing", o->config.compile.label_smoothing,
                   "Cross-entropy against (1 - e)·onehot + e/classes, as PyTorch's label_smoothing = e (0: none)")
       ->check(within(runtime::kLabelSmoothingLimit))

@@ -89,6 +89,8 @@ void save_checkpoint(const std::string& path, const Trainer& trainer, const Chec
       {"nesterov", c.compile.nesterov ? "1" : "0"},
       {"warmup_epochs", number(c.warmup_epochs)},
       {"label_smoothing", number(c.compile.label_smoothing)},
+      {"lr_steps", step_epochs_text(c.lr_step_epochs)},
+      {"lr_gamma", number(c.lr_gamma)},
   };
   write_safetensors(path, trainer.train_executable().export_weights(), md);
 }
@@ -131,6 +133,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   i.config.warmup_epochs = r.limited<double>(kWarmupLimit);
   // Checkpoints written before label smoothing existed trained without it.
   if (r.has(kLabelSmoothingLimit.key)) i.config.compile.label_smoothing = r.limited<double>(kLabelSmoothingLimit);
+  if (r.has(kLrGammaLimit.key)) i.config.lr_gamma = r.limited<double>(kLrGammaLimit);
+  if (r.has("lr_steps")) i.config.lr_step_epochs = parse_step_epochs(r.text("lr_steps"), "checkpoint '" + path + "' metadata 'lr_steps'");
   if (i.loss_scale != 1)
     throw Error("checkpoint '" + path + "' has loss scale " + quoted_name(r.text("loss_scale")) +
                 "; this version of trident trains without loss scaling and cannot resume it");
