@@ -16,6 +16,7 @@ packages=(
   ocl-icd-opencl-dev         # dnnl-config.cmake requires OpenCL headers; libdnnl-dev only recommends them
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
   python3 python3-venv       # .venv for the ONNX test models (onnx, onnxruntime)
+  python3-dev pybind11-dev   # the Python module (python/)
   dataset-fashion-mnist      # the default training data, in /usr/share/datasets/fashion-mnist
 )
 
