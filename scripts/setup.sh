@@ -38,10 +38,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Project-local Python for tests/onnx/make_models.py and bench/data_pipeline.sh: pinned onnx,
-# onnxruntime, numpy and Pillow from PyPI into .venv (git-ignored); skipped when those exact
-# versions are already there.
-py_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==2.1.3 Pillow==11.0.0)
+# Project-local Python for tests/onnx/make_models.py, bench/data_pipeline.sh and the Python
+# module's tests: pinned onnx, onnxruntime, numpy and Pillow, and scikit-build-core (with the one
+# dependency the others do not bring) so that the test of `pip install .` builds offline; from
+# PyPI into .venv (git-ignored); skipped when those exact versions are already there.
+py_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==2.1.3 Pillow==11.0.0 scikit-build-core==1.1.2 pathspec==1.1.1)
 if ! .venv/bin/python - "${py_pins[@]}" 2>/dev/null <<'PY'
 import sys
 from importlib.metadata import version
