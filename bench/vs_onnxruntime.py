@@ -2,6 +2,9 @@
 # trident infer against onnxruntime on the CPU: the same ONNX file, the same input, the same
 # thread count, run side by side (alternating, repeated) so machine load affects both alike.
 # Prints one JSON line per measurement, then a table of medians and trident/onnxruntime ratios.
+# trident runs as `trident infer --json`, or with --via module in this process through its Python
+# module (build/python, or a `pip install .`), timed exactly as onnxruntime is. The CLI stays the
+# default: the library runs a fixed thread count, while the CLI adapts it to a loaded machine.
 import argparse
 import json
 import os
@@ -16,13 +19,28 @@ import onnx
 import onnxruntime as ort
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD_DIRS = ("build", "build-infer")
+
+
 def find_trident():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for d in ("build", "build-infer"):
-        p = os.path.join(root, d, "trident")
+    for d in BUILD_DIRS:
+        p = os.path.join(ROOT, d, "trident")
         if os.path.exists(p):
             return p
     sys.exit("vs_onnxruntime: no trident binary found; pass --trident PATH")
+
+
+def import_trident_module(threads):
+    """The trident module, installed or in a build folder, or None. The engine takes its thread
+    count from OpenMP as it loads, so OMP_NUM_THREADS is set first."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    sys.path += [os.path.join(ROOT, d, "python") for d in BUILD_DIRS]
+    try:
+        import trident
+    except ImportError:
+        return None
+    return trident
 
 
 def with_batch(model_path, batch, tmpdir):
@@ -48,6 +66,18 @@ def stats(seconds, batch):
             "throughput": batch * 1e3 / mean}
 
 
+def timed(run, batch, warmup, iterations):
+    """Statistics of `iterations` calls of run() after `warmup` untimed ones, and its last result."""
+    for _ in range(warmup):
+        y = run()
+    times = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        y = run()
+        times.append(time.perf_counter() - t0)
+    return stats(times, batch), y
+
+
 def run_ort(path, input_name, x, threads, warmup, iterations):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -55,14 +85,16 @@ def run_ort(path, input_name, x, threads, warmup, iterations):
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    for _ in range(warmup):
-        y = sess.run(None, {input_name: x})
-    times = []
-    for _ in range(iterations):
-        t0 = time.perf_counter()
-        y = sess.run(None, {input_name: x})
-        times.append(time.perf_counter() - t0)
-    return stats(times, x.shape[0]), y[0]
+    s, y = timed(lambda: sess.run(None, {input_name: x}), x.shape[0], warmup, iterations)
+    return s, y[0]
+
+
+def run_trident_module(trident, path, x, warmup, iterations):
+    try:
+        net = trident.Network(trident.Model.onnx(path), batch=x.shape[0])
+        return timed(lambda: net.infer(x), x.shape[0], warmup, iterations)
+    except trident.Error as e:
+        sys.exit(f"vs_onnxruntime: trident failed: {e}")
 
 
 def run_trident(binary, path, x_path, out_path, batch, threads, warmup, iterations):
@@ -81,6 +113,9 @@ def main():
     ap = argparse.ArgumentParser(description="trident infer against onnxruntime on the CPU, side by side")
     ap.add_argument("--model", required=True, help="ONNX file (e.g. ResNet-50 from tests/onnx/make_models.py)")
     ap.add_argument("--trident", default=None, help="trident binary (default: build/trident)")
+    ap.add_argument("--via", choices=("cli", "module", "auto"), default="cli",
+                    help="run trident through its CLI, its Python module, or auto: the module where it imports "
+                         "and no --trident is given, else the CLI")
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
@@ -88,7 +123,10 @@ def main():
     ap.add_argument("--iterations", type=int, default=0, help="timed iterations (default: about 64 images per run)")
     ap.add_argument("--image", type=int, default=224)
     a = ap.parse_args()
-    binary = a.trident or find_trident()
+    module = import_trident_module(a.threads) if a.via == "module" or (a.via == "auto" and not a.trident) else None
+    if a.via == "module" and module is None:
+        sys.exit("vs_onnxruntime: the trident module does not import; build it (TRIDENT_BUILD_PYTHON) or pip install .")
+    binary = None if module else a.trident or find_trident()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for batch in [int(b) for b in a.batches.split(",")]:
@@ -99,13 +137,16 @@ def main():
             iterations = a.iterations or max(4, 64 // batch)
             for rep in range(a.repeats):
                 for engine in ("trident", "onnxruntime"):
-                    if engine == "trident":
+                    if engine == "trident" and module:
+                        s, y = run_trident_module(module, path, x, a.warmup, iterations)
+                    elif engine == "trident":
                         s, y = run_trident(binary, path, x_path, os.path.join(tmp, "y.npy"), batch, a.threads,
                                            a.warmup, iterations)
                     else:
                         s, y = run_ort(path, input_name, x, a.threads, a.warmup, iterations)
                     results.setdefault((batch, engine), []).append((s, y))
-                    print(json.dumps({"engine": engine, "batch": batch, "repeat": rep, "threads": a.threads,
+                    via = ("module" if module else "cli") if engine == "trident" else "python"
+                    print(json.dumps({"engine": engine, "via": via, "batch": batch, "repeat": rep, "threads": a.threads,
                                       "iterations": iterations, **{k: round(v, 3) for k, v in s.items()}}), flush=True)
     print("\nbatch  trident img/s  onnxruntime img/s  ratio  trident p50 ms  ort p50 ms  max|diff|  rel. to max|y|")
     for batch in sorted({b for b, _ in results}):
