@@ -1,7 +1,10 @@
-// resize_channels: the last axis (channels in NHWC, input channels in OHWI) made `channels`
-// long — zero-filled where it grows, cut where it shrinks. The pad_channels pass inserts it so
-// the GPU's convolutions see channel counts that fill 16-byte vectors; its backward is the
-// opposite resize, so the padding never reaches a gradient, a checkpoint or an output.
+// Ops that move channels (the last axis) without computing. resize_channels: the last axis
+// (channels in NHWC, input channels in OHWI) made `channels` long — zero-filled where it
+// grows, cut where it shrinks. The pad_channels pass inserts it so the GPU's convolutions see
+// channel counts that fill 16-byte vectors; its backward is the opposite resize, so the
+// padding never reaches a gradient, a checkpoint or an output. channel_shuffle: ShuffleNet's
+// interleaving of `groups` channel groups (view [g, C/g], transpose, flatten), whose backward
+// is the shuffle with C/g groups.
 #include "ops/op_helpers.h"
 
 namespace trident::ops {
@@ -25,6 +28,25 @@ void register_channel_ops() {
     return std::vector<int>{g.add_node1("resize_channels", {dys[0]}, {{"channels", back}}, n.name + ".backward")};
   };
   ir::OpRegistry::add(resize);
+
+  ir::OpDef shuffle = op_def("channel_shuffle", {"x"}, {"y"},
+                             "output channel j·g + i is input channel i·(C/g) + j, g = attribute 'groups'");
+  shuffle.infer = [](const Node& n, const Graph& g) {
+    const auto& x = in_value(g, n, 0);
+    expect_float(x, "input");
+    if (x.shape.empty()) throw Error("channel_shuffle needs at least one axis");
+    const int64_t groups = n.attrs.i("groups", 0), c = x.shape.back();
+    if (groups < 1 || c % groups != 0)
+      throw Error("attribute 'groups' (" + std::to_string(groups) + ") must divide the " + std::to_string(c) +
+                  " channels");
+    return std::vector<TypeInfo>{{x.shape, x.dtype}};
+  };
+  shuffle.backward = [](Graph& g, const Node& n, const std::vector<int>& dys) {
+    if (dys[0] < 0) return std::vector<int>{-1};
+    const int64_t back = g.value(n.inputs[0]).shape.back() / n.attrs.i("groups");
+    return std::vector<int>{g.add_node1("channel_shuffle", {dys[0]}, {{"groups", back}}, n.name + ".backward")};
+  };
+  ir::OpRegistry::add(shuffle);
 }
 
 }  // namespace trident::ops

@@ -98,4 +98,16 @@ TEST(CpuRefElementwise, F32MatchesF64) {
 }
 
 }  // namespace
+TEST(CpuRefChannelShuffle, InterleavesTheGroups) {
+  // 6 channels in 2 groups (0 1 2 | 3 4 5) come out as 0 3 1 4 2 5, row by row.
+  HostTensor x = HostTensor::of({2, 6}, {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15});
+  HostTensor y({2, 6}, DType::f64);
+  run_op("channel_shuffle", {{"groups", int64_t{2}}}, {&x}, {&y});
+  expect_values(y, {0, 3, 1, 4, 2, 5, 10, 13, 11, 14, 12, 15}, 0);
+  // Its backward is the shuffle with C/g groups: back to the input.
+  HostTensor back({2, 6}, DType::f64);
+  run_op("channel_shuffle", {{"groups", int64_t{3}}}, {&y}, {&back});
+  expect_values(back, {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15}, 0);
+}
+
 }  // namespace trident::testing

@@ -160,6 +160,23 @@ def efficient_block(opset):
     return n.model("input", y, opset, ["N", 3, 9, 9], 2)
 
 
+def shuffle_block(opset):
+    """ShuffleNet's channel shuffle as PyTorch exports x.view(N, g, C/g, H, W).transpose(1, 2)
+    .reshape(N, -1, H, W): Reshape with a constant 5-D shape, Transpose(0,2,1,3,4), Reshape,
+    between a grouped and a pointwise convolution (the batch as -1 and as 0, once each)."""
+    n = Net(6)
+    x = n.node("Relu", [n.bn(n.conv("input", "c1", 3, 12, 3, pad=1), "bn1", 12)])
+    x = n.conv(x, "gconv", 12, 12, 1, group=3)
+    v = n.node("Reshape", [x, n.init("split_shape", np.array([-1, 3, 4, 6, 6], np.int64))])
+    t = n.node("Transpose", [v], perm=[0, 2, 1, 3, 4])
+    y = n.node("Reshape", [t, n.init("merge_shape", np.array([0, -1, 6, 6], np.int64))])
+    y = n.node("Relu", [n.bn(n.conv(y, "pw", 12, 8, 1), "bn2", 8)])
+    y = n.node("Flatten", [n.node("GlobalAveragePool", [y])], axis=1)
+    y = n.node("Gemm", [y, n.init("fc.weight", n.weight((5, 8), 8)), n.init("fc.bias", np.zeros(5, np.float32))],
+               transB=1)
+    return n.model("input", y, opset, ["N", 3, 6, 6], 2)
+
+
 def vgg_head(opset, reshape):
     """A VGG-style classifier: the [N,C,H,W] features flattened with H*W > 1 (Flatten then
     Gemm(transB=1), or Reshape [0,-1] then MatMul + Add), so trident must reorder the weight
@@ -200,6 +217,17 @@ def flatten_then_relu(opset=13):
     n = Net(5)
     y = n.node("Flatten", [n.conv("input", "c1", 3, 4, 3, pad=1)], axis=1)
     return n.model("input", n.node("Relu", [y]), opset, ["N", 3, 4, 4], 2)
+
+
+def shuffle_misuse(relu_on_view):
+    """A channel shuffle's 5-D view read by a Relu, or a Transpose that is no shuffle's: refused."""
+    n = Net(7)
+    x = n.conv("input", "c1", 3, 4, 3, pad=1)
+    if relu_on_view:
+        v = n.node("Reshape", [x, n.init("split_shape", np.array([-1, 2, 2, 4, 4], np.int64))])
+        y = n.node("Relu", [v])
+        return n.model("input", y, 13, ["N", 3, 4, 4], 5)
+    return n.model("input", n.node("Transpose", [x], perm=[0, 2, 3, 1]), 13, ["N", 3, 4, 4], 4)
 
 
 def resnet(depth, fold_bn, opset=17):
@@ -313,6 +341,8 @@ def corrupt(out_dir, good_path):
                      ("old_opset", old_opset)]:
         files[name + ".onnx"] = variant(fn)
     files["flatten_then_relu.onnx"] = flatten_then_relu().SerializeToString()
+    files["shuffle_view_read.onnx"] = shuffle_misuse(True).SerializeToString()
+    files["lone_transpose.onnx"] = shuffle_misuse(False).SerializeToString()
     for name, b in files.items():
         with open(os.path.join(out_dir, name), "wb") as f:
             f.write(b)
@@ -355,6 +385,7 @@ def main():
         save(f"exported_head_op{opset}", exported_head(opset), [1, 2], (3, 6, 6), "small", external=True)
         save(f"mobile_block_op{opset}", mobile_block(opset), [1, 2], (3, 12, 12), "small")
         save(f"efficient_block_op{opset}", efficient_block(opset), [2], (3, 9, 9), "small")
+        save(f"shuffle_block_op{opset}", shuffle_block(opset), [1, 3], (3, 6, 6), "small")
     save("bn_training_op15", bn_training(), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):

@@ -1,6 +1,6 @@
 // Gradient checks through whole tiny networks compiled for training in f64 on the reference
 // backend — one of CBR blocks (CBR, residual CBAR-shaped block, max-pool, linear,
-// cross-entropy), one of a mobile network's ops (hardswish, a squeeze-excitation gate with
+// cross-entropy), one of a mobile network's ops (hardswish, a channel shuffle, a squeeze-excitation gate with
 // hardsigmoid, SiLU as x·sigmoid(x), ReLU6, a per-channel scale): every parameter gradient of
 // the generated backward graph against central differences.
 #include <gtest/gtest.h>
@@ -29,13 +29,14 @@ ir::Graph tiny_network() {
   return g;
 }
 
-// conv → bn → hardswish → squeeze-excitation (global pool → conv → relu → conv → hardsigmoid
+// conv → bn → hardswish → channel shuffle → squeeze-excitation (global pool → conv → relu → conv → hardsigmoid
 // → mul) → conv → bn → x·sigmoid(x) → clip(0, 6) → per-channel scale → pool → linear.
 ir::Graph mobile_network() {
   ir::Graph g;
   frontend::Builder b(g, DType::f64);
   int x = b.input("images", {3, 6, 6, 2}, DType::f64);
   int a = b.activation(b.batchnorm(b.conv(x, 4, 3, 1, 1, {}, "conv1"), "bn1"), "hardswish", "act1");
+  a = g.add_node1("channel_shuffle", {a}, {{"groups", int64_t{2}}}, "shuffle");
   int s = b.global_avgpool(a, "se.pool");
   s = b.relu(b.conv(s, 2, 1, 1, 0, {.bias = true}, "se.fc1"), "se.relu");
   s = b.activation(b.conv(s, 4, 1, 1, 0, {.bias = true}, "se.fc2"), "hardsigmoid", "se.gate");

@@ -1,4 +1,4 @@
-// mul, mul_reduce, the activations, clip, concat and resize_channels on the "cpu" backend: memory-bound loops where a oneDNN primitive
+// mul, mul_reduce, the activations, clip, concat, resize_channels and channel_shuffle on the "cpu" backend: memory-bound loops where a oneDNN primitive
 // would gain little, so they run the cpu_ref kernels behind this backend's f32-only check.
 #include "backends/cpu/ref_kernels.h"
 
@@ -12,6 +12,7 @@ void register_tensor_kernels() {
   add_kernel<RefLoop<cpu_ref::clip>>("clip");
   add_kernel<RefLoop<cpu_ref::concat>>("concat");
   add_kernel<RefLoop<cpu_ref::resize_channels>>("resize_channels");
+  add_kernel<RefLoop<cpu_ref::channel_shuffle>>("channel_shuffle");
 }
 
 }  // namespace trident::cpu

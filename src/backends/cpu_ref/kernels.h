@@ -60,6 +60,7 @@ void activation_backward(const KernelArgs& args);
 void clip(const KernelArgs& args);
 void concat(const KernelArgs& args);
 void resize_channels(const KernelArgs& args);
+void channel_shuffle(const KernelArgs& args);
 
 // precision.cpp
 void cast(const KernelArgs& args);

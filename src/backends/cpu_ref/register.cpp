@@ -47,6 +47,7 @@ void register_cpu_ref_kernels() {
       {"cast", cpu_ref::cast},
       {"cast_group", cpu_ref::cast_group},
       {"resize_channels", cpu_ref::resize_channels},
+      {"channel_shuffle", cpu_ref::channel_shuffle},
       {"fold_batchnorm", cpu_ref::fold_batchnorm},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);

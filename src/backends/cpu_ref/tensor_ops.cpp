@@ -1,6 +1,6 @@
 // Reference kernels of mul (same shape, per channel [C] or per sample and channel [N,1,1,C])
-// and its operand gradient mul_reduce, the activations (ops/activation_math.h), clip, concat
-// and resize_channels (last axis).
+// and its operand gradient mul_reduce, the activations (ops/activation_math.h), clip, concat,
+// resize_channels and channel_shuffle (last axis).
 // Flat loops over the contiguous NHWC layout; concat copies one channel slice per row.
 #include <algorithm>
 #include <cstring>
@@ -151,6 +151,25 @@ void concat(const KernelArgs& args) {
   }
   if (offset != cy)
     throw Error("node '" + args.node.name + "' (op concat): inputs do not fill the output");
+}
+
+void channel_shuffle(const KernelArgs& args) {
+  expect_arity(args, 1, 1);
+  const TensorView &x = args.in[0], &y = args.out[0];
+  expect_dtype(args, x, y.dtype, "the input");
+  const int64_t c = x.shape.empty() ? 0 : x.shape.back(), groups = args.node.attrs.i("groups", 0);
+  if (y.shape != x.shape || groups < 1 || c % groups != 0)
+    throw Error("node '" + args.node.name + "' (op channel_shuffle): " + std::to_string(groups) +
+                " groups do not divide " + shape_str(x.shape) + "'s channels into an output " + shape_str(y.shape));
+  const size_t es = dtype_size(y.dtype);
+  const int64_t per = c / groups, rows = c > 0 ? x.numel() / c : 0;
+  const auto* src = static_cast<const std::byte*>(x.data);
+  auto* dst = static_cast<std::byte*>(y.data);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < groups; ++i)
+      for (int64_t j = 0; j < per; ++j)
+        std::memcpy(dst + (r * c + j * groups + i) * es, src + (r * c + i * per + j) * es, es);
 }
 
 void resize_channels(const KernelArgs& args) {

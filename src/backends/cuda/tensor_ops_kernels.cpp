@@ -185,6 +185,33 @@ class ConcatKernel final : public Kernel {
   std::vector<int64_t> channels_;
 };
 
+// channel_shuffle: ShuffleNet's interleaving of the channel groups, values moved as raw bits.
+class ChannelShuffle final : public Kernel {
+ public:
+  ChannelShuffle(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 1, 1, 1, 1);
+    const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
+    elem_of(node, x, "the input");
+    expect_dtype(node, y, x.dtype, "the output");
+    expect_shape(node, y, x.shape, "the output");
+    channels_ = x.shape.empty() ? 0 : x.shape.back();
+    groups_ = node.attrs.i("groups", 0);
+    if (groups_ < 1 || channels_ % groups_ != 0) fail(node, "attribute 'groups' must divide the channels");
+    rows_ = channels_ > 0 ? numel(x.shape) / channels_ : 0;
+    element_bytes_ = dtype_size(x.dtype);
+  }
+
+  void run(const KernelArgs& a) override {
+    device::launch_channel_shuffle(a.in[0].data, a.out[0].data, rows_, channels_, groups_, element_bytes_,
+                                   ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  int64_t channels_ = 0, groups_ = 1, rows_ = 0;
+  size_t element_bytes_ = 4;
+};
+
 class ResizeChannels final : public Kernel {
  public:
   ResizeChannels(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
@@ -222,6 +249,7 @@ void register_tensor_kernels() {
   add_kernel<ClipKernel>("clip");
   add_kernel<ConcatKernel>("concat");
   add_kernel<ResizeChannels>("resize_channels");
+  add_kernel<ChannelShuffle>("channel_shuffle");
 }
 
 }  // namespace trident::cuda

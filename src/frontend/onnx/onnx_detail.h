@@ -74,6 +74,8 @@ class Importer {
   void mul(const onnx::NodeProto& n);
   void flatten(const onnx::NodeProto& n);
   void reshape(const onnx::NodeProto& n);
+  bool reshape_for_shuffle(const onnx::NodeProto& n);  // onnx_shuffle.cpp; false: not a shuffle's reshape
+  void transpose(const onnx::NodeProto& n);            // onnx_shuffle.cpp
   void gemm(const onnx::NodeProto& n);
   void matmul(const onnx::NodeProto& n);
   void concat(const onnx::NodeProto& n);
@@ -121,6 +123,13 @@ class Importer {
   // come in (h, w, c) order where ONNX has (c, h, w). Value -> (C, H, W); only a Gemm or MatMul
   // may read it, whose weight columns are permuted to match at import.
   std::map<int, std::array<int64_t, 3>> chw_flattened_;
+  // The two 5-D views of a channel shuffle in progress (onnx_shuffle.cpp), by ONNX name: the
+  // 4-D activation they view and the group count. They become one channel_shuffle node.
+  struct ShuffleView {
+    int x = -1;
+    int64_t groups = 1;
+  };
+  std::map<std::string, ShuffleView> shuffle_split_, shuffle_transposed_;
   // `data` ([out, C·H·W] row-major, ONNX feature order) with its columns in trident's order
   // when `x` is such a flattened value; the layout name says which order a weight has.
   std::vector<float> match_flatten_order(const onnx::NodeProto& n, int x, std::vector<float> data, int64_t out_f,

@@ -112,6 +112,15 @@ class Writer {
     return nm;
   }
 
+  std::string int_constant(const std::string& nm, const std::vector<int64_t>& values) {
+    auto* init = graph_->add_initializer();
+    init->set_name(nm);
+    init->set_data_type(onnx::TensorProto::INT64);
+    init->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) init->add_int64_data(v);
+    return nm;
+  }
+
   onnx::NodeProto* emit(const ir::Node& n, const std::string& op, const std::vector<std::string>& in,
                         const std::vector<std::string>& out, const std::string& suffix = "") {
     auto* p = graph_->add_node();
@@ -260,13 +269,21 @@ class Writer {
       if (n.inputs.size() > 2) in.push_back(param(n, n.inputs[2]));
       return void(integer(emit(n, "Gemm", in, {out}), "transB", 1));
     }
+    if (n.op == "channel_shuffle" && x.size() == 4) {  // as PyTorch exports it: view, transpose, view
+      const int64_t g = n.attrs.i("groups"), C = x[3], H = x[1], W = x[2];
+      const std::string split = out + ".split", swapped = out + ".transposed";
+      emit(n, "Reshape", {name(n.inputs[0]), int_constant(n.name + ".split_shape", {-1, g, C / g, H, W})}, {split},
+           ".split");
+      ints(emit(n, "Transpose", {split}, {swapped}, ".transpose"), "perm", {0, 2, 1, 3, 4});
+      return void(emit(n, "Reshape", {swapped, int_constant(n.name + ".merge_shape", {-1, C, H, W})}, {out}));
+    }
     if (n.op == "concat") {
       std::vector<std::string> in;
       for (int v : n.inputs) in.push_back(name(v));
       return void(integer(emit(n, "Concat", in, {out}), "axis", x.size() == 4 ? 1 : static_cast<int64_t>(x.size()) - 1));
     }
     fail(n, "ONNX export covers conv2d, batchnorm2d, relu, the activations, add, mul, clip, max and average "
-            "pooling, global average pooling, flatten, linear and concat");
+            "pooling, global average pooling, flatten, linear, concat and the channel shuffle of 4-D tensors");
   }
 
   const ir::Graph& g_;

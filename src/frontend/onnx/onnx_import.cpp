@@ -157,6 +157,7 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "Mul") mul(n);
   else if (t == "Flatten") flatten(n);
   else if (t == "Reshape") reshape(n);
+  else if (t == "Transpose") transpose(n);
   else if (t == "Gemm") gemm(n);
   else if (t == "MatMul") matmul(n);
   else if (t == "Concat") concat(n);
@@ -255,6 +256,9 @@ int Importer::activation(const onnx::NodeProto& n, int i) const {
   if (!has_input(n, i)) fail(n, "input " + std::to_string(i) + " is missing");
   auto it = values_.find(n.input(i));
   if (it == values_.end()) {
+    if (shuffle_split_.count(n.input(i)) || shuffle_transposed_.count(n.input(i)))
+      fail(n, "reads " + quoted_name(n.input(i)) + ", a 5-D view of a channel shuffle; trident reads such views only "
+              "as Reshape [N,g,C/g,H,W] → Transpose(0,2,1,3,4) → Reshape [N,C,H,W]");
     if (is_const(n.input(i)))
       fail(n, "input " + quoted_name(n.input(i)) + " is a constant where trident expects a computed tensor");
     fail(n, "input " + quoted_name(n.input(i)) + " is neither an initializer nor an earlier node's output (missing initializer?)");

@@ -309,6 +309,7 @@ void Importer::flatten(const onnx::NodeProto& n) {
 void Importer::reshape(const onnx::NodeProto& n) {
   allow_attrs(n, {"allowzero"});
   expect_io(n, 2, 2, 1);
+  if (reshape_for_shuffle(n)) return;
   const int x = activation(n, 0);
   const Const& s = constant_of(n, 1);
   if (s.is_float || s.dims.size() != 1) fail(n, "shape " + quoted_name(s.name) + " must be a 1-D int64 tensor");

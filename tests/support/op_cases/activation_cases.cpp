@@ -1,7 +1,7 @@
-// Op cases of the activation family (ops/activation.cpp) and squeeze-excitation's gate: each
-// activation and its backward (clip's too) on a 4-D activation and a ragged size, in f32 and
-// f16; mul by a per-sample gate [N,1,1,C]; and mul_reduce, the gradient of a broadcast operand,
-// per channel and per sample.
+// Op cases of the mobile families' ops: each activation (ops/activation.cpp) and its backward
+// (clip's too) on a 4-D activation and a ragged size, in f32 and f16; squeeze-excitation's mul
+// by a per-sample gate [N,1,1,C] and mul_reduce, the gradient of a broadcast operand, per
+// channel and per sample; ShuffleNet's channel_shuffle (exact: it only moves values).
 #include "support/op_cases/family.h"
 
 namespace trident::test_support::op_family {
@@ -39,6 +39,20 @@ void add_activation_cases(std::vector<OpCase>& cases) {
             return g;
           },
           32, kF32F16));
+  }
+  for (auto [s, groups] : std::vector<std::pair<Shape, int64_t>>{{{2, 3, 5, 12}, 3}, {{3, 1, 1, 8}, 2}, {{2, 4, 4, 6}, 6}}) {
+    const Shape shape = s;
+    const int64_t g = groups;
+    OpCase c = scaled_case(
+        "channel_shuffle_" + tag(shape) + "_g" + std::to_string(g),
+        [=](DType d) {
+          ir::Graph gr;
+          gr.add_node1("channel_shuffle", {gr.add_input("x", shape, d)}, {{"groups", g}}, "y");
+          return gr;
+        },
+        35, kAllFloat);
+    c.measure = Measure::Rounded;
+    cases.push_back(std::move(c));
   }
   for (const Shape& s : {Shape{2, 5, 7, 8}, Shape{3, 4, 4, 3}}) {
     const Shape gate{s[0], 1, 1, s[3]};

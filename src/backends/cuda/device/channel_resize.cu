@@ -1,6 +1,6 @@
-// resize_channels on the GPU: one thread per output value, so stores are coalesced; the
-// index split into (row, channel) is 32-bit where the tensor allows. Values are moved as raw
-// bits (no conversion), and new channels get all-zero bits, +0 in f32, f16 and bf16.
+// resize_channels and channel_shuffle on the GPU: one thread per output value, so stores are
+// coalesced; the index split into (row, channel) is 32-bit where the tensor allows. Values are
+// moved as raw bits (no conversion), and new channels get all-zero bits, +0 in f32, f16 and bf16.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/channel_resize.h"
 #include "backends/cuda/device/common.cuh"
@@ -30,7 +30,33 @@ void launch_typed(const void* x, void* y, int64_t rows, int64_t from, int64_t to
     resize_channels_kernel<Bits, int64_t><<<grid_for(total), kThreads, 0, stream>>>(src, dst, total, from, to);
 }
 
+template <class Bits>
+__global__ void channel_shuffle_kernel(const Bits* __restrict__ x, Bits* __restrict__ y, int64_t total, int64_t channels,
+                                       int64_t groups) {
+  const int64_t per = channels / groups;
+  for (int64_t o = grid_start(); o < total; o += grid_stride()) {
+    const int64_t row = o / channels, c = o - row * channels;  // c = j·groups + i
+    const int64_t j = c / groups, i = c - j * groups;
+    y[o] = x[row * channels + i * per + j];
+  }
+}
+
 }  // namespace
+
+void launch_channel_shuffle(const void* x, void* y, int64_t rows, int64_t channels, int64_t groups,
+                            size_t element_bytes, cudaStream_t stream) {
+  const int64_t total = rows * channels;
+  if (total <= 0) return;
+  if (element_bytes == 2)
+    channel_shuffle_kernel<uint16_t><<<grid_for(total), kThreads, 0, stream>>>(
+        static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), total, channels, groups);
+  else if (element_bytes == 4)
+    channel_shuffle_kernel<uint32_t><<<grid_for(total), kThreads, 0, stream>>>(
+        static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), total, channels, groups);
+  else
+    throw Error("channel_shuffle moves 2- or 4-byte values, not " + std::to_string(element_bytes) + "-byte ones");
+  check_launch("channel_shuffle_kernel");
+}
 
 void launch_resize_channels(const void* x, void* y, int64_t rows, int64_t from, int64_t to, size_t element_bytes,
                             cudaStream_t stream) {
