@@ -15,11 +15,11 @@ shutil.rmtree(site, ignore_errors=True)
 
 command = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
            "--no-cache-dir", "--disable-pip-version-check", "--target", site,
-           "-C", "build-dir=" + os.path.join(work, "build")]
+           "--config-settings", "build-dir=" + os.path.join(work, "build")]
 for define in sys.argv[4:]:
-    command += ["-C", "cmake.define." + define]
+    command += ["--config-settings", "cmake.define." + define]
 if shutil.which("ccache"):
-    command += ["-C", "cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+    command += ["--config-settings", "cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache"]
 result = subprocess.run(command + [source], capture_output=True, text=True)
 if result.returncode != 0:
     sys.exit(f"pip install failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
