@@ -90,20 +90,10 @@ class Writer {
   // A parameter in its ONNX layout (conv weights OIHW, flattened columns NCHW-ordered), once.
   const std::string& param(const ir::Node& n, int v) {
     if (written_.insert(v).second) {
-      const HostTensor t = weight(n, v);
-      const auto state = runtime::to_torch_state_dict(single(v), {{name(v), t}}, 0);
-      const HostTensor& out = state.at(name(v));
+      const HostTensor out = runtime::to_torch_tensor(layout_, name(v), weight(n, v));
       initializer(name(v), out, out.shape);
     }
     return name(v);
-  }
-  // The layout of one tensor, for converting it alone.
-  runtime::TorchLayout single(int v) const {
-    runtime::TorchLayout l;
-    l.model_tensors = {name(v)};
-    const auto c = layout_.conversions.find(name(v));
-    if (c != layout_.conversions.end()) l.conversions.insert(*c);
-    return l;
   }
   std::string constant(const std::string& nm, const std::vector<float>& values, const Shape& shape) {
     HostTensor t{shape, DType::f32, std::vector<std::byte>(values.size() * sizeof(float))};

@@ -80,13 +80,17 @@ Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shap
   return shape;  // a column permutation keeps the matrix's shape
 }
 
+HostTensor to_torch_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t) {
+  const auto c = layout.conversions.find(name);
+  return c == layout.conversions.end() ? t : converted(c->second, t, true);
+}
+
 WeightMap to_torch_state_dict(const TorchLayout& layout, const WeightMap& weights, int64_t batches_tracked) {
   WeightMap out;
   for (const std::string& name : layout.model_tensors) {
     const auto w = weights.find(name);
     if (w == weights.end()) throw Error("the weights lack the model's tensor " + quoted_name(name));
-    const auto c = layout.conversions.find(name);
-    out[name] = c == layout.conversions.end() ? w->second : converted(c->second, w->second, true);
+    out[name] = to_torch_tensor(layout, name, w->second);
   }
   const auto count = static_cast<int32_t>(std::clamp<int64_t>(batches_tracked, 0, INT32_MAX));
   for (const std::string& counter : layout.batch_counters) {

@@ -40,6 +40,9 @@ WeightMap to_torch_state_dict(const TorchLayout& layout, const WeightMap& weight
 // a tensor whose shape fits neither layout.
 WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& state_dict, const std::string& file);
 
+// One model tensor `name` (trident's layout) in PyTorch's layout; unchanged if it has no conversion.
+HostTensor to_torch_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t);
+
 // The PyTorch shape of a model tensor whose trident shape is `shape`.
 Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shape& shape);
 
