@@ -389,6 +389,56 @@ __global__ void maxpool_backward_vec_kernel(PoolGeometry g, const int32_t* __res
   }
 }
 
+// Windows that tile the input exactly (stride = window, no padding, P·R = H and Q·S = W, as
+// VGG's 2×2 pooling) cover every cell once: one thread per window and channel vector finds the
+// window's first row-major maximum, as maxpool_vec_kernel does, and writes every dx of the window
+// (dy at the maximum, 0 elsewhere). x and dy are read once and dx written once, with no argmax
+// in between: about half the bytes of the two-pass gather.
+template <class T>
+__global__ void maxpool_backward_tiled_kernel(PoolGeometry g, const T* __restrict__ x, const T* __restrict__ dy,
+                                              T* __restrict__ dx) {
+  constexpr int N = Vec16<T>::kN;
+  const int64_t groups = g.C / N, total = g.N * g.P * g.Q * groups;
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    const SpatialGroup o = unflatten_group(i, g.P, g.Q, groups);
+    const int64_t h0 = o.row * g.R, w0 = o.col * g.S;
+    const int64_t plane = o.n * g.H * g.W * g.C + o.group * N;
+    float best[N];
+    int32_t at[N];
+    const Vec16<T> v0 = *reinterpret_cast<const Vec16<T>*>(x + plane + (h0 * g.W + w0) * g.C);
+    for (int j = 0; j < N; ++j) {
+      best[j] = to_float(v0.v[j]);
+      at[j] = 0;
+    }
+    for (int64_t r = 0; r < g.R; ++r)
+      for (int64_t s = 0; s < g.S; ++s) {
+        const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(x + plane + ((h0 + r) * g.W + w0 + s) * g.C);
+        const int32_t cell = static_cast<int32_t>(r * g.S + s);
+        for (int j = 0; j < N; ++j) {
+          const float f = to_float(v.v[j]);
+          if (f > best[j]) {
+            best[j] = f;
+            at[j] = cell;
+          }
+        }
+      }
+    const Vec16<T> d = *reinterpret_cast<const Vec16<T>*>(dy + i * N);
+    const T zero = from_float<T>(0.f);
+    for (int64_t r = 0; r < g.R; ++r)
+      for (int64_t s = 0; s < g.S; ++s) {
+        const int32_t cell = static_cast<int32_t>(r * g.S + s);
+        Vec16<T> out;
+        for (int j = 0; j < N; ++j) out.v[j] = at[j] == cell ? d.v[j] : zero;
+        *reinterpret_cast<Vec16<T>*>(dx + plane + ((h0 + r) * g.W + w0 + s) * g.C) = out;
+      }
+  }
+}
+
+bool tiles_exactly(const PoolGeometry& g) {
+  return g.pad_h == 0 && g.pad_w == 0 && g.stride_h == g.R && g.stride_w == g.S && g.P * g.R == g.H &&
+         g.Q * g.S == g.W;
+}
+
 // Whether the vector kernels apply: whole 16-byte channel vectors and aligned pointers.
 template <class T>
 bool vector_pooling(const PoolGeometry& g, std::initializer_list<const void*> pointers) {
@@ -419,6 +469,11 @@ void launch_maxpool_backward(ElemType t, const PoolGeometry& g, const void* x, c
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
     const int64_t windows = g.N * g.P * g.Q * g.C;
+    if (tiles_exactly(g) && vector_pooling<T>(g, {x, dy, dx})) {
+      maxpool_backward_tiled_kernel<T><<<grid_for(windows / Vec16<T>::kN), kThreads, 0, stream>>>(
+          g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx));
+      return;
+    }
     if (vector_pooling<T>(g, {x, dy, dx, argmax})) {
       constexpr int N = Vec16<T>::kN;
       if (windows > 0)

@@ -18,9 +18,10 @@ struct PoolGeometry {
 };
 
 void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, cudaStream_t stream);
-// dy goes to the first row-major maximum of its window, as in the reference backend. Two
-// passes: each window's argmax (cell index h·W + w) into `argmax` (N·P·Q·C int32 of scratch),
-// then every dx element gathers the dy of the windows whose argmax it is.
+// dy goes to the first row-major maximum of its window, as in the reference backend. Windows
+// that tile the input exactly (VGG's 2×2, stride 2) take one pass over x, dy and dx; others two:
+// each window's argmax (cell index h·W + w) into `argmax` (N·P·Q·C int32 of scratch), then every
+// dx element gathers the dy of the windows whose argmax it is.
 void launch_maxpool_backward(ElemType t, const PoolGeometry& g, const void* x, const void* dy, void* dx,
                              int32_t* argmax, cudaStream_t stream);
 inline int64_t maxpool_backward_scratch_bytes(const PoolGeometry& g) {
