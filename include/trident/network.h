@@ -34,7 +34,17 @@ struct CompileOptions {
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool nesterov = false;
+  // The same bits on every run, and on the CPU at every thread count (`trident train
+  // --deterministic`): nothing chosen by timing, cuDNN's deterministic engines only (a layer
+  // without one is an error), fixed-order sums on the cpu backend (slower).
+  bool deterministic = false;
 };
+
+// How many CPU threads the CPU backends run on, for the whole process (as OpenMP's pool):
+// at most `max_threads` (0: every core the process may run on); `adaptive` runs on the cores
+// other processes leave free, re-measured every 0.1 s, as the trident command does by default.
+// Until this is called a process runs on OpenMP's thread count, whatever the machine's load.
+TRIDENT_API void set_cpu_threads(int max_threads, bool adaptive);
 
 // train(): how long, and how much of the dataset folder to read (0: all of a split).
 struct TrainOptions {

@@ -49,4 +49,14 @@ PYBIND11_MODULE(_trident, m) {
   py::register_exception<trident::Error>(m, "Error", PyExc_RuntimeError);
   trident::python::bind_model(m);
   trident::python::bind_network(m);
+  m.def(
+      "set_cpu_threads",
+      [](int max_threads, const std::string& policy) {
+        if (policy != "adaptive" && policy != "fixed")
+          throw trident::Error("set_cpu_threads: policy must be 'adaptive' or 'fixed', not '" + policy + "'");
+        trident::set_cpu_threads(max_threads, policy == "adaptive");
+      },
+      py::arg("max_threads") = 0, py::kw_only(), py::arg("policy") = "adaptive",
+      "How many CPU threads the CPU backends use, for the whole process: at most max_threads (0: every core); "
+      "'adaptive' runs on the cores other processes leave free (as the trident command does), 'fixed' on all of them.");
 }

@@ -75,7 +75,7 @@ void bind_network(py::module_& m) {
   py::class_<Network>(m, "Network", "A Model compiled for one mode, device, precision and batch.")
       .def(py::init([](const Model& model, const std::string& mode, const std::string& device,
                        const std::string& precision, int64_t batch, uint64_t seed, double learning_rate,
-                       double momentum, double weight_decay, bool nesterov) {
+                       double momentum, double weight_decay, bool nesterov, bool deterministic) {
              CompileOptions o;
              o.mode = enum_named<Mode>(mode, "mode", kModes);
              o.device = device;
@@ -86,14 +86,17 @@ void bind_network(py::module_& m) {
              o.momentum = momentum;
              o.weight_decay = weight_decay;
              o.nesterov = nesterov;
+             o.deterministic = deterministic;
              py::gil_scoped_release release;
              return Network(model, o);
            }),
            py::arg("model"), py::kw_only(), py::arg("mode") = "inference", py::arg("device") = "cpu",
            py::arg("precision") = "fp32", py::arg("batch") = 1, py::arg("seed") = 1, py::arg("learning_rate") = 0.05,
            py::arg("momentum") = 0.9, py::arg("weight_decay") = 5e-4, py::arg("nesterov") = false,
+           py::arg("deterministic") = false,
            "Compiles `model`: mode inference or training; device cpu, cpu_ref, cuda or auto; precision fp32, fp16 or "
-           "bf16 (cuda); batch 0 keeps an ONNX file's batch in inference.")
+           "bf16 (cuda); batch 0 keeps an ONNX file's batch in inference; deterministic: the same bits on every run "
+           "(and on the CPU at every thread count), slower.")
       .def_property_readonly("mode", [](const Network& n) { return kModes[static_cast<int>(n.mode())]; })
       .def_property_readonly("backend", &Network::backend, "The backend that runs: cpu, cpu_ref or cuda.")
       .def_property_readonly("notices", &Network::notices, "What compiling chose or changed, one sentence each.")

@@ -6,10 +6,10 @@ is a trident.Error (a RuntimeError) whose message is one sentence.
     net = trident.Network(trident.Model.zoo("fmnist_cnn"), batch=8)
     logits = net.infer(np.zeros(net.input_shape, np.float32))  # NCHW in, [8, 10] out
 """
-from ._trident import Error, Model, Network, __version__
+from ._trident import Error, Model, Network, __version__, set_cpu_threads
 
 for _public in (Error, Model, Network):
     _public.__module__ = __name__  # trident.Error in tracebacks, not trident._trident.Error
 del _public
 
-__all__ = ["Error", "Model", "Network", "__version__"]
+__all__ = ["Error", "Model", "Network", "__version__", "set_cpu_threads"]

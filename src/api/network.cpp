@@ -137,15 +137,18 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
   compile.momentum = options.momentum;
   compile.weight_decay = options.weight_decay;
   compile.nesterov = options.nesterov;
+  BackendOptions backend;
+  backend.deterministic = options.deterministic;
   if (train) {
     runtime::TrainConfig config;
     config.compile = compile;
+    config.backend_options = backend;
     config.lr = options.learning_rate;
     config.seed = options.seed;
     n.trainer = std::make_unique<runtime::Trainer>(built.graph, config);
     if (!built.weights.empty()) n.trainer->train_executable().import_weights(built.weights, false);
   } else {
-    n.inference = runtime::Executable::compile(built.graph, compile);
+    n.inference = runtime::Executable::compile(built.graph, compile, backend);
     if (built.weights.empty()) n.inference->init_parameters(options.seed);
     else n.inference->import_weights(built.weights, true);
   }

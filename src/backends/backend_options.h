@@ -18,6 +18,14 @@ struct BackendOptions {
   // GPU: record a step's kernels once as a CUDA graph (on the second run, when every lazy
   // allocation has happened) and replay the recording on later runs: one launch per step.
   bool cuda_graph = true;
+  // The same bits on every run, and on the CPU backends at every thread count: nothing is
+  // chosen by timing (autotune and Winograd's automatic choice are off), cuDNN runs only its
+  // deterministic engines (a layer that has none is an error), and the cpu backend computes the
+  // reductions oneDNN splits by thread (weight gradients, batchnorm statistics and their
+  // backward) with cpu_ref's fixed-order loops (backends/cpu/deterministic.cpp).
+  bool deterministic = false;
+  // Whether candidates are timed when a kernel is built: autotune, unless deterministic.
+  bool times_candidates() const { return autotune && !deterministic; }
 };
 
 }  // namespace trident

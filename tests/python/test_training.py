@@ -40,6 +40,27 @@ class Training(TestCase):
         fresh.load_weights(path)
         np.testing.assert_array_equal(fresh.infer(x), trained.infer(x))
 
+    def test_deterministic_training_is_the_same_at_every_thread_count(self):
+        # The cpu backend with deterministic=True: fixed-order sums, so 1 and 2 threads agree bit for bit.
+        x = ramp((4, 1, 28, 28))
+        labels = np.array([0, 1, 2, 3], dtype=np.int32)
+        results = []
+        try:
+            for threads in (1, 2):
+                trident.set_cpu_threads(threads, policy="fixed")
+                net = trident.Network(trident.Model.zoo("fmnist_cnn"), mode="training", batch=4, learning_rate=0.01,
+                                      deterministic=True)
+                losses = [net.train_step(x, labels) for _ in range(3)]
+                results.append((losses, net.infer(x)))
+        finally:
+            trident.set_cpu_threads(0, policy="fixed")
+        self.assertEqual(results[0][0], results[1][0])
+        np.testing.assert_array_equal(results[0][1], results[1][1])
+        with self.assertRaisesRegex(trident.Error, "policy must be"):
+            trident.set_cpu_threads(1, policy="sometimes")
+        with self.assertRaisesRegex(trident.Error, "max_threads must be"):
+            trident.set_cpu_threads(-1)
+
     @unittest.skipUnless(os.path.isdir(FASHION_MNIST), "no Fashion-MNIST (Debian dataset-fashion-mnist)")
     def test_train_over_a_dataset_folder(self):
         net = trident.Network(trident.Model.zoo("fmnist_cnn"), mode="training", batch=16, learning_rate=0.02)

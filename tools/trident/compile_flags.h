@@ -145,6 +145,11 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f) {
   sub->add_flag("!--no-cuda-graph", f.backend_options.cuda_graph,
                 "On the GPU, launch every kernel of every step instead of replaying the step recorded "
                 "as a CUDA graph");
+  sub->add_flag("--deterministic", f.backend_options.deterministic,
+                "The same bits on every run, and on the CPU at every thread count: nothing is chosen by "
+                "timing (as --no-autotune), cuDNN runs only deterministic engines (a layer without one "
+                "is an error), and the cpu backend sums weight gradients and batchnorm statistics in a "
+                "fixed order (slower)");
 }
 
 // --winograd, for the commands that compile inference graphs (infer, bench, explain): the

@@ -165,7 +165,7 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
     const bool arena = algorithms.scratch != nullptr;  // blocked copies need it
     const BackendOptions& chosen = algorithms.options.backend;
     const ConvPlan plan = plan_inference_conv(s, post, s.sig + kind, arena ? chosen.winograd : 0,
-                                              arena && chosen.autotune, algorithms.options.build_bytes);
+                                              arena && chosen.times_candidates(), algorithms.options.build_bytes);
     k.set_implementation(plan.note);
     p = plan.p;
     blocked = plan.blocked;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "backends/cpu/deterministic.h"
 #include "backends/cpu/onednn_util.h"
 #include "backends/kernel.h"
 
@@ -13,10 +14,12 @@ namespace trident::cpu {
 inline constexpr const char* kBackend = "cpu";
 
 // oneDNN's own exceptions (a descriptor it cannot implement) become an Error naming the node.
-// Kernels whose constructor takes the CpuContext get the executable's.
+// Kernels whose constructor takes the CpuContext get the executable's. In deterministic mode
+// the ops oneDNN reduces in a thread-dependent order get deterministic.h's kernel instead.
 template <class K>
 void add_kernel(const char* op) {
   KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
+    if (auto fixed_order = deterministic_kernel(node, g, ctx)) return fixed_order;
     try {
       if constexpr (std::is_constructible_v<K, const ir::Node&, const ir::Graph&, const CpuContext&>)
         return std::unique_ptr<Kernel>(std::make_unique<K>(node, g, cpu_context(ctx)));

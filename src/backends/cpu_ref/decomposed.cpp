@@ -3,6 +3,7 @@
 // order on the fused node's buffers. So the decomposition every fused kernel is tested against
 // is written once, in the op's definition, and cpu_ref cannot drift from it. Each fused op is
 // registered to this kernel by name (register.cpp); `implementation()` lists the nodes it runs.
+// The cpu backend's deterministic mode runs its fused nodes the same way, on its own kernels.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -24,7 +25,7 @@ bool overlaps(const TensorView& a, const TensorView& b) {
 
 class Decomposed final : public Kernel {
  public:
-  Decomposed(const ir::Node& n, const ir::Graph& g, BackendContext& ctx) {
+  Decomposed(const std::string& backend, const ir::Node& n, const ir::Graph& g, BackendContext& ctx) {
     const ir::OpDef& def = ir::OpRegistry::get(n.op);
     if (!def.decompose) throw Error("op '" + n.op + "' has no decomposition for cpu_ref to run");
     ir::Node fused = n;
@@ -41,7 +42,8 @@ class Decomposed final : public Kernel {
     results_.resize(n.outputs.size());
     for (int id : sub_.order()) {
       const ir::Node& s = sub_.node(id);
-      kernels_.push_back(KernelRegistry::make("cpu_ref", s, sub_, ctx));
+      const std::string& on = KernelRegistry::has(backend, s.op) ? backend : std::string("cpu_ref");
+      kernels_.push_back(KernelRegistry::make(on, s, sub_, ctx));
       description_ += (description_.empty() ? "decomposition: " : ", ") + s.op;
     }
     scratch_.resize(sub_.num_values());
@@ -106,7 +108,12 @@ class Decomposed final : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_decomposed(const ir::Node& n, const ir::Graph& g, BackendContext& ctx) {
-  return std::make_unique<Decomposed>(n, g, ctx);
+  return std::make_unique<Decomposed>("cpu_ref", n, g, ctx);
+}
+
+std::unique_ptr<Kernel> make_decomposed_on(const std::string& backend, const ir::Node& n, const ir::Graph& g,
+                                           BackendContext& ctx) {
+  return std::make_unique<Decomposed>(backend, n, g, ctx);
 }
 
 }  // namespace trident::cpu_ref

@@ -71,7 +71,10 @@ void sgd_update(const KernelArgs& args);
 
 // fused_inference.cpp
 void fold_batchnorm(const KernelArgs& args);
-// decomposed.cpp: a fused op run as its OpDef::decompose, on the reference kernels
+// decomposed.cpp: a fused op run as its OpDef::decompose, on the reference kernels, or on
+// `backend`'s where it has one for the piece (the cpu backend's deterministic mode)
 std::unique_ptr<Kernel> make_decomposed(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
+std::unique_ptr<Kernel> make_decomposed_on(const std::string& backend, const ir::Node& n, const ir::Graph& g,
+                                           BackendContext& ctx);
 
 }  // namespace trident::cpu_ref

@@ -285,12 +285,22 @@ std::string GraphDesc::key() const {
 
 std::shared_ptr<CudnnGraph> CudnnGraph::build(const GraphDesc& desc, cudnnHandle_t handle, const PlanPolicy& policy) {
   check_desc(desc);
+  // Two fp16 training runs through conv+genstats graphs differed in every tensor after one step on
+  // the H200 (cuDNN 9.19 marks none of those engines non-deterministic), so a deterministic run
+  // takes the channel-sums kernel for its statistics instead.
+  if (policy.require_deterministic &&
+      std::any_of(desc.ops.begin(), desc.ops.end(), [](const GraphOp& op) { return op.kind == GraphOpKind::genstats; }))
+    throw Error("cuDNN cannot run " + desc.purpose +
+                " deterministically: its genstats engines sum the statistics in an order that changes between runs");
   std::shared_ptr<CudnnGraph> built(new CudnnGraph());
   built->purpose_ = desc.purpose;
-  built->deterministic_ = policy.prefer_deterministic;
-  std::string why = try_build(desc, handle, policy.prefer_deterministic, policy.tune_candidates, built->impl_->graph,
+  const bool only_deterministic = policy.prefer_deterministic || policy.require_deterministic;
+  built->deterministic_ = only_deterministic;
+  std::string why = try_build(desc, handle, only_deterministic, policy.tune_candidates, built->impl_->graph,
                               built->plan_index_, built->tuning_report_, built->tuned_ms_);
-  if (!why.empty() && policy.prefer_deterministic) {
+  if (!why.empty() && policy.require_deterministic) {
+    throw Error("cuDNN has no deterministic engine for " + desc.purpose + " (" + why + ")");
+  } else if (!why.empty() && policy.prefer_deterministic) {
     // No deterministic engine: take any (re-running may then differ in the last bits).
     built->impl_ = std::make_unique<Impl>();
     built->deterministic_ = false;
@@ -336,9 +346,12 @@ void CudnnGraph::execute(cudnnHandle_t handle, const std::array<void*, kMaxGraph
 
 GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc) {
   PlanPolicy policy;
-  const bool autotune = ctx.kernel_options().backend.autotune;
+  const BackendOptions& options = ctx.kernel_options().backend;
+  const bool autotune = options.times_candidates();
   policy.tune_candidates = autotune ? kTuneCandidates : 0;
-  const std::string key = ctx.signature_prefix() + (autotune ? "tuned-graph/" : "graph/") + desc.key();
+  policy.require_deterministic = options.deterministic;
+  const std::string key = ctx.signature_prefix() + (options.deterministic ? "deterministic-" : "") +
+                          (autotune ? "tuned-graph/" : "graph/") + desc.key();
   auto entry = ctx.cached<GraphBuild>(key, [&] {
     auto made = std::make_shared<GraphBuild>();
     try {

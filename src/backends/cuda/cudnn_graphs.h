@@ -79,6 +79,8 @@ struct PlanPolicy {
   // (a warm-up, then the fastest of three runs) and keep the fastest, as cudnn.benchmark does.
   // ≤ 1: take the heuristics' first choice without running anything.
   int tune_candidates = 0;
+  // Only deterministic engines: a graph that has none fails to build (BackendOptions::deterministic).
+  bool require_deterministic = false;
 };
 
 // A built graph with its chosen plan. Immutable after build: one graph may serve many
