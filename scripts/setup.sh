@@ -15,6 +15,7 @@ packages=(
   libdnnl-dev                # oneDNN: the fast CPU backend
   ocl-icd-opencl-dev         # dnnl-config.cmake requires OpenCL headers; libdnnl-dev only recommends them
   libonnx-dev libprotobuf-dev protobuf-compiler  # ONNX import
+  libopenmpi-dev openmpi-bin # data-parallel training under mpirun (Open MPI; mpicxx is what CMake's FindMPI asks)
   python3 python3-venv       # .venv for the ONNX test models (onnx, onnxruntime)
   python3-dev pybind11-dev   # the Python module (python/)
   dataset-fashion-mnist      # the default training data, in /usr/share/datasets/fashion-mnist

@@ -2,8 +2,12 @@
 // Defined once, here, and held by value by whoever makes the choice (the CLI's flags, the
 // runner's and the trainer's configurations) and by the backend context that reads it.
 #pragma once
+#include <memory>
 
 namespace trident {
+namespace distributed {
+class World;
+}
 
 struct BackendOptions {
   // Time the candidate implementations of each kernel once, when it is built, and keep the
@@ -26,6 +30,9 @@ struct BackendOptions {
   bool deterministic = false;
   // Whether candidates are timed when a kernel is built: autotune, unless deterministic.
   bool times_candidates() const { return autotune && !deterministic; }
+  // The distributed world the collective kernels (allreduce_mean) run over; null for a
+  // single-process run, whose plan has no collectives (runtime/distributed/world.h).
+  std::shared_ptr<distributed::World> world;
 };
 
 }  // namespace trident
