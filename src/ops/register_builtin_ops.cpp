@@ -19,6 +19,7 @@ void register_precision_ops();
 void register_channel_ops();
 void register_relu_mask_ops();
 void register_bn_apply_ops();
+void register_collective_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -41,6 +42,7 @@ void register_builtin_ops() {
   ops::register_channel_ops();
   ops::register_relu_mask_ops();
   ops::register_bn_apply_ops();
+  ops::register_collective_ops();
 }
 
 }  // namespace trident::ir

@@ -32,6 +32,11 @@ struct CompileOptions {
   // Training loss: cross-entropy against (1 − ε)·onehot + ε/K, PyTorch's label_smoothing = ε.
   double label_smoothing = 0;
   std::vector<std::string> disabled_passes;
+  // Training under a distributed world of this many ranks (runtime/distributed/world.h): above
+  // 1, every parameter gradient is averaged over the ranks (allreduce_mean nodes, in buckets of
+  // about allreduce_bucket_bytes in backward order) before the optimizer reads it.
+  int world_size = 1;
+  int64_t allreduce_bucket_bytes = int64_t{25} << 20;
   std::string dump_dir;  // non-empty: write the graph after every pass as NN_<pass>.txt
   // The activations' dtype: f32, or f16/bf16 for mixed precision on the GPU (assign_precision
   // keeps parameters, BN statistics, the loss and the optimizer in f32).
@@ -124,6 +129,7 @@ void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar 
 void defer_bn_apply(ir::Graph& g, PassContext& ctx);      // training: BN apply into the next conv
 void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
+void allreduce_gradients(ir::Graph& g, PassContext& ctx); // data parallel: gradients averaged over ranks
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
 void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations
 void pad_channels(ir::Graph& g, PassContext& ctx);        // GPU: conv input channels to 16 bytes

@@ -11,7 +11,8 @@ TEST(CpuRefRegistry, EveryOpOfTheSpecHasAKernel) {
                        "fill", "conv2d_backward_data", "conv2d_backward_weight",
                        "batchnorm2d_backward", "relu_backward", "maxpool2d_backward",
                        "avgpool2d_backward", "global_avgpool_backward", "linear_backward_data",
-                       "linear_backward_weight", "softmax_cross_entropy_backward", "sgd_update"};
+                       "linear_backward_weight", "softmax_cross_entropy_backward", "sgd_update",
+                       "allreduce_mean"};
   for (const char* op : ops) EXPECT_TRUE(KernelRegistry::has("cpu_ref", op)) << op;
 }
 

@@ -15,6 +15,7 @@ void register_cpu_kernels() {
   cpu::register_linear_kernels();
   cpu::register_loss_kernels();
   cpu::register_optimizer_kernels();
+  cpu::register_collective_kernels();
   cpu::register_tensor_kernels();
   cpu::register_fused_cbr_kernels();
   cpu::register_fused_inference_kernels();

@@ -76,5 +76,7 @@ void fold_batchnorm(const KernelArgs& args);
 std::unique_ptr<Kernel> make_decomposed(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
 std::unique_ptr<Kernel> make_decomposed_on(const std::string& backend, const ir::Node& n, const ir::Graph& g,
                                            BackendContext& ctx);
+// allreduce_mean over the context's distributed world (collective.cpp); the cpu backend's too.
+std::unique_ptr<Kernel> make_allreduce_mean(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
 
 }  // namespace trident::cpu_ref

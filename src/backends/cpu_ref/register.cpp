@@ -51,6 +51,7 @@ void register_cpu_ref_kernels() {
       {"fold_batchnorm", cpu_ref::fold_batchnorm},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
+  KernelRegistry::add("cpu_ref", "allreduce_mean", cpu_ref::make_allreduce_mean);
   for (const char* fused : {"cbr", "cbar", "conv_bn_stats", "batchnorm_relu_backward", "elementwise", "conv2d_epilogue"})
     KernelRegistry::add("cpu_ref", fused, cpu_ref::make_decomposed);
   // The weight gradient is a plain op unless its input comes through a prologue (prologue = 1).

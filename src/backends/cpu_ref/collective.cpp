@@ -1,0 +1,55 @@
+// allreduce_mean on the host backends (cpu_ref, and cpu, which registers the same kernel): sums
+// each bucket over the ranks with the world's collective (MPI_Allreduce), then divides by the
+// world size — one correctly rounded division, exact for any power-of-two world. Tensors that
+// lie back to back in the flat gradient buffer go in one call, so a bucket is one or a few calls.
+#include <algorithm>
+
+#include "backends/cpu_ref/kernels.h"
+#include "core/error.h"
+#include "runtime/distributed/world.h"
+
+namespace trident::cpu_ref {
+
+namespace {
+
+class AllreduceMean final : public Kernel {
+ public:
+  AllreduceMean(const ir::Node& node, distributed::World* world) : world_(world) {
+    const int64_t expected = node.attrs.i("world_size");
+    if (!world_)
+      throw Error("node '" + node.name + "' (allreduce_mean) averages over " + std::to_string(expected) +
+                  " ranks, but this executable has no distributed world; run it under mpirun");
+    if (world_->size() != expected)
+      throw Error("node '" + node.name + "' (allreduce_mean) was compiled for " + std::to_string(expected) +
+                  " ranks, but the world has " + std::to_string(world_->size()));
+  }
+  void run(const KernelArgs& args) override {
+    std::vector<std::pair<float*, size_t>> spans;  // (start, elements), in address order
+    for (size_t t = 0; t < args.out.size(); ++t) {
+      const size_t n = static_cast<size_t>(args.out[t].numel());
+      if (args.out[t].data != args.in[t].data) std::copy_n(args.in[t].as<float>(), n, args.out[t].as<float>());
+      spans.push_back({args.out[t].as<float>(), n});
+    }
+    std::sort(spans.begin(), spans.end());
+    const float size = static_cast<float>(world_->size());
+    for (size_t i = 0; i < spans.size();) {
+      float* start = spans[i].first;
+      size_t count = spans[i].second;
+      for (++i; i < spans.size() && spans[i].first == start + count; ++i) count += spans[i].second;
+      world_->sum(start, count);
+#pragma omp parallel for simd schedule(static)
+      for (size_t k = 0; k < count; ++k) start[k] /= size;
+    }
+  }
+
+ private:
+  distributed::World* world_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_allreduce_mean(const ir::Node& node, const ir::Graph&, BackendContext& ctx) {
+  return std::make_unique<AllreduceMean>(node, ctx.kernel_options().backend.world.get());
+}
+
+}  // namespace trident::cpu_ref
