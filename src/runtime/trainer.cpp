@@ -12,6 +12,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "runtime/data/sharded_batches.h"
+#include "runtime/distributed/world.h"
 
 namespace trident::runtime {
 
@@ -110,6 +112,7 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   BackendOptions eval_backend = config_.backend_options;
   eval_backend.winograd = 0;
   split_disabled(config_.compile.disabled_passes, train_opt, eval_opt);
+  train_opt.world_size = world_size();
   if (!config_.compile.dump_dir.empty()) {
     train_opt.dump_dir = config_.compile.dump_dir + "/train";
     eval_opt.dump_dir = config_.compile.dump_dir + "/infer";
@@ -118,6 +121,10 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   eval_ = Executable::compile(model, eval_opt, eval_backend);
   batch_ = train_->find("images").shape[0];
   train_->init_parameters(config_.seed);
+}
+
+int Trainer::world_size() const {
+  return config_.backend_options.world ? config_.backend_options.world->size() : 1;
 }
 
 void Trainer::restore(const WeightMap& weights, int64_t step) {
@@ -175,13 +182,17 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
     train_->download(train_->logits());
     ++step_;
     ++done;
-    const float l = loss.as<float>()[0];
+    // Over every rank's rows: each rank's loss is its batch's mean, and the batches are equal.
+    double step_sums[2] = {loss.as<float>()[0],
+                           static_cast<double>(count_correct(logits.as<float>(), labels.as<int32_t>(), batch_, classes))};
+    if (distributed::World* w = config_.backend_options.world.get()) w->sum(step_sums, 2);
+    const double l = step_sums[0] / world_size();
     if (!std::isfinite(l))
       throw Error("the loss became " + std::to_string(l) + " at step " + std::to_string(step_) +
                   "; lower the learning rate (--lr)");
     loss_sum += l;
-    correct += count_correct(logits.as<float>(), labels.as<int32_t>(), batch_, classes);
-    seen += batch_;
+    correct += static_cast<int64_t>(step_sums[1]);
+    seen += global_batch();
     if (on_batch) {
       const double secs = std::chrono::duration<double>(clock::now() - start).count();
       on_batch(done, per_epoch, loss_sum / done, static_cast<double>(correct) / seen,
@@ -197,8 +208,11 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
 }
 
 EvalStats Trainer::evaluate(const data::Dataset& ds) {
-  data::BatchIterator it(ds, batch_, false, 0, false);
-  return evaluate(it);
+  auto all = std::make_unique<data::BatchIterator>(ds, global_batch(), false, 0, false);
+  if (world_size() == 1) return evaluate(*all);
+  data::ShardedBatches mine(std::move(all), config_.backend_options.world->rank(), world_size(),
+                            ds.sample_size());
+  return evaluate(mine);
 }
 
 EvalStats Trainer::evaluate(data::BatchSource& batches) {
@@ -231,6 +245,13 @@ EvalStats Trainer::evaluate(data::BatchSource& batches) {
     }
     st.samples += filled;
   }
+  // Each rank evaluated its own shard: the counts and the loss sum over the ranks.
+  double sums[4] = {static_cast<double>(correct), static_cast<double>(top5), nll, static_cast<double>(st.samples)};
+  if (distributed::World* w = config_.backend_options.world.get()) w->sum(sums, 4);
+  correct = static_cast<int64_t>(sums[0]);
+  top5 = static_cast<int64_t>(sums[1]);
+  nll = sums[2];
+  st.samples = static_cast<int64_t>(sums[3]);
   st.accuracy = st.samples ? static_cast<double>(correct) / st.samples : 0;
   st.top5_accuracy = st.samples ? static_cast<double>(top5) / st.samples : 0;
   st.loss = st.samples ? nll / st.samples : 0;

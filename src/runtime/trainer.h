@@ -32,6 +32,9 @@ struct TrainConfig {
   // IR dump directory (DIR/train, DIR/infer) and the memory budget both executables claim from.
   passes::CompileOptions compile = default_compile_options(passes::Mode::Train);
   // Timing and CUDA graphs, for both executables; evaluation never uses Winograd (trainer.cpp).
+  // Its distributed world, where set, makes the run data-parallel: the training plan averages
+  // the gradients over the ranks, and the metrics are summed over them (each rank feeds its own
+  // shard: data/sharded_batches.h).
   BackendOptions backend_options;
 };
 
@@ -89,7 +92,9 @@ class Trainer {
   const Executable& train_executable() const { return *train_; }
   const TrainConfig& config() const { return config_; }
   Executable& eval_executable() { return *eval_; }
-  int64_t batch() const { return batch_; }
+  int64_t batch() const { return batch_; }  // this process's
+  int world_size() const;
+  int64_t global_batch() const { return batch_ * world_size(); }
   int64_t step() const { return step_; }
 
  private:

@@ -64,7 +64,7 @@ class Reader {
 CheckpointInfo checkpoint_info(const Trainer& trainer) {
   CheckpointInfo info;
   info.step = trainer.step();
-  info.batch = trainer.batch();
+  info.batch = trainer.global_batch();  // the steps' batch, whatever the world size
   info.config = trainer.config();
   return info;
 }
@@ -146,9 +146,9 @@ void resume_from(Trainer& trainer, const Checkpoint& ckpt, const std::string& pa
   const CheckpointInfo& i = ckpt.info;
   if (i.model != model)
     throw Error("checkpoint '" + path + "' is of model '" + i.model + "', not '" + model + "'");
-  if (i.batch != trainer.batch())
-    throw Error("checkpoint '" + path + "' was trained with batch " + std::to_string(i.batch) +
-                ", not " + std::to_string(trainer.batch()) + "; resume with the same --batch");
+  if (i.batch != trainer.global_batch())
+    throw Error("checkpoint '" + path + "' was trained with (global) batch " + std::to_string(i.batch) +
+                ", not " + std::to_string(trainer.global_batch()) + "; resume with the same batch over all processes");
   try {
     trainer.restore(ckpt.weights, i.step);
   } catch (const Error& e) {

@@ -20,7 +20,7 @@ struct CheckpointInfo {
   std::string model;
   int64_t epoch = 0;          // epochs completed
   int64_t step = 0;           // optimizer steps taken (drives the learning-rate schedule)
-  int64_t batch = 0;
+  int64_t batch = 0;          // a step's global batch: the per-process batch times the ranks
   std::string dataset;        // training set name and size, checked when resuming
   int64_t train_images = 0;
   double loss_scale = 1;      // always 1: training is f32 without loss scaling

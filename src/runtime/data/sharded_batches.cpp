@@ -1,0 +1,32 @@
+// Slicing a global batch for one rank (sharded_batches.h).
+#include "runtime/data/sharded_batches.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace trident::data {
+
+ShardedBatches::ShardedBatches(std::unique_ptr<BatchSource> global, int rank, int ranks, int64_t row_floats)
+    : global_(std::move(global)), rank_(rank), row_floats_(row_floats) {
+  if (ranks < 1 || rank < 0 || rank >= ranks) throw Error("rank " + std::to_string(rank) + " is not in a world of " + std::to_string(ranks));
+  if (global_->batch() % ranks != 0)
+    throw Error("a global batch of " + std::to_string(global_->batch()) + " rows does not split into " +
+                std::to_string(ranks) + " equal shares");
+  batch_ = global_->batch() / ranks;
+  images_.resize(static_cast<size_t>(global_->batch() * row_floats_));
+  labels_.resize(static_cast<size_t>(global_->batch()));
+}
+
+bool ShardedBatches::next(float* images_out, int32_t* labels_out, int64_t* filled) {
+  int64_t global_filled = global_->batch();
+  if (!global_->next(images_.data(), labels_.data(), &global_filled)) return false;
+  const int64_t first = rank_ * batch_;
+  std::copy_n(images_.data() + first * row_floats_, batch_ * row_floats_, images_out);
+  if (labels_out) std::copy_n(labels_.data() + first, batch_, labels_out);
+  if (filled) *filled = std::clamp<int64_t>(global_filled - first, 0, batch_);
+  return true;
+}
+
+}  // namespace trident::data
