@@ -26,8 +26,10 @@
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/weight_file.h"
+#include "runtime/data/sharded_batches.h"
 #include "runtime/progress.h"
 #include "runtime/trainer.h"
+#include "rank.h"
 #include "train_data.h"
 
 namespace trident::cli {
@@ -46,6 +48,8 @@ struct Options {
   std::string save_path, resume_path, weights_path, log_path;
   std::string lr_steps;  // --lr-steps as given; parsed into config.lr_step_epochs
   std::string max_memory;
+  // The data-parallel job this process is one rank of (under mpirun), else null.
+  std::shared_ptr<distributed::World> world;
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
 
@@ -64,7 +68,13 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
     mine = theirs;
   };
   adopt("--model", o.model, i.model);
-  adopt("--batch", o.batch, i.batch);
+  // The checkpoint has the global batch; --batch is each process's share of it.
+  const int ranks = o.world ? o.world->size() : 1;
+  if (i.batch % ranks != 0)
+    throw Error("checkpoint '" + o.resume_path + "' has a global batch of " + std::to_string(i.batch) +
+                ", which does not split over " + std::to_string(ranks) + " processes; resume with a number of "
+                "processes that divides it");
+  adopt("--batch", o.batch, i.batch / ranks);
   adopt("--seed", o.config.seed, i.config.seed);
   adopt("--lr", o.config.lr, i.config.lr);
   adopt("--momentum", o.config.compile.momentum, i.config.compile.momentum);
@@ -118,7 +128,7 @@ TrainModel load_model(const Options& o, const std::optional<ImageFolderInput>& f
   opt.batch = o.batch;
   opt.train = true;
   frontend::OnnxImport imp = frontend::import_onnx(o.model, opt);
-  for (const std::string& notice : imp.notices) std::cerr << "trident: notice: " << notice << "\n";
+  for (const std::string& notice : imp.notices) lead_stream(o.world.get(), std::cerr) << "trident: notice: " << notice << "\n";
   const ir::Value& input = imp.graph.value(imp.graph.find_value(imp.input_name));
   if (imp.graph.outputs().size() != 1 || imp.graph.value(imp.graph.outputs()[0]).shape.size() != 2 ||
       input.shape.size() != 4)
@@ -153,7 +163,17 @@ void check_divergence(const Options& o, double loss, int64_t classes, int64_t ep
   throw Error(os.str());
 }
 
+// Each rank reads its own slice of every global batch (data/sharded_batches.h).
+void shard(TrainData& data, const distributed::World& world, const frontend::ModelInfo& info) {
+  const int64_t row = info.height * info.width * info.channels;
+  data.train = std::make_unique<data::ShardedBatches>(std::move(data.train), world.rank(), world.size(), row);
+  data.eval = std::make_unique<data::ShardedBatches>(std::move(data.eval), world.rank(), world.size(), row);
+}
+
 int run_train(Options o) {
+  distributed::World* world = o.world.get();
+  const int ranks = world ? world->size() : 1;
+  std::ostream& err = lead_stream(world, std::cerr);
   o.config.lr_step_epochs = runtime::parse_step_epochs(o.lr_steps, "--lr-steps");
   o.lr_steps = runtime::step_epochs_text(o.config.lr_step_epochs);  // one spelling, compared on --resume
   o.threads.apply();
@@ -166,7 +186,7 @@ int run_train(Options o) {
   }
   // --save is checked, and locked against other runs, before the first epoch, not after it.
   std::unique_ptr<PathLock> save_lock;
-  if (!o.save_path.empty()) {
+  if (!o.save_path.empty() && is_lead(world)) {
     const std::filesystem::path dir = std::filesystem::path(o.save_path).parent_path();
     if (!dir.empty() && !std::filesystem::is_directory(dir))
       throw Error("--save '" + o.save_path + "': the directory '" + dir.string() + "' does not exist");
@@ -177,17 +197,19 @@ int run_train(Options o) {
     }
     save_lock = std::make_unique<PathLock>(o.save_path, "--save");
   }
-  o.data.batch = o.batch;
+  o.data.batch = o.batch * ranks;  // the global batch: each rank takes its share below
   o.data.seed = o.config.seed;
   std::optional<ImageFolderInput> folder = find_image_folder(o.data);
   TrainModel net = load_model(o, folder);
   const frontend::ModelInfo* info = &net.info;
   TrainData data = load_train_data(o.data, *info, std::move(folder), budget);
+  if (world) shard(data, *world, *info);
 
   o.config.compile.backend = resolve_device(o.device);
   o.config.compile.precision = precision_dtype(o.device);
   o.config.compile.memory_budget = &budget;
   o.config.backend_options = o.device.backend_options;
+  o.config.backend_options.world = o.world;
   runtime::Trainer trainer(net.graph, o.config);
   if (!net.weights.empty()) trainer.train_executable().import_weights(net.weights, false);
   int64_t first_epoch = 0;
@@ -211,29 +233,31 @@ int run_train(Options o) {
   }
   data::BatchSource& batches = *data.train;
   auto emit = [&](const nlohmann::json& j) {
-    if (o.json) std::cout << j.dump() << std::endl;
+    if (o.json && is_lead(world)) std::cout << j.dump() << std::endl;
   };
-  std::cerr << "training " << o.model << " on " << data.name << " (" << data.train_count
+  err << "training " << o.model << " on " << data.name << " (" << data.train_count
             << " images, batch " << o.batch << ", " << o.epochs << " epochs, backend "
-            << o.config.compile.backend << ", " << o.device.precision << ", " << omp_get_max_threads() << " threads)\n";
+            << o.config.compile.backend << ", " << o.device.precision << ", " << omp_get_max_threads() << " threads"
+            << (ranks > 1 ? " per process, " + std::to_string(ranks) + " processes" : "") << ")\n";
   emit({{"event", "start"}, {"model", o.model}, {"dataset", data.name}, {"train_images", data.train_count},
         {"test_images", data.eval_count}, {"batch", o.batch}, {"epochs", o.epochs},
         {"backend", o.config.compile.backend}, {"precision", o.device.precision}, {"threads", omp_get_max_threads()},
-        {"params", trainer.train_executable().parameter_count()}, {"first_epoch", first_epoch + 1}});
+        {"params", trainer.train_executable().parameter_count()}, {"first_epoch", first_epoch + 1},
+        {"processes", ranks}});
   if (first_epoch > 0)
-    std::cerr << "resuming from '" << o.resume_path << "' after epoch " << first_epoch << " (step "
+    err << "resuming from '" << o.resume_path << "' after epoch " << first_epoch << " (step "
               << trainer.step() << ")\n";
 
   // The metrics file, one JSON line per epoch; opened (and so checked) before the first epoch.
   std::optional<std::ofstream> log;
-  if (!o.log_path.empty()) {
+  if (!o.log_path.empty() && is_lead(world)) {
     log.emplace(o.log_path, std::ios::out | std::ios::trunc);
     if (!*log) throw Error("cannot create the metrics file '" + o.log_path + "' (--log)");
   }
   std::optional<runtime::EvalStats> last_eval;
   for (int64_t e = first_epoch; e < o.epochs; ++e) {
     ProgressBar bar("epoch " + std::to_string(e + 1) + "/" + std::to_string(o.epochs),
-                    batches.batches_per_epoch());
+                    batches.batches_per_epoch(), err);
     auto metrics = [](double loss, double acc, double ips) {
       return ProgressBar::Metrics{{"", fixed(ips, 0) + " img/s"}, {"loss", fixed(loss, 4)},
                                   {"acc", fixed(100 * acc, 1) + "%"}};
@@ -245,15 +269,15 @@ int run_train(Options o) {
           check_divergence(o, loss, info->classes, e + 1, done, batches.batches_per_epoch());
         });
     bar.finish(metrics(st.loss, st.accuracy, st.images_per_second));
-    std::cerr << "data: waited " << fixed(st.data_wait_seconds, 1) << " s of " << fixed(st.seconds, 1) << " s ("
+    err << "data: waited " << fixed(st.data_wait_seconds, 1) << " s of " << fixed(st.seconds, 1) << " s ("
               << fixed(100 * st.data_wait_seconds / std::max(st.seconds, 1e-9), 0) << " %) for input\n";
-    if (const std::string skipped = data.skipped_report(); !skipped.empty()) std::cerr << "data: " << skipped << "\n";
+    if (const std::string skipped = data.skipped_report(); !skipped.empty()) err << "data: " << skipped << "\n";
     emit({{"event", "epoch"}, {"epoch", e + 1}, {"loss", st.loss}, {"accuracy", st.accuracy},
           {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr},
           {"mean_threads", st.mean_threads}, {"data_wait_seconds", st.data_wait_seconds}});
     // The evaluation split after every epoch; the last one is the run's result below.
     last_eval = trainer.evaluate(*data.eval);
-    if (e + 1 < o.epochs) std::cerr << "epoch " << e + 1 << ": " << eval_sentence(data.eval_split, *last_eval);
+    if (e + 1 < o.epochs) err << "epoch " << e + 1 << ": " << eval_sentence(data.eval_split, *last_eval);
     emit({{"event", "eval"}, {"epoch", e + 1}, {"split", data.eval_split}, {"accuracy", last_eval->accuracy},
           {"top5_accuracy", last_eval->top5_accuracy}, {"loss", last_eval->loss}, {"images", last_eval->samples},
           {"seconds", last_eval->seconds}});
@@ -273,7 +297,7 @@ int run_train(Options o) {
            << std::endl;
       if (!*log) throw Error("cannot write the metrics file '" + o.log_path + "'");
     }
-    if (!o.save_path.empty()) {
+    if (!o.save_path.empty() && is_lead(world)) {
       runtime::CheckpointInfo info = runtime::checkpoint_info(trainer);
       info.model = o.model;
       info.epoch = e + 1;
@@ -286,7 +310,7 @@ int run_train(Options o) {
   }
   const runtime::EvalStats ev = last_eval ? *last_eval : trainer.evaluate(*data.eval);
   // The result goes to stdout (with --json, stdout carries the JSON lines instead).
-  (o.json ? std::cerr : std::cout) << eval_sentence(data.eval_split, ev);
+  lead_stream(world, o.json ? std::cerr : std::cout) << eval_sentence(data.eval_split, ev);
   emit({{"event", "test"}, {"split", data.eval_split}, {"accuracy", ev.accuracy}, {"top5_accuracy", ev.top5_accuracy},
         {"loss", ev.loss}, {"images", ev.samples}, {"seconds", ev.seconds}});
   return 0;
@@ -302,7 +326,7 @@ RunSubcommand add_train_command(CLI::App& app) {
                   "initial weights, every BatchNormalization trains with batch statistics")
       ->capture_default_str();
   sub->add_option("--epochs", o->epochs, "Training epochs (the learning rate's cosine ends with the last)")->check(within(runtime::kEpochsLimit))->capture_default_str();
-  sub->add_option("--batch", o->batch, "Batch size")->check(within(runtime::kBatchLimit))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size of each process (under mpirun -np N the global batch is N times it, as PyTorch DDP)")->check(within(runtime::kBatchLimit))->capture_default_str();
   sub->add_option("--lr", o->config.lr, "Peak learning rate: a linear warm-up from a tenth of it over --warmup epochs, then a cosine decay to 0 at the last step")->check(within(runtime::kLrLimit))->capture_default_str();
   sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum (heavy ball; --nesterov for Nesterov's)")->check(within(runtime::kMomentumLimit))->capture_default_str();
   sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay, added to every parameter's gradient (batchnorm's and biases' too, as torch.optim.SGD does)")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
@@ -365,7 +389,10 @@ RunSubcommand add_train_command(CLI::App& app) {
   add_device_options(sub, o->device);
   add_compile_flags(sub, o->config.compile);
   o->app = sub;
-  return [o] { return run_train(*o); };
+  return [o] {
+    o->world = distributed::join_world();  // null without mpirun: MPI is not initialised then
+    return run_as_rank(o->world.get(), [&] { return run_train(*o); });
+  };
 }
 
 }  // namespace trident::cli
