@@ -1,0 +1,197 @@
+// Data-parallel training checked across processes: this binary runs under `mpirun -np 2`
+// (tests/CMakeLists.txt), every rank running every case. Without BN statistics in the way, two
+// ranks of batch B/2 must train the same parameters as one process of batch B; with them, the
+// averaged gradient must equal the mean of the two ranks' gradients computed one by one. Each
+// rank computes the single-process references itself, so a broken collective cannot hide
+// behind itself.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "backends/kernel.h"
+#include "core/random.h"
+#include "frontend/builder.h"
+#include "runtime/data/batch_iterator.h"
+#include "runtime/data/sharded_batches.h"
+#include "runtime/distributed/world.h"
+#include "runtime/executable.h"
+#include "runtime/trainer.h"
+#include "support/graph_queries.h"
+#include "support/tolerance.h"
+
+using namespace trident;
+using test_support::count_op;
+
+namespace {
+
+constexpr int64_t kHalf = 4, kSide = 8, kChannels = 3, kClasses = 5;
+
+std::shared_ptr<distributed::World> world() {
+  static std::shared_ptr<distributed::World> w = distributed::join_world();
+  return w;
+}
+
+#define REQUIRE_TWO_RANKS()                                                              \
+  if (!world() || world()->size() != 2) GTEST_SKIP() << "needs mpirun -np 2 (this run has " \
+                                                     << (world() ? world()->size() : 1) << " process)"
+
+std::vector<std::string> host_backends() {
+  std::vector<std::string> out{"cpu_ref"};
+  if (KernelRegistry::has("cpu", "conv2d")) out.push_back("cpu");
+  return out;
+}
+
+// conv → bn → relu (a cbr once fused) → max-pool → linear: BN makes a rank's gradient depend on
+// its whole batch, so only the gradient mean is comparable.
+ir::Graph bn_network(int64_t batch) {
+  ir::Graph g;
+  frontend::Builder b(g);
+  int x = b.input("images", {batch, kSide, kSide, kChannels});
+  x = b.relu(b.batchnorm(b.conv(x, 8, 3, 1, 1, {}, "conv1"), "bn1"), "relu1");
+  g.mark_output(b.linear(b.flatten(b.maxpool(x, 2, 2)), kClasses, true, "fc"));
+  return g;
+}
+
+// The same without BN: every sample's gradient is its own, so the batch splits exactly.
+ir::Graph plain_network(int64_t batch) {
+  ir::Graph g;
+  frontend::Builder b(g);
+  int x = b.input("images", {batch, kSide, kSide, kChannels});
+  x = b.relu(b.conv(x, 8, 3, 1, 1, {.bias = true}, "conv1"), "relu1");
+  x = b.relu(b.conv(x, 8, 3, 2, 1, {.bias = true}, "conv2"), "relu2");
+  g.mark_output(b.linear(b.flatten(x), kClasses, true, "fc"));
+  return g;
+}
+
+data::Dataset dataset(int64_t count) {
+  data::Dataset ds;
+  ds.count = count;
+  ds.height = ds.width = kSide;
+  ds.channels = kChannels;
+  ds.num_classes = kClasses;
+  Rng rng(11);
+  ds.images.resize(static_cast<size_t>(count * ds.sample_size()));
+  for (float& v : ds.images) v = static_cast<float>(rng.uniform(-1, 1));
+  for (int64_t i = 0; i < count; ++i) ds.labels.push_back(static_cast<int32_t>((i * 7) % kClasses));
+  return ds;
+}
+
+// Rows [first, first + rows) of `ds` into the executable's inputs.
+void feed(runtime::Executable& exe, const data::Dataset& ds, int64_t first, int64_t rows) {
+  TensorView images = exe.find("images"), labels = exe.find("labels");
+  std::copy_n(ds.images.data() + first * ds.sample_size(), rows * ds.sample_size(), images.as<float>());
+  std::copy_n(ds.labels.data() + first, rows, labels.as<int32_t>());
+}
+
+std::vector<std::vector<float>> gradients(const runtime::Executable& exe) {
+  std::vector<std::vector<float>> out;
+  for (auto [p, gp] : exe.param_grads()) {
+    const TensorView v = exe.view(gp);
+    out.emplace_back(v.as<float>(), v.as<float>() + v.numel());
+  }
+  return out;
+}
+
+std::vector<float> floats(const HostTensor& t) {
+  EXPECT_EQ(t.dtype, DType::f32);
+  std::vector<float> out(t.data.size() / sizeof(float));
+  std::memcpy(out.data(), t.data.data(), out.size() * sizeof(float));
+  return out;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what, bool exact) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  const test_support::Tolerance tol = test_support::tolerance(DType::f32);
+  test_support::expect_each(
+      got.size(),
+      [&](size_t i) { return exact ? got[i] == ref[i] : std::abs(got[i] - ref[i]) <= tol.atol + tol.rtol * std::abs(ref[i]); },
+      [&](size_t i) { return test_support::cat(what, "[", i, "]: got ", got[i], " vs reference ", ref[i]); });
+}
+
+TEST(DataParallel, AveragedGradientIsTheMeanOfTheRanksGradients) {
+  REQUIRE_TWO_RANKS();
+  const data::Dataset ds = dataset(2 * kHalf);
+  for (const std::string& backend : host_backends()) {
+    SCOPED_TRACE(backend);
+    passes::CompileOptions o = runtime::default_compile_options(passes::Mode::Train);
+    o.backend = backend;
+    o.optimizer = false;
+    passes::CompileOptions distributed_options = o;
+    distributed_options.world_size = 2;
+    BackendOptions with_world;
+    with_world.world = world();
+    auto exe = runtime::Executable::compile(bn_network(kHalf), distributed_options, with_world);
+    ASSERT_GE(count_op(exe->graph(), "allreduce_mean"), 1);
+    exe->init_parameters(7);
+    feed(*exe, ds, world()->rank() * kHalf, kHalf);
+    exe->run();
+    const auto averaged = gradients(*exe);
+
+    // Both shards one after the other in one process, with a plan that has no collective.
+    auto alone = runtime::Executable::compile(bn_network(kHalf), o, BackendOptions{});
+    ASSERT_EQ(count_op(alone->graph(), "allreduce_mean"), 0);
+    alone->init_parameters(7);
+    std::vector<std::vector<float>> shard[2];
+    for (int r = 0; r < 2; ++r) {
+      feed(*alone, ds, r * kHalf, kHalf);
+      alone->run();
+      shard[r] = gradients(*alone);
+    }
+    ASSERT_EQ(averaged.size(), shard[0].size());
+    for (size_t t = 0; t < averaged.size(); ++t) {
+      std::vector<float> mean(shard[0][t].size());
+      for (size_t i = 0; i < mean.size(); ++i) mean[i] = (shard[0][t][i] + shard[1][t][i]) / 2.0f;
+      // The collective adds the same two floats and divides by two: the same bits on cpu_ref.
+      expect_close(averaged[t], mean, exe->graph().value(exe->param_grads()[t].first).name, backend == "cpu_ref");
+    }
+  }
+}
+
+TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
+  REQUIRE_TWO_RANKS();
+  const data::Dataset ds = dataset(7 * kHalf + 3);  // 3 steps of 8; evaluation ends in a partial batch
+  for (const std::string& backend : host_backends()) {
+    SCOPED_TRACE(backend);
+    runtime::TrainConfig cfg;
+    cfg.compile.backend = backend;
+    cfg.lr = 0.1;
+    cfg.epochs = 1;
+    runtime::TrainConfig ranked = cfg;
+    ranked.backend_options.world = world();
+    // Small buckets, so the gradients go in several allreduce calls.
+    ranked.compile.allreduce_bucket_bytes = 2048;
+
+    runtime::Trainer mine(plain_network(kHalf), ranked);
+    EXPECT_GE(count_op(mine.train_executable().graph(), "allreduce_mean"), 2);
+    EXPECT_EQ(mine.global_batch(), 2 * kHalf);
+    data::ShardedBatches shard(std::make_unique<data::BatchIterator>(ds, 2 * kHalf, true, 5, true),
+                               world()->rank(), 2, ds.sample_size());
+    const runtime::EpochStats st = mine.train_epoch(shard, 0, 1);
+
+    runtime::Trainer alone(plain_network(2 * kHalf), cfg);
+    data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
+    const runtime::EpochStats ref = alone.train_epoch(all, 0, 1);
+
+    EXPECT_EQ(mine.step(), 3);
+    EXPECT_EQ(alone.step(), 3);
+    EXPECT_NEAR(st.loss, ref.loss, 1e-5 * std::abs(ref.loss));
+    EXPECT_DOUBLE_EQ(st.accuracy, ref.accuracy);
+    const runtime::WeightMap got = mine.train_executable().export_weights(),
+                             want = alone.train_executable().export_weights();
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [name, tensor] : want) {
+      ASSERT_TRUE(got.count(name)) << name;
+      expect_close(floats(got.at(name)), floats(tensor), name, false);
+    }
+
+    // Evaluation: each rank its shard, counts summed over both.
+    const runtime::EvalStats ev = mine.evaluate(ds), ev_ref = alone.evaluate(ds);
+    EXPECT_EQ(ev.samples, ds.count);
+    EXPECT_EQ(ev.samples, ev_ref.samples);
+    EXPECT_DOUBLE_EQ(ev.accuracy, ev_ref.accuracy);
+    EXPECT_NEAR(ev.loss, ev_ref.loss, 1e-5 * std::abs(ev_ref.loss));
+  }
+}
+
+}  // namespace
