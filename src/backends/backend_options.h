@@ -32,7 +32,7 @@ struct BackendOptions {
   bool times_candidates() const { return autotune && !deterministic; }
   // The distributed world the collective kernels (allreduce_mean) run over; null for a
   // single-process run, whose plan has no collectives (runtime/distributed/world.h).
-  std::shared_ptr<distributed::World> world;
+  std::shared_ptr<distributed::World> world = nullptr;
 };
 
 }  // namespace trident
