@@ -40,6 +40,7 @@ int run_as_rank(distributed::World* world, const std::function<int()>& body) {
   } catch (const std::exception& e) {
     fail("internal error", e.what(), 2);
   }
+  return 1;  // not reached: abort() ends every rank
 }
 
 }  // namespace trident::cli
