@@ -95,6 +95,20 @@ TEST(Cli, InfoJsonHasTheNumbers) {
   EXPECT_NE(r.output.find("\"arena_bytes\""), std::string::npos);
 }
 
+// One default batch per mode (runtime/default_batch.h): info and explain count what train (64)
+// or infer (1) would compile without --batch.
+TEST(Cli, DefaultBatchesFollowTheMode) {
+  Result train = run("info --json"), infer = run("info --mode infer --json");
+  ASSERT_EQ(train.code, 0) << train.output;
+  ASSERT_EQ(infer.code, 0) << infer.output;
+  EXPECT_NE(train.output.find("\"batch\":64"), std::string::npos) << train.output;
+  EXPECT_NE(infer.output.find("\"batch\":1,"), std::string::npos) << infer.output;
+  Result explained = run("explain --json"), sized = run("explain --json --batch 64");
+  ASSERT_EQ(explained.code, 0) << explained.output;
+  const auto arena = [](const std::string& s) { return s.substr(s.find("\"arena_bytes\""), 60); };
+  EXPECT_EQ(arena(explained.output), arena(sized.output));
+}
+
 TEST(Cli, TrainsOnSyntheticDataWithJsonEvents) {
   Result r = run("train --synthetic --train-limit 128 --test-limit 64 --batch 32 --epochs 1 --json");
   ASSERT_EQ(r.code, 0) << r.output;

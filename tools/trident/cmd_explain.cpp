@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
+#include "runtime/default_batch.h"
 #include "runtime/executable.h"
 #include "runtime/fusion_report.h"
 
@@ -23,7 +24,7 @@ struct Options {
   std::string model_file;  // positional MODEL.onnx
   std::string mode = "train";
   bool mode_given = false;
-  int64_t batch = 32;
+  int64_t batch = 0;  // 0: the batch of --mode (runtime/default_batch.h)
   bool json = false;
   std::string dot;
   passes::CompileOptions compile;
@@ -38,6 +39,7 @@ int run_explain(Options o) {
   if (onnx && !o.mode_given) o.mode = "infer";  // an exported model is an inference graph
   passes::CompileOptions& opt = o.compile;
   opt.mode = o.mode == "infer" ? passes::Mode::Infer : passes::Mode::Train;
+  if (o.batch == 0) o.batch = runtime::default_batch(opt.mode == passes::Mode::Train);
   ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
   // The report is made for the pipeline of the device asked for. --device cuda on a machine
   // without a usable GPU still compiles the graph for the cuda pipeline (no kernels are built).
@@ -99,7 +101,8 @@ RunSubcommand add_explain_command(CLI::App& app) {
   sub->add_option("--model", o->model, "Model name (trident info --list) or an .onnx file")->capture_default_str();
   sub->add_option("--mode", o->mode, "train or infer (default for ONNX: infer)")->check(CLI::IsMember({"train", "infer"}))
       ->capture_default_str()->each([o](const std::string&) { o->mode_given = true; });
-  sub->add_option("--batch", o->batch, "Batch size for the byte counts")->check(within(runtime::kBatchLimit))->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size for the byte counts (default: as the mode's command, 64 for train, 1 for infer)")
+      ->check(within(runtime::kBatchLimit));
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_option("--dot", o->dot, "Write a Graphviz picture of the fused graph to FILE");
   add_device_options(sub, o->device);

@@ -15,6 +15,7 @@
 #include "core/printable.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
+#include "runtime/default_batch.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/weight_file.h"
 #include "runtime/npy.h"
@@ -108,7 +109,7 @@ int run_infer(Options o) {
                   ", outside --batch's range (" + runtime::kBatchLimit.range() + "); split it into smaller files");
     if (o.batch == 0) o.batch = input.shape[0];
   }
-  if (o.batch == 0) o.batch = onnx ? 0 : 1;
+  if (o.batch == 0) o.batch = onnx ? 0 : runtime::kDefaultInferBatch;  // an ONNX file: its own batch
 
   const auto t0 = std::chrono::steady_clock::now();
   ir::Graph model;

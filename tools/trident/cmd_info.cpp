@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "compile_flags.h"
 #include "frontend/zoo.h"
 #include "ir/op_registry.h"
+#include "runtime/default_batch.h"
 #include "runtime/executable.h"
 
 namespace trident::cli {
@@ -15,7 +17,7 @@ namespace {
 
 struct Options {
   std::string model = frontend::default_model();
-  int64_t batch = 1;
+  int64_t batch = 0;  // 0: the batch of --mode (runtime/default_batch.h)
   std::string mode = "train";
   bool json = false;
   bool list = false;
@@ -33,7 +35,8 @@ int run_info(const Options& o) {
       std::cout << std::left << std::setw(14) << m.name << m.summary << "\n";
     return 0;
   }
-  ir::Graph g = frontend::build_model(o.model, {o.batch});
+  const int64_t batch = o.batch > 0 ? o.batch : runtime::default_batch(o.mode != "infer");
+  ir::Graph g = frontend::build_model(o.model, {batch});
   nlohmann::json layers = nlohmann::json::array();
   int64_t params = 0, macs = 0;
   for (int v : g.values_with_role(ir::ValueRole::Parameter)) params += numel(g.value(v).shape);
@@ -59,7 +62,7 @@ int run_info(const Options& o) {
                            {"grad_bytes", c.param_grads.empty() ? 0 : plan.bytes(plan::Buffer::Grads)},
                            {"state_bytes", plan.bytes(plan::Buffer::State)}};
   if (o.json) {
-    nlohmann::json out = {{"model", o.model}, {"batch", o.batch},     {"input", g.value(0).shape},
+    nlohmann::json out = {{"model", o.model}, {"batch", batch},     {"input", g.value(0).shape},
                           {"params", params}, {"forward_macs", macs}, {"layers", layers},
                           {"memory", memory}};
     std::cout << out.dump() << "\n";
@@ -75,7 +78,7 @@ int run_info(const Options& o) {
               << l["params"].get<int64_t>() << std::setw(16) << l["macs"].get<int64_t>() << "\n";
   std::cout << "\nparameters      " << params << " (" << std::fixed << std::setprecision(2)
             << params / 1e6 << " M)\n";
-  std::cout << "forward MACs    " << macs << " (" << macs / 1e9 << " G per batch of " << o.batch << ")\n";
+  std::cout << "forward MACs    " << macs << " (" << macs / 1e9 << " G per batch of " << batch << ")\n";
   std::cout << "memory plan (" << o.mode << ", " << c.graph.order().size() << " nodes): arena "
             << mib(plan.bytes(plan::Buffer::Arena)) << " for " << mib(plan.arena_unshared_bytes)
             << " of intermediate tensors; parameters " << mib(plan.bytes(plan::Buffer::Params))
@@ -89,7 +92,8 @@ RunSubcommand add_info_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("info", "Layer table, parameters, MACs and memory plan of a model");
   sub->add_option("--model", o->model, "Model name (see --list)")->capture_default_str();
-  sub->add_option("--batch", o->batch, "Batch size")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_option("--batch", o->batch, "Batch size (default: as the mode's command, 64 for train, 1 for infer)")
+      ->check(within(runtime::kBatchLimit));
   sub->add_option("--mode", o->mode, "Plan memory for train or infer")
       ->check(CLI::IsMember({"train", "infer"}))->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object instead of a table");

@@ -24,6 +24,7 @@
 #include "core/path_lock.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
+#include "runtime/default_batch.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/weight_file.h"
 #include "runtime/data/sharded_batches.h"
@@ -39,7 +40,7 @@ namespace {
 struct Options {
   std::string model = frontend::default_model();
   int64_t epochs = 3;
-  int64_t batch = 64;
+  int64_t batch = runtime::kDefaultTrainBatch;
   runtime::TrainConfig config;
   TrainDataFlags data;  // its batch and seed are set from the two above when the data is opened
   ThreadFlags threads;
