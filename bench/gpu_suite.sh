@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything to run on the H200 test machine in one go, each step's log in OUT: the GPU tests,
-# the default network trained on the GPU, and the side-by-side benchmarks against PyTorch.
+# the round trip of weights with PyTorch, the default network trained on the GPU, and the
+# side-by-side benchmarks against PyTorch.
 # Usage (on the GPU machine, from the repository root, after scripts/build_gpu.sh here):
 #   bench/gpu_suite.sh build-gpu OUT [FASHION_MNIST_DIR] [STEPS]
 # STEPS (default "tests,train,bench") picks what runs; "profile" adds trident alone on each
@@ -29,6 +30,8 @@ if [[ $steps == *tests* ]]; then
   # Strict fp32 in the tests (no TF32), so fp32 results are checked with the f32 row.
   export NVIDIA_TF32_OVERRIDE=0
   step gpu_tests 200 "$build/tests/gpu_tests" --gtest_output="xml:$out/gpu_tests.xml"
+  # Weights to and from PyTorch itself, with the machine's torch and torchvision (fp32, no TF32).
+  step torch_round_trip 300 python3 tests/torch/round_trip.py "$build/trident" "$out/torch_round_trip" --device cuda
   unset NVIDIA_TF32_OVERRIDE
 fi
 if [[ $steps == *train* && -n $data ]]; then
