@@ -129,7 +129,7 @@ TEST(OnnxImport, SmallModelsMatchOnnxruntimeFusedAndUnfused) {
           ++checked;
         }
   }
-  EXPECT_EQ(checked, 128);  // 32 (model, batch) references, on 2 backends, fused and unfused
+  EXPECT_EQ(checked, 144);  // 36 (model, batch) references, on 2 backends, fused and unfused
 }
 
 TEST(OnnxImport, ImportedGraphHasTridentLayouts) {
@@ -240,6 +240,9 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
       {"flatten_then_relu.onnx", {"Relu", "H*W > 1", "Gemm or MatMul"}},
       {"shuffle_view_read.onnx", {"Relu", "5-D view of a channel shuffle"}},
       {"lone_transpose.onnx", {"Transpose", "only as the middle of a channel shuffle"}},
+      {"shape_gather.onnx", {"Gather", "is computed", "shape arithmetic"}},
+      {"shape_div.onnx", {"Div", "only on integer constants"}},
+      {"shape_div_by_zero.onnx", {"Div", "divides by zero"}},
   };
   for (const auto& [file, words] : expect) {
     const std::string path = (kDir / file).string();

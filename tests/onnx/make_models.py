@@ -177,6 +177,37 @@ def shuffle_block(opset):
     return n.model("input", y, opset, ["N", 3, 6, 6], 2)
 
 
+def dynamic_shapes(opset):
+    """What PyTorch writes when the batch stays dynamic: the shape arithmetic of a channel shuffle
+    (x.view(x.size(0), 3, x.size(1) // 3, *x.shape[2:]): Shape, Gather, Cast, Div, Unsqueeze,
+    Slice, Concat) and of a flatten (x.view(x.size(0), -1) into Gemm), folded by trident at
+    import for the batch it compiles."""
+    n = Net(8)
+    x = n.node("Relu", [n.bn(n.conv("input", "c1", 3, 12, 3, pad=1), "bn1", 12)])
+    x = n.conv(x, "gconv", 12, 12, 1, group=3)
+    s = n.node("Shape", [x])
+    batch = n.node("Unsqueeze", [n.node("Gather", [s, n.init("i0", np.array(0, np.int64))], axis=0),
+                                 n.init("ax0", np.array([0], np.int64))])
+    per_group = n.node("Div", [n.node("Cast", [n.node("Gather", [s, n.init("i1", np.array(1, np.int64))])], to=7),
+                               n.init("three", np.array(3, np.int64))])
+    per_group = n.node("Unsqueeze", [per_group, n.init("ax0b", np.array([0], np.int64))])
+    hw = n.node("Slice", [s, n.init("from2", np.array([2], np.int64)), n.init("to_end", np.array([2**63 - 1], np.int64)),
+                          n.init("axis0", np.array([0], np.int64)), n.init("step1", np.array([1], np.int64))])
+    view = n.node("Concat", [batch, n.init("groups", np.array([3], np.int64)), per_group, hw], axis=0)
+    t = n.node("Transpose", [n.node("Reshape", [x, view])], perm=[0, 2, 1, 3, 4])
+    y = n.node("Reshape", [t, n.node("Concat", [batch, n.init("minus1", np.array([-1], np.int64)), hw], axis=0)])
+    y = n.node("Relu", [n.bn(n.conv(y, "pw", 12, 8, 1), "bn2", 8)])
+    y = n.node("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])  # [N, 8, 3, 3]
+    ys = n.node("Shape", [y])
+    flat = n.node("Concat", [n.node("Unsqueeze", [n.node("Gather", [ys, n.init("j0", np.array(0, np.int64))]),
+                                                  n.init("ax0c", np.array([0], np.int64))]),
+                             n.init("rest", np.array([-1], np.int64))], axis=0)
+    y = n.node("Reshape", [y, flat])
+    y = n.node("Gemm", [y, n.init("fc.weight", n.weight((5, 72), 72)), n.init("fc.bias", np.zeros(5, np.float32))],
+               transB=1)
+    return n.model("input", y, opset, ["N", 3, 6, 6], 2)
+
+
 def vgg_head(opset, reshape):
     """A VGG-style classifier: the [N,C,H,W] features flattened with H*W > 1 (Flatten then
     Gemm(transB=1), or Reshape [0,-1] then MatMul + Add), so trident must reorder the weight
@@ -217,6 +248,23 @@ def flatten_then_relu(opset=13):
     n = Net(5)
     y = n.node("Flatten", [n.conv("input", "c1", 3, 4, 3, pad=1)], axis=1)
     return n.model("input", n.node("Relu", [y]), opset, ["N", 3, 4, 4], 2)
+
+
+def shape_misuse(kind):
+    """Shape-arithmetic ops where trident cannot fold them: Gather from a computed tensor's values,
+    a Div of two computed tensors, and an integer division by zero: refused, with a reason."""
+    n = Net(9)
+    x = n.conv("input", "c1", 3, 4, 3, pad=1)
+    if kind == "gather":
+        y = n.node("Gather", [x, n.init("i0", np.array([0], np.int64))], axis=0)
+        return n.model("input", y, 13, ["N", 3, 4, 4], 4)
+    if kind == "div":
+        return n.model("input", n.node("Div", [x, x]), 13, ["N", 3, 4, 4], 4)
+    s = n.node("Div", [n.node("Shape", [x]), n.init("zero", np.array(0, np.int64))])
+    y = n.node("Reshape", [x, n.node("Concat", [n.node("Slice", [s, n.init("a", np.array([0], np.int64)),
+                                                                 n.init("b", np.array([1], np.int64))]),
+                                                n.init("m1", np.array([-1], np.int64))], axis=0)])
+    return n.model("input", y, 13, ["N", 3, 4, 4], 2)
 
 
 def shuffle_misuse(relu_on_view):
@@ -343,6 +391,8 @@ def corrupt(out_dir, good_path):
     files["flatten_then_relu.onnx"] = flatten_then_relu().SerializeToString()
     files["shuffle_view_read.onnx"] = shuffle_misuse(True).SerializeToString()
     files["lone_transpose.onnx"] = shuffle_misuse(False).SerializeToString()
+    for kind in ("gather", "div", "div_by_zero"):
+        files[f"shape_{kind}.onnx"] = shape_misuse(kind).SerializeToString()
     for name, b in files.items():
         with open(os.path.join(out_dir, name), "wb") as f:
             f.write(b)
@@ -386,6 +436,7 @@ def main():
         save(f"mobile_block_op{opset}", mobile_block(opset), [1, 2], (3, 12, 12), "small")
         save(f"efficient_block_op{opset}", efficient_block(opset), [2], (3, 9, 9), "small")
         save(f"shuffle_block_op{opset}", shuffle_block(opset), [1, 3], (3, 6, 6), "small")
+        save(f"dynamic_shapes_op{opset}", dynamic_shapes(opset), [1, 3], (3, 6, 6), "small")
     save("bn_training_op15", bn_training(), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):

@@ -83,6 +83,18 @@ class Importer {
   void alias(const onnx::NodeProto& n);  // Identity, Dropout (inference)
   void unary(const onnx::NodeProto& n, const std::string& op);
 
+  // ---- onnx_shape_fold.cpp: shape arithmetic evaluated at import ----
+  void shape(const onnx::NodeProto& n);
+  void gather(const onnx::NodeProto& n);
+  void unsqueeze(const onnx::NodeProto& n);
+  void slice(const onnx::NodeProto& n);
+  void cast(const onnx::NodeProto& n);
+  void fold_arithmetic(const onnx::NodeProto& n);  // Add, Sub, Mul, Div of integer constants
+  void fold_concat(const onnx::NodeProto& n);      // Concat of 1-D integer constants
+  void define_const(const onnx::NodeProto& n, Shape dims, std::vector<int64_t> values);
+  // Input i as an integer constant of rank 0 or 1 (`what` names it in the sentence if not).
+  const Const& integer_const(const onnx::NodeProto& n, int i, const char* what) const;
+
   // ---- helpers (onnx_import.cpp) ----
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& what) const;
   std::string node_name(const onnx::NodeProto& n) const;

@@ -153,6 +153,16 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "AveragePool") pool(n, false);
   else if (t == "GlobalAveragePool") unary(n, "global_avgpool");
   else if (t == "ReduceMean") reduce_mean(n);
+  else if (t == "Shape") shape(n);
+  else if (t == "Gather") gather(n);
+  else if (t == "Unsqueeze") unsqueeze(n);
+  else if (t == "Slice") slice(n);
+  else if (t == "Cast") cast(n);
+  else if ((t == "Add" || t == "Mul" || t == "Sub" || t == "Div") && n.input_size() == 2 && is_const(n.input(0)) &&
+           is_const(n.input(1)) && !constant_of(n, 0).is_float && !constant_of(n, 1).is_float) {
+    allow_attrs(n, {});
+    fold_arithmetic(n);
+  } else if (t == "Sub" || t == "Div") fail(n, "is supported only on integer constants (shape arithmetic)");
   else if (t == "Add") add(n);
   else if (t == "Mul") mul(n);
   else if (t == "Flatten") flatten(n);
@@ -160,6 +170,7 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "Transpose") transpose(n);
   else if (t == "Gemm") gemm(n);
   else if (t == "MatMul") matmul(n);
+  else if (t == "Concat" && n.input_size() > 0 && is_const(n.input(0))) fold_concat(n);
   else if (t == "Concat") concat(n);
   else if (t == "Constant") constant(n);
   else if (t == "Identity" || t == "Dropout") alias(n);
