@@ -106,7 +106,8 @@ void Importer::slice(const onnx::NodeProto& n) {
   const Const& ends = integer_const(n, 2, "ends");
   if (starts.i.size() != 1 || ends.i.size() != 1) fail(n, "needs one start and one end (a 1-D tensor has one axis)");
   if (has_input(n, 3)) {
-    int64_t axis = integer_const(n, 3, "axes").i.at(0);
+    const Const& axes = integer_const(n, 3, "axes");
+    int64_t axis = axes.i.size() == 1 ? axes.i[0] : 1;
     if (!normalise(axis, 1)) fail(n, "axis " + std::to_string(axis) + " is not the axis of a 1-D tensor");
   }
   if (has_input(n, 4) && integer_const(n, 4, "steps").i != std::vector<int64_t>{1})
