@@ -26,13 +26,21 @@ struct BackendOptions {
   // chosen by timing (autotune and Winograd's automatic choice are off), cuDNN runs only its
   // deterministic engines (a layer that has none is an error), and the cpu backend computes the
   // reductions oneDNN splits by thread (weight gradients, batchnorm statistics and their
-  // backward) with cpu_ref's fixed-order loops (backends/cpu/deterministic.cpp).
+  // backward) with cpu_ref's fixed-order loops (backends/cpu/reference_routing.cpp).
   bool deterministic = false;
   // Whether candidates are timed when a kernel is built: autotune, unless deterministic.
   bool times_candidates() const { return autotune && !deterministic; }
   // The distributed world the collective kernels (allreduce_mean) run over; null for a
   // single-process run, whose plan has no collectives (runtime/distributed/world.h).
   std::shared_ptr<distributed::World> world = nullptr;
+  // Sync-BN (PyTorch's SyncBatchNorm; off by default): every training batchnorm takes its batch
+  // statistics, and its backward the per-channel sums that form dx, over the global batch of
+  // all the world's ranks (backends/cpu_ref/batchnorm.cpp; the cpu backend runs those nodes on
+  // cpu_ref's kernels). With no world, or a world of one rank, it is plain batchnorm.
+  bool sync_batchnorm = false;
+  // The world a batchnorm sums its statistics over: `world` under sync_batchnorm when it has
+  // more than one rank, else null (each process's own batch).
+  distributed::World* batchnorm_world() const;
 };
 
 }  // namespace trident

@@ -5,7 +5,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "backends/cpu/deterministic.h"
+#include "backends/cpu/reference_routing.h"
 #include "backends/cpu/onednn_util.h"
 #include "backends/kernel.h"
 
@@ -15,11 +15,11 @@ inline constexpr const char* kBackend = "cpu";
 
 // oneDNN's own exceptions (a descriptor it cannot implement) become an Error naming the node.
 // Kernels whose constructor takes the CpuContext get the executable's. In deterministic mode
-// the ops oneDNN reduces in a thread-dependent order get deterministic.h's kernel instead.
+// and under sync-BN some ops get reference_routing.h's kernel instead.
 template <class K>
 void add_kernel(const char* op) {
   KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
-    if (auto fixed_order = deterministic_kernel(node, g, ctx)) return fixed_order;
+    if (auto reference = reference_kernel(node, g, ctx)) return reference;
     try {
       if constexpr (std::is_constructible_v<K, const ir::Node&, const ir::Graph&, const CpuContext&>)
         return std::unique_ptr<Kernel>(std::make_unique<K>(node, g, cpu_context(ctx)));

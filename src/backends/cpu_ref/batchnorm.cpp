@@ -3,12 +3,20 @@
 // threads splitting the channel axis so every sum runs in a fixed order. batchnorm_affine
 // (ops/bn_apply.cpp) gives the scale and shift a training batchnorm applies, from the same
 // statistics and formula, so a deferred apply rounds exactly as the batchnorm does.
+//
+// Sync-BN (BackendOptions::batchnorm_world): the same two passes over the global batch. Each
+// rank sums its rows in double; Σx is summed over the ranks (MPI_Allreduce) before the mean,
+// then Σ(x − mean)² around that global mean before the variance, so the formula is the
+// single-process one and only the association of the double sums differs (rank by rank instead
+// of row by row). The backward sums Σdy and Σdy·x̂ over the ranks before dx; dgamma and dbeta
+// stay the rank's own sums (the gradient all-reduce averages them). M is the global N·H·W.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
+#include "runtime/distributed/world.h"
 
 namespace trident::cpu_ref {
 
@@ -61,20 +69,36 @@ void affine_rows(const T* X, T* Y, int64_t M, int64_t C, const std::vector<T>& s
   }
 }
 
-// Batch mean and (biased) variance per channel of an [M, C] view, in double, two passes.
+// The world a batchnorm's sums span (sync-BN), or null: each process's own rows.
+using SyncWorld = distributed::World*;
+
+// Per-channel sums over the ranks of `world`, in place (nothing without one).
+void sum_over_ranks(SyncWorld world, std::vector<double>& sums) {
+  if (world) world->sum(sums.data(), sums.size());
+}
+
+// N·H·W of the global batch: every rank holds M rows (the executables share one batch).
+int64_t global_rows(SyncWorld world, int64_t M) { return world ? M * world->size() : M; }
+
+// Batch mean and (biased) variance per channel of an [M, C] view, in double, two passes, over
+// the global batch of `world`'s ranks where there is one. Returns the global row count.
 template <class T>
-void batch_statistics(const KernelArgs& a, const T* X, int64_t M, int64_t C, std::vector<double>& mean,
-                      std::vector<double>& var) {
-  if (M < 2)
+int64_t batch_statistics(const KernelArgs& a, SyncWorld world, const T* X, int64_t M, int64_t C,
+                         std::vector<double>& mean, std::vector<double>& var) {
+  const int64_t rows = global_rows(world, M);
+  if (rows < 2)
     throw Error("node '" + a.node.name + "' (" + a.node.op + "): training needs more than one value " +
-                "per channel (N·H·W = " + std::to_string(M) + ")");
+                "per channel (N·H·W = " + std::to_string(rows) + ")");
   channel_sums(M, C, mean, [&](int64_t m, int64_t c) { return static_cast<double>(X[m * C + c]); });
-  for (double& v : mean) v /= static_cast<double>(M);
+  sum_over_ranks(world, mean);
+  for (double& v : mean) v /= static_cast<double>(rows);
   channel_sums(M, C, var, [&](int64_t m, int64_t c) {
     const double d = X[m * C + c] - mean[c];
     return d * d;
   });
-  for (double& v : var) v /= static_cast<double>(M);
+  sum_over_ranks(world, var);
+  for (double& v : var) v /= static_cast<double>(rows);
+  return rows;
 }
 
 // The scale and shift a training batchnorm applies to channel c (one formula for the
@@ -86,7 +110,7 @@ void training_affine(double mean, double invstd, T gamma, T beta, T& scale, T& s
 }
 
 template <class T>
-void bn_forward(const KernelArgs& a) {
+void bn_forward(const KernelArgs& a, SyncWorld world) {
   const TensorView& x = a.in[0];
   // Named variables, not a structured binding: clang 14 cannot capture bindings in lambdas.
   const BnShape bs = bn_shape(a, x);
@@ -116,7 +140,7 @@ void bn_forward(const KernelArgs& a) {
 
   for (int i = 1; i < 5; ++i) expect_channels(a, a.out[i], C, "an output statistic");
   std::vector<double> mean, var;
-  batch_statistics(a, X, M, C, mean, var);
+  const int64_t rows = batch_statistics(a, world, X, M, C, mean, var);
 
   const double momentum = a.node.attrs.f("momentum", 0.1);
   const T* rm_in = a.in[3].as<T>();
@@ -125,7 +149,7 @@ void bn_forward(const KernelArgs& a) {
   T* saved_invstd = a.out[2].as<T>();
   T* rm_out = a.out[3].as<T>();  // usually the same memory as rm_in
   T* rv_out = a.out[4].as<T>();
-  const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
+  const double unbias = static_cast<double>(rows) / static_cast<double>(rows - 1);
   for (int64_t c = 0; c < C; ++c) {
     const double invstd = 1.0 / std::sqrt(var[c] + eps);
     saved_mean[c] = static_cast<T>(mean[c]);
@@ -138,7 +162,7 @@ void bn_forward(const KernelArgs& a) {
 }
 
 template <class T>
-void bn_affine(const KernelArgs& a) {
+void bn_affine(const KernelArgs& a, SyncWorld world) {
   expect_arity(a, 3, 1);
   const TensorView& x = a.in[0];
   const BnShape bs = bn_shape(a, x);
@@ -149,7 +173,7 @@ void bn_affine(const KernelArgs& a) {
   if (a.out[0].shape != Shape{2, C})
     throw Error("node '" + a.node.name + "' (op " + a.node.op + "): the affine must be [2," + std::to_string(C) + "]");
   std::vector<double> mean, var;
-  batch_statistics(a, x.as<T>(), M, C, mean, var);
+  batch_statistics(a, world, x.as<T>(), M, C, mean, var);
   const double eps = a.node.attrs.f("eps", 1e-5);
   const T *gamma = a.in[1].as<T>(), *beta = a.in[2].as<T>();
   float* out = a.out[0].as<float>();
@@ -162,7 +186,7 @@ void bn_affine(const KernelArgs& a) {
 }
 
 template <class T>
-void bn_backward(const KernelArgs& a) {
+void bn_backward(const KernelArgs& a, SyncWorld world) {
   expect_arity(a, 5, 3);
   const TensorView &x = a.in[0], &dy = a.in[1];
   // Named variables, not a structured binding: clang 14 cannot capture bindings in lambdas.
@@ -189,14 +213,26 @@ void bn_backward(const KernelArgs& a) {
     return static_cast<double>(DY[m * C + c]) * (X[m * C + c] - mean[c]) * invstd[c];
   });
 
+  for (int64_t c = 0; c < C; ++c) {
+    a.out[1].as<T>()[c] = static_cast<T>(dgamma[c]);
+    a.out[2].as<T>()[c] = static_cast<T>(dbeta[c]);
+  }
+  // dx takes the sums of the global batch under sync-BN: [Σdy | Σdy·x̂] in one collective.
+  const int64_t rows = global_rows(world, M);
+  if (world) {
+    std::vector<double> both(dbeta);
+    both.insert(both.end(), dgamma.begin(), dgamma.end());
+    sum_over_ranks(world, both);
+    dbeta.assign(both.begin(), both.begin() + C);
+    dgamma.assign(both.begin() + C, both.end());
+  }
+
   // dx = gamma·invstd·(dy − dbeta/M − (x − mean)·invstd·dgamma/M), per-channel factors first.
   std::vector<T> g(C), db_m(C), xhat_k(C);
   for (int64_t c = 0; c < C; ++c) {
     g[c] = static_cast<T>(static_cast<double>(gamma[c]) * invstd[c]);
-    db_m[c] = static_cast<T>(dbeta[c] / static_cast<double>(M));
-    xhat_k[c] = static_cast<T>(invstd[c] * dgamma[c] / static_cast<double>(M));
-    a.out[1].as<T>()[c] = static_cast<T>(dgamma[c]);
-    a.out[2].as<T>()[c] = static_cast<T>(dbeta[c]);
+    db_m[c] = static_cast<T>(dbeta[c] / static_cast<double>(rows));
+    xhat_k[c] = static_cast<T>(invstd[c] * dgamma[c] / static_cast<double>(rows));
   }
   T* DX = a.out[0].as<T>();
   const T *gp = g.data(), *dbp = db_m.data(), *kp = xhat_k.data();
@@ -212,18 +248,27 @@ void bn_backward(const KernelArgs& a) {
 
 }  // namespace
 
-void batchnorm2d(const KernelArgs& args) {
-  expect_arity(args, 5, 5, 1, 5);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_forward<decltype(tag)>(args); });
+std::unique_ptr<Kernel> make_batchnorm2d(const ir::Node&, const ir::Graph&, BackendContext& ctx) {
+  const SyncWorld world = ctx.kernel_options().backend.batchnorm_world();
+  return make_fn_kernel([world](const KernelArgs& args) {
+    expect_arity(args, 5, 5, 1, 5);
+    dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_forward<decltype(tag)>(args, world); });
+  });
 }
 
-void batchnorm_affine(const KernelArgs& args) {
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_affine<decltype(tag)>(args); });
+std::unique_ptr<Kernel> make_batchnorm_affine(const ir::Node&, const ir::Graph&, BackendContext& ctx) {
+  const SyncWorld world = ctx.kernel_options().backend.batchnorm_world();
+  return make_fn_kernel([world](const KernelArgs& args) {
+    dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_affine<decltype(tag)>(args, world); });
+  });
 }
 
-void batchnorm2d_backward(const KernelArgs& args) {
-  expect_arity(args, 5, 3);
-  dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_backward<decltype(tag)>(args); });
+std::unique_ptr<Kernel> make_batchnorm2d_backward(const ir::Node&, const ir::Graph&, BackendContext& ctx) {
+  const SyncWorld world = ctx.kernel_options().backend.batchnorm_world();
+  return make_fn_kernel([world](const KernelArgs& args) {
+    expect_arity(args, 5, 3);
+    dispatch_float(args, args.in[0].dtype, [&](auto tag) { bn_backward<decltype(tag)>(args, world); });
+  });
 }
 
 }  // namespace trident::cpu_ref

@@ -3,7 +3,7 @@
 // order on the fused node's buffers. So the decomposition every fused kernel is tested against
 // is written once, in the op's definition, and cpu_ref cannot drift from it. Each fused op is
 // registered to this kernel by name (register.cpp); `implementation()` lists the nodes it runs.
-// The cpu backend's deterministic mode runs its fused nodes the same way, on its own kernels.
+// The cpu backend's deterministic mode and sync-BN run its fused nodes the same way, on its own kernels.
 #include <algorithm>
 #include <cstring>
 #include <memory>

@@ -13,10 +13,12 @@ void conv2d(const KernelArgs& args);
 void conv2d_backward_data(const KernelArgs& args);
 void conv2d_backward_weight(const KernelArgs& args);
 
-// batchnorm.cpp
-void batchnorm2d(const KernelArgs& args);
-void batchnorm2d_backward(const KernelArgs& args);
-void batchnorm_affine(const KernelArgs& args);  // the affine batchnorm2d (training) applies
+// batchnorm.cpp: factories, since under sync-BN (BackendOptions::batchnorm_world) the batch
+// statistics and the backward's sums span the context's world; batchnorm_affine gives the
+// affine batchnorm2d (training) applies.
+std::unique_ptr<Kernel> make_batchnorm2d(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
+std::unique_ptr<Kernel> make_batchnorm2d_backward(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
+std::unique_ptr<Kernel> make_batchnorm_affine(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
 
 // elementwise.cpp
 void relu(const KernelArgs& args);
@@ -72,7 +74,7 @@ void sgd_update(const KernelArgs& args);
 // fused_inference.cpp
 void fold_batchnorm(const KernelArgs& args);
 // decomposed.cpp: a fused op run as its OpDef::decompose, on the reference kernels, or on
-// `backend`'s where it has one for the piece (the cpu backend's deterministic mode)
+// `backend`'s where it has one for the piece (the cpu backend's deterministic mode and sync-BN)
 std::unique_ptr<Kernel> make_decomposed(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
 std::unique_ptr<Kernel> make_decomposed_on(const std::string& backend, const ir::Node& n, const ir::Graph& g,
                                            BackendContext& ctx);

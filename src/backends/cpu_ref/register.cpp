@@ -14,14 +14,11 @@ void register_cpu_ref_kernels() {
   static const Entry entries[] = {
       {"conv2d", cpu_ref::conv2d},
       {"conv2d_backward_data", cpu_ref::conv2d_backward_data},
-      {"batchnorm2d", cpu_ref::batchnorm2d},
-      {"batchnorm2d_backward", cpu_ref::batchnorm2d_backward},
       {"relu", cpu_ref::relu},
       {"relu_backward", cpu_ref::relu_backward},
       {"relu_mask", cpu_ref::relu_mask},
       {"relu_mask_backward", cpu_ref::relu_mask_backward},
       {"bn_apply", cpu_ref::bn_apply},
-      {"batchnorm_affine", cpu_ref::batchnorm_affine},
       {"add", cpu_ref::add},
       {"fill", cpu_ref::fill},
       {"flatten", cpu_ref::view_copy},
@@ -52,6 +49,9 @@ void register_cpu_ref_kernels() {
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
   KernelRegistry::add("cpu_ref", "allreduce_mean", cpu_ref::make_allreduce_mean);
+  KernelRegistry::add("cpu_ref", "batchnorm2d", cpu_ref::make_batchnorm2d);
+  KernelRegistry::add("cpu_ref", "batchnorm2d_backward", cpu_ref::make_batchnorm2d_backward);
+  KernelRegistry::add("cpu_ref", "batchnorm_affine", cpu_ref::make_batchnorm_affine);
   for (const char* fused : {"cbr", "cbar", "conv_bn_stats", "batchnorm_relu_backward", "elementwise", "conv2d_epilogue"})
     KernelRegistry::add("cpu_ref", fused, cpu_ref::make_decomposed);
   // The weight gradient is a plain op unless its input comes through a prologue (prologue = 1).

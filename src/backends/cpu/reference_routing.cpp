@@ -1,0 +1,55 @@
+// Which of the cpu backend's kernels run on cpu_ref's instead (reference_routing.h). Deterministic
+// mode: the ops oneDNN reduces in a thread-dependent order. oneDNN 2.6 splits the minibatch among threads in
+// weight gradients (convolution and inner product) and the rows among threads in batchnorm's
+// statistics and its backward; cpu_ref's loops sum each output in one fixed order whatever the
+// thread count (threads split only the outputs). A fused training node runs as its
+// decomposition on this backend's kernels, so its convolution stays on oneDNN (each output of a
+// forward or data-gradient convolution is summed by one thread) while its batchnorm takes
+// cpu_ref's. tests/runtime/deterministic_test.cpp holds whole training steps to the same bits
+// at 1, 2 and 3 threads. Sync-BN: the batchnorms of training (alone or in a fused node, which
+// runs as its decomposition the same way), whose cpu_ref kernels sum their statistics and
+// backward sums over the ranks; tests/runtime/distributed/data_parallel_mpi.cpp holds them to a
+// single process of the global batch.
+#include "backends/cpu/reference_routing.h"
+
+#include <set>
+#include <string>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu_ref/kernels.h"
+
+namespace trident::cpu {
+
+namespace {
+
+// Run on cpu_ref's kernel in deterministic mode: the reduction over the minibatch is the op itself.
+const std::set<std::string>& weight_gradients() {
+  static const std::set<std::string> ops{"conv2d_backward_weight", "linear_backward_weight"};
+  return ops;
+}
+
+// Run as their decomposition on this backend: a convolution (or none) and a batchnorm.
+const std::set<std::string>& fused_with_batchnorm() {
+  static const std::set<std::string> ops{"cbr", "cbar", "batchnorm_relu_backward"};
+  return ops;
+}
+
+// A batchnorm of training, forward or backward: a reduction over the rows per channel.
+bool training_batchnorm(const ir::Node& node) {
+  return node.op == "batchnorm2d_backward" ||
+         (node.op == "batchnorm2d" && node.attrs.i("training", node.outputs.size() == 5 ? 1 : 0) != 0);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> reference_kernel(const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
+  const BackendOptions& options = ctx.kernel_options().backend;
+  const bool deterministic = options.deterministic, sync_bn = options.batchnorm_world() != nullptr;
+  if (!deterministic && !sync_bn) return nullptr;
+  if (training_batchnorm(node) || (deterministic && weight_gradients().count(node.op)))
+    return KernelRegistry::make("cpu_ref", node, g, ctx);
+  if (fused_with_batchnorm().count(node.op)) return cpu_ref::make_decomposed_on(kBackend, node, g, ctx);
+  return nullptr;
+}
+
+}  // namespace trident::cpu
