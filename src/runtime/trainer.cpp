@@ -103,6 +103,12 @@ void check_batch_fits(const data::BatchSource& batches, int64_t batch, const cha
 }
 }  // namespace
 
+void require_sync_batchnorm_backend(const std::string& backend) {
+  if (backend != "cpu" && backend != "cpu_ref")
+    throw Error("sync-BN runs on the cpu and cpu_ref backends only: the " + backend +
+                " backend has no collective for batch statistics yet (no NCCL path)");
+}
+
 Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move(config)) {
   passes::CompileOptions train_opt = config_.compile, eval_opt = config_.compile;
   train_opt.mode = passes::Mode::Train;
@@ -111,6 +117,7 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   // algorithm start-up timing happened to prefer.
   BackendOptions eval_backend = config_.backend_options;
   eval_backend.winograd = 0;
+  if (config_.backend_options.sync_batchnorm) require_sync_batchnorm_backend(config_.compile.backend);
   split_disabled(config_.compile.disabled_passes, train_opt, eval_opt);
   train_opt.world_size = world_size();
   if (!config_.compile.dump_dir.empty()) {

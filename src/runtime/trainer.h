@@ -69,6 +69,11 @@ struct EvalStats {
 // images/s so far). Return false to stop the epoch early (not used by the CLI).
 using BatchCallback = std::function<void(int64_t, int64_t, double, double, double)>;
 
+// Sync-BN (BackendOptions::sync_batchnorm) needs a backend whose batchnorm sums its statistics
+// over the world: cpu and cpu_ref. Any other backend is an Error saying so (cuda has no NCCL
+// path yet); the trainer checks its own, the CLI the requested device before it starts one.
+void require_sync_batchnorm_backend(const std::string& backend);
+
 class Trainer {
  public:
   // Compiles `model` for training and for inference on `config.compile.backend`, initialises weights.

@@ -49,6 +49,7 @@ struct Options {
   std::string save_path, resume_path, weights_path, log_path;
   std::string lr_steps;  // --lr-steps as given; parsed into config.lr_step_epochs
   std::string max_memory;
+  bool sync_bn = false;  // --sync-bn: batchnorm statistics over the global batch
   // The data-parallel job this process is one rank of (under mpirun), else null.
   std::shared_ptr<distributed::World> world;
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
@@ -84,6 +85,7 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   adopt("--warmup", o.config.warmup_epochs, i.config.warmup_epochs);
   adopt("--label-smoothing", o.config.compile.label_smoothing, i.config.compile.label_smoothing);
   adopt("--lr-gamma", o.config.lr_gamma, i.config.lr_gamma);
+  adopt("--sync-bn", o.sync_bn, i.config.backend_options.sync_batchnorm);
   std::string theirs = runtime::step_epochs_text(i.config.lr_step_epochs);
   adopt("--lr-steps", o.lr_steps, theirs);
   o.config.lr_step_epochs = i.config.lr_step_epochs;
@@ -185,6 +187,8 @@ int run_train(Options o) {
     resume = runtime::load_checkpoint(o.resume_path);
     adopt_checkpoint(o, resume);
   }
+  // A device sync-BN cannot run on is refused before anything starts (auto: once resolved).
+  if (o.sync_bn && device_choice(o.device) != "auto") runtime::require_sync_batchnorm_backend(device_choice(o.device));
   // --save is checked, and locked against other runs, before the first epoch, not after it.
   std::unique_ptr<PathLock> save_lock;
   if (!o.save_path.empty() && is_lead(world)) {
@@ -211,6 +215,10 @@ int run_train(Options o) {
   o.config.compile.memory_budget = &budget;
   o.config.backend_options = o.device.backend_options;
   o.config.backend_options.world = o.world;
+  o.config.backend_options.sync_batchnorm = o.sync_bn;
+  if (o.sync_bn && ranks == 1 && (o.config.compile.backend == "cpu" || o.config.compile.backend == "cpu_ref"))
+    err << "trident: notice: --sync-bn has no effect in one process: its batch is the global batch, so batch "
+           "norm is the plain one (as PyTorch's SyncBatchNorm)\n";
   runtime::Trainer trainer(net.graph, o.config);
   if (!net.weights.empty()) trainer.train_executable().import_weights(net.weights, false);
   int64_t first_epoch = 0;
@@ -332,6 +340,9 @@ RunSubcommand add_train_command(CLI::App& app) {
   sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum (heavy ball; --nesterov for Nesterov's)")->check(within(runtime::kMomentumLimit))->capture_default_str();
   sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay, added to every parameter's gradient (batchnorm's and biases' too, as torch.optim.SGD does)")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
   sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
+  sub->add_flag("--sync-bn", o->sync_bn,
+                "Under mpirun, every batchnorm of training takes its statistics (and its backward sums) over "
+                "the global batch of all processes, as PyTorch's SyncBatchNorm (cpu and cpu_ref backends)");
   sub->add_option("--lr-steps", o->lr_steps,
                   "A step schedule instead of the cosine: after the warm-up, multiply the rate by --lr-gamma once each "
                   "of these many epochs is done, e.g. 30,60,80 (as torch's MultiStepLR: 30 lowers it from the 31st epoch)")

@@ -91,6 +91,7 @@ void save_checkpoint(const std::string& path, const Trainer& trainer, const Chec
       {"label_smoothing", number(c.compile.label_smoothing)},
       {"lr_steps", step_epochs_text(c.lr_step_epochs)},
       {"lr_gamma", number(c.lr_gamma)},
+      {"sync_bn", c.backend_options.sync_batchnorm ? "1" : "0"},
   };
   write_safetensors(path, trainer.train_executable().export_weights(), md);
 }
@@ -134,6 +135,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   // Checkpoints written before label smoothing existed trained without it.
   if (r.has(kLabelSmoothingLimit.key)) i.config.compile.label_smoothing = r.limited<double>(kLabelSmoothingLimit);
   if (r.has(kLrGammaLimit.key)) i.config.lr_gamma = r.limited<double>(kLrGammaLimit);
+  // Checkpoints written before sync-BN existed trained without it.
+  if (r.has("sync_bn")) i.config.backend_options.sync_batchnorm = r.num<int>("sync_bn") != 0;
   if (r.has("lr_steps")) i.config.lr_step_epochs = parse_step_epochs(r.text("lr_steps"), "checkpoint '" + path + "' metadata 'lr_steps'");
   if (i.loss_scale != 1)
     throw Error("checkpoint '" + path + "' has loss scale " + quoted_name(r.text("loss_scale")) +
