@@ -5,6 +5,9 @@
 #           which one process then resumes (a world size of its own)
 #   fails   rank 1 stops with an Error: both end within the time limit, non-zero, with its sentence
 #   killed  rank 1 is killed by the kernel (CPU-time limit) mid-run: the job ends, non-zero
+#   sync_bn two ranks train with --sync-bn and save; the checkpoint records it, so one process
+#           resumes it with sync-BN (a no-op there, said in a notice) and refuses to resume a
+#           checkpoint without it under --sync-bn; --device cuda refuses it in a sentence
 set -u
 mode=$1 trident=$2 mpiexec=$3 work=$4
 rm -rf "$work" && mkdir -p "$work" || exit 1
@@ -42,6 +45,22 @@ killed)
   rc=$?
   [ $rc -ne 0 ] || fail "the job succeeded although rank 1 was killed"
   [ $rc -ne 124 ] || fail "the job hung (killed after $limit s)"
+  ;;
+sync_bn)
+  timeout $limit "$mpiexec" -np 2 "$trident" $train --epochs 1 --sync-bn --save "$work/ck.safetensors" \
+    >"$work/out.txt" 2>"$work/err.txt" || fail "two ranks with --sync-bn exited with $?"
+  grep -q 'notice: --sync-bn' "$work/err.txt" && fail "two ranks must not call --sync-bn a no-op"
+  timeout $limit "$trident" train --resume "$work/ck.safetensors" --epochs 2 --synthetic --train-limit 256 --test-limit 64 \
+    --threads 1 >"$work/out.txt" 2>"$work/err.txt" || fail "one process did not resume the sync-BN checkpoint"
+  grep -q 'notice: --sync-bn has no effect in one process' "$work/err.txt" || fail "the resumed run did not keep sync-BN"
+  timeout $limit "$mpiexec" -np 2 "$trident" $train --epochs 1 --save "$work/plain.safetensors" \
+    >"$work/out.txt" 2>"$work/err.txt" || fail "two ranks without --sync-bn exited with $?"
+  timeout $limit "$trident" train --resume "$work/plain.safetensors" --sync-bn --epochs 2 --synthetic --train-limit 256 \
+    --test-limit 64 --threads 1 >"$work/out.txt" 2>"$work/err.txt" && fail "--sync-bn resumed a checkpoint trained without it"
+  grep -q 'trident: error: --sync-bn differs from the checkpoint' "$work/err.txt" || fail "no sentence for the --sync-bn mismatch"
+  timeout $limit "$trident" $train --epochs 1 --sync-bn --device cuda >"$work/out.txt" 2>"$work/err.txt" \
+    && fail "--sync-bn was accepted on cuda"
+  grep -q 'trident: error: sync-BN runs on the cpu and cpu_ref backends only' "$work/err.txt" || fail "no sentence for cuda"
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -1,7 +1,8 @@
 // Data-parallel training checked across processes: this binary runs under `mpirun -np 2`
 // (tests/CMakeLists.txt), every rank running every case. Without BN statistics in the way, two
 // ranks of batch B/2 must train the same parameters as one process of batch B; with them, the
-// averaged gradient must equal the mean of the two ranks' gradients computed one by one. Each
+// averaged gradient must equal the mean of the two ranks' gradients computed one by one, and
+// with sync-BN the ranks must again train what one process of batch B trains. Each
 // rank computes the single-process references itself, so a broken collective cannot hide
 // behind itself.
 #include <gtest/gtest.h>
@@ -64,6 +65,18 @@ ir::Graph plain_network(int64_t batch) {
   return g;
 }
 
+// Two batchnorms, the second fed by the first through a convolution: sync-BN's backward sums
+// reach the first one's dx only if the second's dx was global.
+ir::Graph two_bn_network(int64_t batch) {
+  ir::Graph g;
+  frontend::Builder b(g);
+  int x = b.input("images", {batch, kSide, kSide, kChannels});
+  x = b.relu(b.batchnorm(b.conv(x, 8, 3, 1, 1, {}, "conv1"), "bn1"), "relu1");
+  x = b.relu(b.batchnorm(b.conv(x, 8, 3, 2, 1, {}, "conv2"), "bn2"), "relu2");
+  g.mark_output(b.linear(b.flatten(x), kClasses, true, "fc"));
+  return g;
+}
+
 data::Dataset dataset(int64_t count) {
   data::Dataset ds;
   ds.count = count;
@@ -100,9 +113,9 @@ std::vector<float> floats(const HostTensor& t) {
   return out;
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what, bool exact) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what, bool exact,
+                  test_support::Tolerance tol = test_support::tolerance(DType::f32)) {
   ASSERT_EQ(got.size(), ref.size()) << what;
-  const test_support::Tolerance tol = test_support::tolerance(DType::f32);
   test_support::expect_each(
       got.size(),
       [&](size_t i) { return exact ? got[i] == ref[i] : std::abs(got[i] - ref[i]) <= tol.atol + tol.rtol * std::abs(ref[i]); },
@@ -191,6 +204,66 @@ TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
     EXPECT_EQ(ev.samples, ev_ref.samples);
     EXPECT_DOUBLE_EQ(ev.accuracy, ev_ref.accuracy);
     EXPECT_NEAR(ev.loss, ev_ref.loss, 1e-5 * std::abs(ev_ref.loss));
+  }
+}
+
+// Sync-BN: two ranks of batch 4 train three SGD steps of a network with two batchnorms and
+// must end with the parameters, momentum and running statistics of one process of batch 8,
+// within the f32 tolerance: not bit for bit, since the weight gradients sum the batch in f32 in
+// one pass alone but as two halves averaged here (as in the case above), and the statistics'
+// double sums associate rank by rank instead of row by row. On cpu_ref, where every other sum
+// has a fixed order, the running statistics are held to 1e-5 relative (3 steps differ by about
+// 3e-6).
+// Without sync-BN the same run must miss the running statistics, or this test proves nothing.
+TEST(DataParallel, SyncBnTwoRanksTrainWhatOneProcessOfTheGlobalBatchTrains) {
+  REQUIRE_TWO_RANKS();
+  const data::Dataset ds = dataset(6 * kHalf);  // 3 steps of 8
+  for (const std::string& backend : host_backends()) {
+    SCOPED_TRACE(backend);
+    runtime::TrainConfig cfg;
+    cfg.compile.backend = backend;
+    cfg.lr = 0.1;
+    cfg.epochs = 1;
+    runtime::Trainer alone(two_bn_network(2 * kHalf), cfg);
+    data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
+    const runtime::EpochStats ref = alone.train_epoch(all, 0, 1);
+    const runtime::WeightMap want = alone.train_executable().export_weights();
+
+    for (const bool sync : {true, false}) {
+      SCOPED_TRACE(sync ? "sync-BN" : "per-rank BN");
+      runtime::TrainConfig ranked = cfg;
+      ranked.backend_options.world = world();
+      ranked.backend_options.sync_batchnorm = sync;
+      runtime::Trainer mine(two_bn_network(kHalf), ranked);
+      data::ShardedBatches shard(std::make_unique<data::BatchIterator>(ds, 2 * kHalf, true, 5, true),
+                                 world()->rank(), 2, ds.sample_size());
+      const runtime::EpochStats st = mine.train_epoch(shard, 0, 1);
+      ASSERT_EQ(mine.step(), 3);
+      const runtime::WeightMap got = mine.train_executable().export_weights();
+      ASSERT_EQ(got.size(), want.size());
+      if (!sync) {
+        double worst = 0;  // the largest relative difference of a running statistic
+        for (const auto& [name, tensor] : want) {
+          if (name.find("running_") == std::string::npos) continue;
+          const std::vector<float> a = floats(got.at(name)), b = floats(tensor);
+          for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1e-3 + std::abs(b[i])));
+        }
+        EXPECT_GT(worst, 1e-3) << "per-rank statistics matched the global batch's: the sync-BN case is not sensitive";
+        continue;
+      }
+      EXPECT_NEAR(st.loss, ref.loss, 1e-5 * std::abs(ref.loss));
+      EXPECT_DOUBLE_EQ(st.accuracy, ref.accuracy);
+      int statistics = 0;
+      for (const auto& [name, tensor] : want) {
+        ASSERT_TRUE(got.count(name)) << name;
+        const bool statistic = name.find("running_") != std::string::npos;
+        statistics += statistic;
+        const bool tight = statistic && backend == "cpu_ref";
+        expect_close(floats(got.at(name)), floats(tensor), name, false,
+                     tight ? test_support::Tolerance{1e-7, 1e-5} : test_support::tolerance(DType::f32));
+      }
+      EXPECT_EQ(statistics, 4);  // running mean and variance of bn1 and bn2
+    }
   }
 }
 
