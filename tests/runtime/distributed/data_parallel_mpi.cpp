@@ -122,6 +122,22 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref, 
       [&](size_t i) { return test_support::cat(what, "[", i, "]: got ", got[i], " vs reference ", ref[i]); });
 }
 
+// Plain SGD at learning rate 0.1 for one epoch on `backend`, in one process.
+runtime::TrainConfig one_epoch_of_sgd(const std::string& backend) {
+  runtime::TrainConfig cfg;
+  cfg.compile.backend = backend;
+  cfg.lr = 0.1;
+  cfg.epochs = 1;
+  return cfg;
+}
+
+// One epoch over this rank's half of every shuffled (seed 5) global batch of 2·kHalf.
+runtime::EpochStats train_my_shard(runtime::Trainer& t, const data::Dataset& ds) {
+  data::ShardedBatches shard(std::make_unique<data::BatchIterator>(ds, 2 * kHalf, true, 5, true),
+                             world()->rank(), 2, ds.sample_size());
+  return t.train_epoch(shard, 0, 1);
+}
+
 TEST(DataParallel, AveragedGradientIsTheMeanOfTheRanksGradients) {
   REQUIRE_TWO_RANKS();
   const data::Dataset ds = dataset(2 * kHalf);
@@ -166,10 +182,7 @@ TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
   const data::Dataset ds = dataset(7 * kHalf + 3);  // 3 steps of 8; evaluation ends in a partial batch
   for (const std::string& backend : host_backends()) {
     SCOPED_TRACE(backend);
-    runtime::TrainConfig cfg;
-    cfg.compile.backend = backend;
-    cfg.lr = 0.1;
-    cfg.epochs = 1;
+    const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
     runtime::TrainConfig ranked = cfg;
     ranked.backend_options.world = world();
     // Small buckets, so the gradients go in several allreduce calls.
@@ -178,9 +191,7 @@ TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
     runtime::Trainer mine(plain_network(kHalf), ranked);
     EXPECT_GE(count_op(mine.train_executable().graph(), "allreduce_mean"), 2);
     EXPECT_EQ(mine.global_batch(), 2 * kHalf);
-    data::ShardedBatches shard(std::make_unique<data::BatchIterator>(ds, 2 * kHalf, true, 5, true),
-                               world()->rank(), 2, ds.sample_size());
-    const runtime::EpochStats st = mine.train_epoch(shard, 0, 1);
+    const runtime::EpochStats st = train_my_shard(mine, ds);
 
     runtime::Trainer alone(plain_network(2 * kHalf), cfg);
     data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
@@ -220,10 +231,7 @@ TEST(DataParallel, SyncBnTwoRanksTrainWhatOneProcessOfTheGlobalBatchTrains) {
   const data::Dataset ds = dataset(6 * kHalf);  // 3 steps of 8
   for (const std::string& backend : host_backends()) {
     SCOPED_TRACE(backend);
-    runtime::TrainConfig cfg;
-    cfg.compile.backend = backend;
-    cfg.lr = 0.1;
-    cfg.epochs = 1;
+    const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
     runtime::Trainer alone(two_bn_network(2 * kHalf), cfg);
     data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
     const runtime::EpochStats ref = alone.train_epoch(all, 0, 1);
@@ -235,9 +243,7 @@ TEST(DataParallel, SyncBnTwoRanksTrainWhatOneProcessOfTheGlobalBatchTrains) {
       ranked.backend_options.world = world();
       ranked.backend_options.sync_batchnorm = sync;
       runtime::Trainer mine(two_bn_network(kHalf), ranked);
-      data::ShardedBatches shard(std::make_unique<data::BatchIterator>(ds, 2 * kHalf, true, 5, true),
-                                 world()->rank(), 2, ds.sample_size());
-      const runtime::EpochStats st = mine.train_epoch(shard, 0, 1);
+      const runtime::EpochStats st = train_my_shard(mine, ds);
       ASSERT_EQ(mine.step(), 3);
       const runtime::WeightMap got = mine.train_executable().export_weights();
       ASSERT_EQ(got.size(), want.size());
