@@ -10,20 +10,17 @@ Debian's python3-torchvision brings some 170 packages); the GPU machines have bo
 
     python3 tests/torch/round_trip.py build/trident OUT_DIR [--device cuda]
 """
-import argparse
 import json
 import os
 import struct
 import subprocess
 import sys
 
-try:
-    import numpy as np
-    import torch
-    import torchvision
-except ImportError as e:
-    print(f"skipped: {e}")
-    sys.exit(77)
+from torch_checks import setup  # exits 77 (skipped) without torch and torchvision
+
+import numpy as np
+import torch
+import torchvision
 
 DTYPES = {torch.float32: ("F32", np.float32), torch.int64: ("I64", np.int64)}
 
@@ -86,17 +83,7 @@ def close(got, want, what, rtol):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("trident")
-    ap.add_argument("out")
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--models", default="resnet18,resnet50,vgg16_bn")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, 224, 224)
-    images = os.path.join(a.out, "images.npy")
-    np.save(images, x.numpy())
+    a, x, images = setup([("--models", "resnet18,resnet50,vgg16_bn")])
     dev = ["--device", a.device]
     rtol = 2e-3  # fp32 against fp32: different summation orders through 18 to 50 layers
     ok = True

@@ -9,20 +9,17 @@ this trident reads no ONNX (the portable GPU build).
 
     python3 tests/torch/torchvision_onnx.py build/trident OUT_DIR [--device cuda]
 """
-import argparse
 import inspect
 import os
 import subprocess
 import sys
 import warnings
 
-try:
-    import numpy as np
-    import torch
-    import torchvision
-except ImportError as e:
-    print(f"skipped: {e}")
-    sys.exit(77)
+from torch_checks import setup  # exits 77 (skipped) without torch and torchvision
+
+import numpy as np
+import torch
+import torchvision
 
 IMPORTED = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "squeezenet1_0", "vgg11_bn",
             "googlenet"]
@@ -48,16 +45,7 @@ def export(name, x, path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("trident")
-    ap.add_argument("out")
-    ap.add_argument("--device", default="cpu")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, 224, 224)
-    images = os.path.join(a.out, "images.npy")
-    np.save(images, x.numpy())
+    a, x, images = setup()
     ok = True
     for name in IMPORTED + list(REFUSED):
         path = os.path.join(a.out, name + ".onnx")
