@@ -1,5 +1,8 @@
 // Pooling over NHWC activations: max, average and global average, with backward ops.
-// Max-pool backward recomputes the window's argmax from the input instead of saving indices.
+// Max-pool backward recomputes the window's argmax from the input instead of saving indices,
+// unless the forward keeps a one-byte window index (attribute window_index, core/window_index.h;
+// the save_maxpool_index pass), which maxpool2d_index_backward then reads instead of the input.
+#include "core/window_index.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
 
@@ -13,14 +16,30 @@ void expect_floor_mode(const Attrs& a) {
   if (a.i("ceil_mode", 0) != 0) throw Error("ceil_mode=1 is supported for max pooling only");
 }
 
+// A max pooling's window must have fewer cells than a window index byte can name.
+void expect_indexable_window(const Attrs& a) {
+  const Window w = pool_window(a);
+  if (w.kernel.h * w.kernel.w > kMostWindowCells)
+    throw Error("a " + std::to_string(w.kernel.h) + "x" + std::to_string(w.kernel.w) +
+                " window has more cells than a one-byte window index names (at most " +
+                std::to_string(kMostWindowCells) + ")");
+}
+
 ir::OpDef window_pool(const std::string& name, const std::string& summary) {
   ir::OpDef d = op_def(name, {"x"}, {"y"}, summary);
   const bool average = name == "avgpool2d";
+  if (!average) d.outputs.push_back("window_index");  // with attribute window_index = 1
   d.infer = [average](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
     if (average) expect_floor_mode(n.attrs);
-    return std::vector<TypeInfo>{{pool_output_shape(n.attrs, x.shape), x.dtype}};
+    const Shape y = pool_output_shape(n.attrs, x.shape);
+    std::vector<TypeInfo> out{{y, x.dtype}};
+    if (!average && n.attrs.i("window_index", 0) != 0) {
+      expect_indexable_window(n.attrs);
+      out.push_back({window_index_shape(numel(y)), DType::i32});
+    }
+    return out;
   };
   return d;
 }
@@ -63,6 +82,21 @@ void register_pool_ops() {
     return std::vector<TypeInfo>{{x.shape, dy.dtype}};
   };
   ir::OpRegistry::add(maxb);
+
+  ir::OpDef maxi = op_def("maxpool2d_index_backward", {"window_index", "dy"}, {"dx"},
+                          "routes each gradient to the window cell its forward's window index names");
+  maxi.infer = [](const Node& n, const Graph& g) {
+    const auto &index = in_value(g, n, 0), &dy = in_value(g, n, 1);
+    const Shape x = n.attrs.ints("input_shape");
+    if (x.size() != 4) throw Error("attribute 'input_shape' must have 4 extents");
+    expect_indexable_window(n.attrs);
+    if (pool_output_shape(n.attrs, x) != dy.shape)
+      throw Error("output gradient " + shape_str(dy.shape) + " does not match pooling of " + shape_str(x));
+    if (index.dtype != DType::i32 || index.shape != window_index_shape(numel(dy.shape)))
+      throw Error("the window index must be i32 " + shape_str(window_index_shape(numel(dy.shape))));
+    return std::vector<TypeInfo>{{x, dy.dtype}};
+  };
+  ir::OpRegistry::add(maxi);
 
   ir::OpDef avgb = op_def("avgpool2d_backward", {"dy"}, {"dx"},
                           "spreads each gradient evenly over its window");

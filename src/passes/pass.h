@@ -66,6 +66,14 @@ struct CompileOptions {
   // cuda backend; the prologue only in f16, where cuDNN fuses it), 0 off, 1 on everywhere
   // (cuda and cpu_ref have its kernels).
   int bn_apply_prologue = -1;
+  // Training: a max pooling keeps a one-byte window index for its backward, which then reads
+  // it instead of the pooling's input (the save_maxpool_index pass): -1 automatic (on for the
+  // cuda backend, where it frees the input at once), 0 off, 1 on (cuda and cpu_ref have its
+  // kernels).
+  int maxpool_window_index = -1;
+  bool saves_maxpool_index() const {
+    return maxpool_window_index < 0 ? backend == "cuda" : maxpool_window_index != 0;
+  }
   bool defers_bn_apply() const { return bn_apply_prologue < 0 ? backend == "cuda" : bn_apply_prologue != 0; }
   bool uses_loss_scaling() const { return loss_scaling < 0 ? precision == DType::f16 : loss_scaling != 0; }
 };
@@ -127,6 +135,7 @@ void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward 
 void fold_gradient_sum(ir::Graph& g, PassContext& ctx);   // training: dy + dy' into the BN backward
 void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar keep a 1-bit mask
 void defer_bn_apply(ir::Graph& g, PassContext& ctx);      // training: BN apply into the next conv
+void save_maxpool_index(ir::Graph& g, PassContext& ctx);  // training: max pooling keeps a window index
 void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
 void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
 void allreduce_gradients(ir::Graph& g, PassContext& ctx); // data parallel: gradients averaged over ranks

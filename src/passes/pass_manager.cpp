@@ -83,6 +83,11 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
         throw Error("defer_bn_apply runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
       pm.add({"defer_bn_apply", defer_bn_apply, false, true});
     }
+    if (opt.saves_maxpool_index()) {
+      if (opt.backend != "cuda" && opt.backend != "cpu_ref")
+        throw Error("save_maxpool_index runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
+      pm.add({"save_maxpool_index", save_maxpool_index, false, true});
+    }
   }
   pm.add({"dce", dead_code_elimination, false});
   pm.add({"fuse_elementwise", fuse_elementwise, false, true});

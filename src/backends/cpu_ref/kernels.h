@@ -40,6 +40,7 @@ void apply_bn(const KernelArgs& a, const TensorView& x, const TensorView& affine
 // pool.cpp
 void maxpool2d(const KernelArgs& args);
 void maxpool2d_backward(const KernelArgs& args);
+void maxpool2d_index_backward(const KernelArgs& args);
 void avgpool2d(const KernelArgs& args);
 void avgpool2d_backward(const KernelArgs& args);
 void global_avgpool(const KernelArgs& args);

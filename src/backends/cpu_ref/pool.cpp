@@ -6,6 +6,7 @@
 
 #include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
+#include "core/window_index.h"
 
 namespace trident::cpu_ref {
 
@@ -46,6 +47,20 @@ void for_each_argmax(const T* xn, const WindowGeom& g, const Window& win, std::v
   for (int64_t c = 0; c < g.C; ++c) fn(c, at[c], best[c]);
 }
 
+// The window index byte (core/window_index.h) of cell h·W + w in the window of output (p, q).
+inline unsigned char window_cell(const WindowGeom& g, int64_t p, int64_t q, int64_t cell) {
+  const int64_t r = cell / g.W - (p * g.stride.h - g.pad.h), s = cell % g.W - (q * g.stride.w - g.pad.w);
+  return static_cast<unsigned char>(r * g.S + s);
+}
+
+// The window index's bytes, checked against the pooled tensor it describes.
+unsigned char* window_index_bytes(const KernelArgs& a, const TensorView& index, const Shape& pooled) {
+  if (index.dtype != DType::i32 || index.shape != window_index_shape(numel(pooled)))
+    throw Error("node '" + a.node.name + "' (op " + a.node.op + "): the window index must be i32 " +
+                shape_str(window_index_shape(numel(pooled))));
+  return reinterpret_cast<unsigned char*>(index.as<int32_t>());
+}
+
 template <class T>
 void maxpool_forward(const KernelArgs& a) {
   const TensorView &x = a.in[0], &y = a.out[0];
@@ -53,6 +68,7 @@ void maxpool_forward(const KernelArgs& a) {
   const WindowGeom g = pool_geom(a, x.shape, y.shape);
   const T* X = x.as<T>();
   T* Y = y.as<T>();
+  unsigned char* index = a.out.size() > 1 ? window_index_bytes(a, a.out[1], y.shape) : nullptr;
 #pragma omp parallel
   {
     std::vector<T> best(g.C);
@@ -61,11 +77,17 @@ void maxpool_forward(const KernelArgs& a) {
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t p = 0; p < g.P; ++p)
         for (int64_t q = 0; q < g.Q; ++q) {
-          T* yp = Y + ((n * g.P + p) * g.Q + q) * g.C;
+          const int64_t o = ((n * g.P + p) * g.Q + q) * g.C;
+          T* yp = Y + o;
           const Window win = window_at(g, p, q);
-          if (win.cells() == 0) std::fill(yp, yp + g.C, T(0));
-          for_each_argmax(X + n * g.H * g.W * g.C, g, win, best, at,
-                          [&](int64_t c, int64_t, T v) { yp[c] = v; });
+          if (win.cells() == 0) {
+            std::fill(yp, yp + g.C, T(0));
+            if (index) std::fill(index + o, index + o + g.C, static_cast<unsigned char>(kEmptyWindow));
+          }
+          for_each_argmax(X + n * g.H * g.W * g.C, g, win, best, at, [&](int64_t c, int64_t cell, T v) {
+            yp[c] = v;
+            if (index) index[o + c] = window_cell(g, p, q, cell);
+          });
         }
   }
 }
@@ -96,6 +118,35 @@ void maxpool_backward(const KernelArgs& a) {
                           [&](int64_t c, int64_t cell, T) { dxn[cell * g.C + c] += dyp[c]; });
         }
     }
+  }
+}
+
+// dx from the forward's window index instead of x: the same scatter, in the same order.
+template <class T>
+void maxpool_index_backward(const KernelArgs& a) {
+  const TensorView &index = a.in[0], &dy = a.in[1], &dx = a.out[0];
+  expect_dtype(a, dx, dy.dtype, "dx");
+  const WindowGeom g = pool_geom(a, dx.shape, dy.shape);
+  const unsigned char* I = window_index_bytes(a, index, dy.shape);
+  const T* DY = dy.as<T>();
+  T* DX = dx.as<T>();
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.N; ++n) {
+    T* dxn = DX + n * g.H * g.W * g.C;
+    std::fill(dxn, dxn + g.H * g.W * g.C, T(0));
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const int64_t o = ((n * g.P + p) * g.Q + q) * g.C;
+        for (int64_t c = 0; c < g.C; ++c) {
+          const int64_t cell = I[o + c];
+          if (cell == kEmptyWindow) continue;
+          const int64_t h = p * g.stride.h - g.pad.h + cell / g.S, w = q * g.stride.w - g.pad.w + cell % g.S;
+          if (h < 0 || h >= g.H || w < 0 || w >= g.W)
+            throw Error("node '" + a.node.name + "' (op " + a.node.op + "): window index " + std::to_string(cell) +
+                        " names a cell outside the input");
+          dxn[(h * g.W + w) * g.C + c] += DY[o + c];
+        }
+      }
   }
 }
 
@@ -213,7 +264,15 @@ void global_avgpool_backward_t(const KernelArgs& a) {
 
 }  // namespace
 
-void maxpool2d(const KernelArgs& args) { run_float(args, 1, [&](auto tag) { maxpool_forward<decltype(tag)>(args); }); }
+void maxpool2d(const KernelArgs& args) {
+  expect_arity(args, 1, 1, 1, 2);
+  dispatch_float(args, args.in[0].dtype, [&](auto tag) { maxpool_forward<decltype(tag)>(args); });
+}
+
+void maxpool2d_index_backward(const KernelArgs& args) {
+  expect_arity(args, 2, 1);
+  dispatch_float(args, args.in[1].dtype, [&](auto tag) { maxpool_index_backward<decltype(tag)>(args); });
+}
 
 void maxpool2d_backward(const KernelArgs& args) {
   run_float(args, 2, [&](auto tag) { maxpool_backward<decltype(tag)>(args); });

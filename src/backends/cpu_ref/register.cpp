@@ -25,6 +25,7 @@ void register_cpu_ref_kernels() {
       {"reshape", cpu_ref::view_copy},
       {"maxpool2d", cpu_ref::maxpool2d},
       {"maxpool2d_backward", cpu_ref::maxpool2d_backward},
+      {"maxpool2d_index_backward", cpu_ref::maxpool2d_index_backward},
       {"avgpool2d", cpu_ref::avgpool2d},
       {"avgpool2d_backward", cpu_ref::avgpool2d_backward},
       {"global_avgpool", cpu_ref::global_avgpool},

@@ -7,6 +7,7 @@
 #include "backends/cuda/device/pool.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
+#include "core/window_index.h"
 #include "ops/window.h"
 
 namespace trident::cuda {
@@ -33,21 +34,55 @@ PoolGeometry pool_geometry(const ir::Node& node, const Shape& x, const Shape& y)
 
 enum class Pool { max, avg };
 
-// maxpool2d / avgpool2d: x → y.
+// The window index a max pooling writes or its backward reads: i32 words holding one byte per
+// pooled element (core/window_index.h).
+void expect_window_index(const ir::Node& node, const ir::Value& index, const Shape& pooled) {
+  if (index.dtype != DType::i32 || index.shape != window_index_shape(numel(pooled)))
+    fail(node, "the window index must be i32 " + shape_str(window_index_shape(numel(pooled))));
+}
+
+// maxpool2d / avgpool2d: x → y (and maxpool2d's window index where attribute window_index asks).
 template <Pool Kind>
 class PoolForward final : public Kernel {
  public:
   PoolForward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
-    expect_arity(node, 1, 1, 1, 1);
+    expect_arity(node, 1, 1, 1, Kind == Pool::max ? 2 : 1);
     const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
     type_ = elem_of(node, x, "input");
     expect_dtype(node, y, x.dtype, "output");
     geom_ = pool_geometry(node, x.shape, y.shape);
+    index_ = node.outputs.size() > 1;
+    if (index_) expect_window_index(node, output_value(node, g, 1), y.shape);
   }
 
   void run(const KernelArgs& a) override {
-    if constexpr (Kind == Pool::max) device::launch_maxpool_forward(type_, geom_, a.in[0].data, a.out[0].data, ctx_.stream());
+    if constexpr (Kind == Pool::max)
+      device::launch_maxpool_forward(type_, geom_, a.in[0].data, a.out[0].data, index_ ? a.out[1].data : nullptr,
+                                     ctx_.stream());
     else device::launch_avgpool_forward(type_, geom_, a.in[0].data, a.out[0].data, ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  PoolGeometry geom_;
+  bool index_ = false;
+};
+
+// maxpool2d_index_backward: window index, dy → dx, gathering without reading x.
+class MaxPoolIndexBackward final : public Kernel {
+ public:
+  MaxPoolIndexBackward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 2, 2, 1, 1);
+    const ir::Value &dy = input_value(node, g, 1), &dx = output_value(node, g, 0);
+    type_ = elem_of(node, dy, "gradient");
+    expect_dtype(node, dx, dy.dtype, "gradient");
+    expect_window_index(node, input_value(node, g, 0), dy.shape);
+    geom_ = pool_geometry(node, dx.shape, dy.shape);
+  }
+
+  void run(const KernelArgs& a) override {
+    device::launch_maxpool_index_backward(type_, geom_, a.in[0].data, a.in[1].data, a.out[0].data, ctx_.stream());
   }
 
  private:
@@ -56,8 +91,8 @@ class PoolForward final : public Kernel {
   PoolGeometry geom_;
 };
 
-// maxpool2d_backward: x, dy → dx. Each window's argmax is found once, from x, into workspace
-// scratch, then every dx element gathers from the windows whose argmax it is.
+// maxpool2d_backward: x, dy → dx. Each window's index is found once, from x, into workspace
+// scratch, then every dx element gathers from the windows whose index names it.
 class MaxPoolBackward final : public Kernel {
  public:
   MaxPoolBackward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
@@ -68,13 +103,13 @@ class MaxPoolBackward final : public Kernel {
     expect_dtype(node, dx, x.dtype, "gradient");
     expect_shape(node, dx, x.shape, "gradient");
     geom_ = pool_geometry(node, x.shape, dy.shape);
-    if (geom_.H * geom_.W > INT32_MAX) fail(node, "the input's H·W exceeds the 32-bit cell index");
+    if (geom_.R * geom_.S >= 0xFFFF) fail(node, "max pooling windows of 65535 cells or more are not supported");
     ctx_.reserve_workspace(0, static_cast<size_t>(device::maxpool_backward_scratch_bytes(geom_)));
   }
 
   void run(const KernelArgs& a) override {
-    device::launch_maxpool_backward(type_, geom_, a.in[0].data, a.in[1].data, a.out[0].data,
-                                    static_cast<int32_t*>(ctx_.workspace(0)), ctx_.stream());
+    device::launch_maxpool_backward(type_, geom_, a.in[0].data, a.in[1].data, a.out[0].data, ctx_.workspace(0),
+                                    ctx_.stream());
   }
 
  private:
@@ -139,6 +174,7 @@ class GlobalAvgPool final : public Kernel {
 void register_pool_kernels() {
   add_kernel<PoolForward<Pool::max>>("maxpool2d");
   add_kernel<MaxPoolBackward>("maxpool2d_backward");
+  add_kernel<MaxPoolIndexBackward>("maxpool2d_index_backward");
   add_kernel<PoolForward<Pool::avg>>("avgpool2d");
   add_kernel<AvgPoolBackward>("avgpool2d_backward");
   add_kernel<GlobalAvgPool<false>>("global_avgpool");

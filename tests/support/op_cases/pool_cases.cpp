@@ -1,7 +1,8 @@
 // Op cases of the pooling family: max and average pooling (padding, count_include_pad on and off,
 // overlapping and mixed windows) and global average pooling, forward and backward. Max pooling runs
 // on values with many ties (small integers or a coarse grid): the first maximum must win on every
-// backend. Global average pooling also over 16-byte channel vectors, the scalar path beside them
+// backend; so must the window index a training max pooling keeps for its backward. Global
+// average pooling also over 16-byte channel vectors, the scalar path beside them
 // and misaligned tensors; its backward is exactly one rounding.
 #include "core/half.h"
 #include "support/op_cases/family.h"
@@ -37,6 +38,21 @@ ir::Graph global_avgpool_backward_graph(DType d, const Shape& s) {
   return g;
 }
 
+// A training max pooling with its window index (core/window_index.h), and the backward that
+// reads the index instead of x: y, the index's words and dx against cpu_ref's.
+OpCase window_index_case(const std::string& name, const Shape& xs, const Attrs& geom) {
+  const Shape ys = inferred_shape("maxpool2d", {xs}, geom);
+  Attrs forward = geom, backward = geom;
+  forward.set("window_index", int64_t{1});
+  backward.set("input_shape", xs);
+  return per_element_case("maxpool2d_window_index_" + name, [=](DType d) {
+    ir::Graph g;
+    const std::vector<int> f = g.add_node("maxpool2d", {g.add_input("x", xs, d)}, forward, "maxpool");
+    g.add_node1("maxpool2d_index_backward", {f[1], g.add_input("dy", ys, d)}, backward, "maxpool.backward");
+    return g;
+  }, Fill::SmallInts);
+}
+
 }  // namespace
 
 void add_pool_cases(std::vector<OpCase>& cases) {
@@ -70,6 +86,7 @@ void add_pool_cases(std::vector<OpCase>& cases) {
       g.add_node1("maxpool2d_backward", {g.add_input("x", xs, d), g.add_input("dy", ys, d)}, geom, "maxpool.backward");
       return g;
     }, Fill::SmallInts));
+    cases.push_back(window_index_case(n.name, xs, geom));
   }
   for (const Named& n : odd) {
     const Shape xs = n.x;
@@ -88,6 +105,7 @@ void add_pool_cases(std::vector<OpCase>& cases) {
       g.add_node1("maxpool2d_backward", {g.add_input("x", xs, d), g.add_input("dy", ys, d)}, geom, "maxpool.backward");
       return g;
     });
+    cases.push_back(window_index_case(n.name, xs, geom));
     for (int64_t include : {1, 0}) {
       Attrs a = geom;
       a.set("count_include_pad", include);

@@ -9,6 +9,7 @@
 #include "backends/cuda/device/common.cuh"
 #include "backends/cuda/device/pool.h"
 #include "backends/cuda/device/vector.cuh"
+#include "core/window_index.h"
 
 namespace trident::cuda::device {
 
@@ -84,35 +85,41 @@ __device__ int64_t window_argmax(const T* xn, const PoolGeometry& g, const Windo
   return at;
 }
 
-template <class T>
-__global__ void maxpool_forward_kernel(PoolGeometry g, const T* __restrict__ x, T* __restrict__ y) {
+// Window indices (core/window_index.h) are bytes; the backward's own scratch takes 16-bit ones
+// for windows of more than 255 cells. The largest value of I marks an empty window.
+template <class I>
+constexpr I kEmpty = static_cast<I>(~I{0});
+static_assert(kEmpty<unsigned char> == kEmptyWindow);
+
+// Window index of input cell (h, w) in the window of output (p, q).
+template <class I>
+__device__ __forceinline__ I window_cell(const PoolGeometry& g, int64_t p, int64_t q, int64_t h, int64_t w) {
+  return static_cast<I>((h - (p * g.stride_h - g.pad_h)) * g.S + (w - (q * g.stride_w - g.pad_w)));
+}
+
+// y and/or the window index of each output element (scalar path); either may be null.
+template <class T, class I>
+__global__ void maxpool_forward_kernel(PoolGeometry g, const T* __restrict__ x, T* __restrict__ y,
+                                       I* __restrict__ index) {
   const int64_t total = g.N * g.P * g.Q * g.C;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const Position o = unflatten(i, g.P, g.Q, g.C);
     float best = 0.f;
-    window_argmax(x + o.n * g.H * g.W * g.C, g, window_at(g, o.row, o.col), o.c, best);
-    y[i] = from_float<T>(best);  // an empty window gives 0, as in the reference
+    const int64_t at = window_argmax(x + o.n * g.H * g.W * g.C, g, window_at(g, o.row, o.col), o.c, best);
+    if (y) y[i] = from_float<T>(best);  // an empty window gives 0, as in the reference
+    if (index)
+      index[i] = at < 0 ? kEmpty<I> : window_cell<I>(g, o.row, o.col, at / g.W, at % g.W);
   }
 }
 
-template <class T>
-__global__ void maxpool_argmax_kernel(PoolGeometry g, const T* __restrict__ x, int32_t* __restrict__ argmax) {
-  const int64_t total = g.N * g.P * g.Q * g.C;
-  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
-    const Position at = unflatten(i, g.P, g.Q, g.C);
-    float best;
-    argmax[i] = static_cast<int32_t>(
-        window_argmax(x + at.n * g.H * g.W * g.C, g, window_at(g, at.row, at.col), at.c, best));
-  }
-}
-
-template <class T>
-__global__ void maxpool_backward_kernel(PoolGeometry g, const int32_t* __restrict__ argmax, const T* __restrict__ dy,
-                                        T* __restrict__ dx) {
+// Every dx element sums the dy of the windows whose index names it, in the reference's (p, q)
+// order (scalar path).
+template <class T, class I>
+__global__ void maxpool_backward_kernel(PoolGeometry g, const I* __restrict__ index,
+                                        const T* __restrict__ dy, T* __restrict__ dx) {
   const int64_t total = g.N * g.H * g.W * g.C;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const Position at = unflatten(i, g.H, g.W, g.C);
-    const int64_t cell = at.row * g.W + at.col;
     int64_t p_lo, p_hi, q_lo, q_hi;
     covering(at.row, g.pad_h, g.R, g.stride_h, g.P, p_lo, p_hi);
     covering(at.col, g.pad_w, g.S, g.stride_w, g.Q, q_lo, q_hi);
@@ -120,7 +127,7 @@ __global__ void maxpool_backward_kernel(PoolGeometry g, const int32_t* __restric
     for (int64_t p = p_lo; p <= p_hi; ++p)
       for (int64_t q = q_lo; q <= q_hi; ++q) {
         const int64_t o = ((at.n * g.P + p) * g.Q + q) * g.C + at.c;
-        if (argmax[o] == cell) acc = __fadd_rn(acc, to_float(dy[o]));
+        if (index[o] == window_cell<I>(g, p, q, at.row, at.col)) acc = __fadd_rn(acc, to_float(dy[o]));
       }
     dx[i] = from_float<T>(acc);
   }
@@ -299,9 +306,9 @@ struct alignas(16) Vec16 {
   static constexpr int kN = 16 / static_cast<int>(sizeof(T));
   T v[kN];
 };
-template <int N>
-struct alignas(16) IndexVec {
-  int32_t v[N];
+template <class I, int N>
+struct alignas(sizeof(I) * N) IndexPack {
+  I v[N];
 };
 
 struct SpatialGroup {
@@ -312,9 +319,10 @@ __device__ __forceinline__ SpatialGroup unflatten_group(int64_t i, int64_t rows,
   return {p.n, p.row, p.col, p.c};
 }
 
-template <class T>
+// y and/or the window index (either may be null) over 16-byte channel vectors.
+template <class T, class I>
 __global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, T* __restrict__ y,
-                                   int32_t* __restrict__ argmax) {
+                                   I* __restrict__ index) {
   constexpr int N = Vec16<T>::kN;
   const int64_t groups = g.C / N, total = g.N * g.P * g.Q * groups;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
@@ -322,23 +330,23 @@ __global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, T* _
     const Window win = window_at(g, o.row, o.col);
     const T* xn = x + o.n * g.H * g.W * g.C + o.group * N;
     float best[N];
-    int32_t at[N];
+    I at[N];
     if (win.cells() == 0) {
       for (int j = 0; j < N; ++j) {
         best[j] = 0.f;  // an empty window gives 0, as in the reference
-        at[j] = -1;
+        at[j] = kEmpty<I>;
       }
     } else {
-      const int32_t first = static_cast<int32_t>(win.h0 * g.W + win.w0);
-      const Vec16<T> v0 = *reinterpret_cast<const Vec16<T>*>(xn + first * g.C);
+      const I first = window_cell<I>(g, o.row, o.col, win.h0, win.w0);
+      const Vec16<T> v0 = *reinterpret_cast<const Vec16<T>*>(xn + (win.h0 * g.W + win.w0) * g.C);
       for (int j = 0; j < N; ++j) {
         best[j] = to_float(v0.v[j]);
         at[j] = first;
       }
       for (int64_t h = win.h0; h < win.h1; ++h)
         for (int64_t w = win.w0; w < win.w1; ++w) {
-          const int32_t cell = static_cast<int32_t>(h * g.W + w);
-          const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xn + cell * g.C);
+          const I cell = window_cell<I>(g, o.row, o.col, h, w);
+          const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xn + (h * g.W + w) * g.C);
           for (int j = 0; j < N; ++j) {
             const float f = to_float(v.v[j]);
             if (f > best[j]) {
@@ -354,22 +362,21 @@ __global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, T* _
       for (int j = 0; j < N; ++j) r.v[j] = from_float<T>(best[j]);
       *reinterpret_cast<Vec16<T>*>(y + out) = r;
     }
-    if (argmax) {
-      IndexVec<N> r;
+    if (index) {
+      IndexPack<I, N> r;
       for (int j = 0; j < N; ++j) r.v[j] = at[j];
-      *reinterpret_cast<IndexVec<N>*>(argmax + out) = r;
+      *reinterpret_cast<IndexPack<I, N>*>(index + out) = r;
     }
   }
 }
 
-template <class T>
-__global__ void maxpool_backward_vec_kernel(PoolGeometry g, const int32_t* __restrict__ argmax,
+template <class T, class I>
+__global__ void maxpool_backward_vec_kernel(PoolGeometry g, const I* __restrict__ index,
                                             const T* __restrict__ dy, T* __restrict__ dx) {
   constexpr int N = Vec16<T>::kN;
   const int64_t groups = g.C / N, total = g.N * g.H * g.W * groups;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const SpatialGroup at = unflatten_group(i, g.H, g.W, groups);
-    const int32_t cell = static_cast<int32_t>(at.row * g.W + at.col);
     int64_t p_lo, p_hi, q_lo, q_hi;
     covering(at.row, g.pad_h, g.R, g.stride_h, g.P, p_lo, p_hi);
     covering(at.col, g.pad_w, g.S, g.stride_w, g.Q, q_lo, q_hi);
@@ -378,7 +385,8 @@ __global__ void maxpool_backward_vec_kernel(PoolGeometry g, const int32_t* __res
     for (int64_t p = p_lo; p <= p_hi; ++p)
       for (int64_t q = q_lo; q <= q_hi; ++q) {
         const int64_t o = ((at.n * g.P + p) * g.Q + q) * g.C + at.group * N;
-        const IndexVec<N> a = *reinterpret_cast<const IndexVec<N>*>(argmax + o);
+        const I cell = window_cell<I>(g, p, q, at.row, at.col);
+        const IndexPack<I, N> a = *reinterpret_cast<const IndexPack<I, N>*>(index + o);
         const Vec16<T> d = *reinterpret_cast<const Vec16<T>*>(dy + o);
         for (int j = 0; j < N; ++j)
           if (a.v[j] == cell) acc[j] = __fadd_rn(acc[j], to_float(d.v[j]));
@@ -447,48 +455,91 @@ bool vector_pooling(const PoolGeometry& g, std::initializer_list<const void*> po
 
 }  // namespace
 
-void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {
+void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, void* window_index,
+                            cudaStream_t stream) {
   const int64_t total = g.N * g.P * g.Q * g.C;
   if (total <= 0) return;
+  auto* index = static_cast<unsigned char*>(window_index);
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    if (vector_pooling<T>(g, {x, y})) {
-      maxpool_vec_kernel<T><<<grid_for(total / Vec16<T>::kN), kThreads, 0, stream>>>(
-          g, static_cast<const T*>(x), static_cast<T*>(y), nullptr);
+    if (vector_pooling<T>(g, {x, y, index})) {
+      maxpool_vec_kernel<T, unsigned char><<<grid_for(total / Vec16<T>::kN), kThreads, 0, stream>>>(
+          g, static_cast<const T*>(x), static_cast<T*>(y), index);
       return;
     }
-    maxpool_forward_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(g, static_cast<const T*>(x), static_cast<T*>(y));
+    maxpool_forward_kernel<T, unsigned char>
+        <<<grid_for(total), kThreads, 0, stream>>>(g, static_cast<const T*>(x), static_cast<T*>(y), index);
   });
   check_launch("maxpool_forward_kernel");
 }
 
+namespace {
+
+// Every window's index into `index`, from x.
+template <class T, class I>
+void launch_window_index(const PoolGeometry& g, const T* x, I* index, cudaStream_t stream) {
+  const int64_t windows = g.N * g.P * g.Q * g.C;
+  if (windows <= 0) return;
+  if (vector_pooling<T>(g, {x, index}))
+    maxpool_vec_kernel<T, I><<<grid_for(windows / Vec16<T>::kN), kThreads, 0, stream>>>(g, x, nullptr, index);
+  else
+    maxpool_forward_kernel<T, I><<<grid_for(windows), kThreads, 0, stream>>>(g, x, nullptr, index);
+}
+
+// The gather: every dx element sums the dy of the windows whose index names it.
+template <class T, class I>
+void launch_index_gather(const PoolGeometry& g, const I* index, const T* dy, T* dx, cudaStream_t stream) {
+  const int64_t total = g.N * g.H * g.W * g.C;
+  if (vector_pooling<T>(g, {index, dy, dx}))
+    maxpool_backward_vec_kernel<T, I><<<grid_for(total / Vec16<T>::kN), kThreads, 0, stream>>>(g, index, dy, dx);
+  else
+    maxpool_backward_kernel<T, I><<<grid_for(total), kThreads, 0, stream>>>(g, index, dy, dx);
+}
+
+}  // namespace
+
+int64_t maxpool_backward_scratch_bytes(const PoolGeometry& g) {
+  const int64_t width = g.R * g.S > kMostWindowCells ? 2 : 1;
+  return g.N * g.P * g.Q * g.C * width;
+}
+
 void launch_maxpool_backward(ElemType t, const PoolGeometry& g, const void* x, const void* dy, void* dx,
-                             int32_t* argmax, cudaStream_t stream) {
+                             void* scratch, cudaStream_t stream) {
   const int64_t total = g.N * g.H * g.W * g.C;
   if (total <= 0) return;
+  if (g.R * g.S >= 0xFFFF) throw Error("max pooling windows of 65535 cells or more are not supported");
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    const int64_t windows = g.N * g.P * g.Q * g.C;
+    const T* xs = static_cast<const T*>(x);
+    const T* dys = static_cast<const T*>(dy);
+    T* dxs = static_cast<T*>(dx);
     if (tiles_exactly(g) && vector_pooling<T>(g, {x, dy, dx})) {
-      maxpool_backward_tiled_kernel<T><<<grid_for(windows / Vec16<T>::kN), kThreads, 0, stream>>>(
-          g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx));
+      maxpool_backward_tiled_kernel<T>
+          <<<grid_for(g.N * g.P * g.Q * g.C / Vec16<T>::kN), kThreads, 0, stream>>>(g, xs, dys, dxs);
       return;
     }
-    if (vector_pooling<T>(g, {x, dy, dx, argmax})) {
-      constexpr int N = Vec16<T>::kN;
-      if (windows > 0)
-        maxpool_vec_kernel<T><<<grid_for(windows / N), kThreads, 0, stream>>>(g, static_cast<const T*>(x), nullptr,
-                                                                              argmax);
-      maxpool_backward_vec_kernel<T><<<grid_for(total / N), kThreads, 0, stream>>>(
-          g, argmax, static_cast<const T*>(dy), static_cast<T*>(dx));
-      return;
+    if (g.R * g.S > kMostWindowCells) {
+      auto* index = static_cast<uint16_t*>(scratch);
+      launch_window_index<T>(g, xs, index, stream);
+      launch_index_gather<T>(g, static_cast<const uint16_t*>(index), dys, dxs, stream);
+    } else {
+      auto* index = static_cast<unsigned char*>(scratch);
+      launch_window_index<T>(g, xs, index, stream);
+      launch_index_gather<T>(g, static_cast<const unsigned char*>(index), dys, dxs, stream);
     }
-    if (windows > 0)
-      maxpool_argmax_kernel<T><<<grid_for(windows), kThreads, 0, stream>>>(g, static_cast<const T*>(x), argmax);
-    maxpool_backward_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(g, argmax, static_cast<const T*>(dy),
-                                                                         static_cast<T*>(dx));
   });
   check_launch("maxpool_backward_kernel");
+}
+
+void launch_maxpool_index_backward(ElemType t, const PoolGeometry& g, const void* window_index, const void* dy,
+                                   void* dx, cudaStream_t stream) {
+  if (g.N * g.H * g.W * g.C <= 0) return;
+  dispatch_elem(t, [&](auto tag) {
+    using T = decltype(tag);
+    launch_index_gather<T>(g, static_cast<const unsigned char*>(window_index), static_cast<const T*>(dy),
+                           static_cast<T*>(dx), stream);
+  });
+  check_launch("maxpool_index_backward_kernel");
 }
 
 void launch_avgpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, cudaStream_t stream) {

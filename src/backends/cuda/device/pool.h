@@ -17,16 +17,20 @@ struct PoolGeometry {
   bool count_include_pad = true;  // average pooling's divisor: the full window
 };
 
-void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, cudaStream_t stream);
+// y and, where window_index is not null, the forward's window index (core/window_index.h:
+// one byte per element of y) for maxpool2d_index_backward.
+void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, void* window_index,
+                            cudaStream_t stream);
 // dy goes to the first row-major maximum of its window, as in the reference backend. Windows
 // that tile the input exactly (VGG's 2×2, stride 2) take one pass over x, dy and dx; others two:
-// each window's argmax (cell index h·W + w) into `argmax` (N·P·Q·C int32 of scratch), then every
-// dx element gathers the dy of the windows whose argmax it is.
+// each window's index into `scratch` (one byte per window, two for windows of more than 255
+// cells), then every dx element gathers the dy of the windows whose index names it.
 void launch_maxpool_backward(ElemType t, const PoolGeometry& g, const void* x, const void* dy, void* dx,
-                             int32_t* argmax, cudaStream_t stream);
-inline int64_t maxpool_backward_scratch_bytes(const PoolGeometry& g) {
-  return g.N * g.P * g.Q * g.C * static_cast<int64_t>(sizeof(int32_t));
-}
+                             void* scratch, cudaStream_t stream);
+int64_t maxpool_backward_scratch_bytes(const PoolGeometry& g);
+// The same gather from the forward's window index; x is not read.
+void launch_maxpool_index_backward(ElemType t, const PoolGeometry& g, const void* window_index, const void* dy,
+                                   void* dx, cudaStream_t stream);
 void launch_avgpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, cudaStream_t stream);
 void launch_avgpool_backward(ElemType t, const PoolGeometry& g, const void* dy, void* dx, cudaStream_t stream);
 

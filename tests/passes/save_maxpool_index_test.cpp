@@ -1,0 +1,138 @@
+// save_maxpool_index, the one-byte window index a training max pooling keeps for its backward,
+// in three layers: structural (ResNet-50's stem pooling and VGG16-BN's five keep an index and
+// their backward reads it, so nothing but the pooling reads the stem's output), negative (a
+// window of more cells than a byte names keeps reading x, with the reason; the oneDNN backend
+// refuses the pass), numerical (training steps with and without it, bit for bit on the
+// reference backend, over overlapping, tiling, padded and ceil_mode windows).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "frontend/builder.h"
+#include "frontend/zoo.h"
+#include "passes/pass.h"
+#include "runtime/executable.h"
+#include "support/error_of.h"
+#include "support/graph_queries.h"
+#include "support/same_steps.h"
+
+using namespace trident;
+using test_support::count_op;
+
+namespace {
+
+struct Compiled {
+  ir::Graph graph;
+  std::vector<passes::FusionRecord> fusions;
+  std::vector<passes::Rejection> rejections;
+};
+
+Compiled training_graph(ir::Graph model, const std::string& backend, int index = -1) {
+  Compiled c{std::move(model), {}, {}};
+  passes::CompileOptions opt;
+  opt.mode = passes::Mode::Train;
+  opt.backend = backend;
+  opt.maxpool_window_index = index;
+  if (backend == "cuda") opt.precision = DType::f16;
+  passes::PassContext ctx(opt);
+  passes::standard_pipeline(opt.mode, opt).run(c.graph, ctx);
+  for (const auto& f : ctx.fusions)
+    if (f.pass == "save_maxpool_index") c.fusions.push_back(f);
+  for (const auto& r : ctx.rejections)
+    if (r.pass == "save_maxpool_index") c.rejections.push_back(r);
+  return c;
+}
+
+// Nodes other than the max pooling that read value `v`.
+int other_readers(const ir::Graph& g, int v) {
+  int n = 0;
+  for (int id : g.order()) {
+    const ir::Node& node = g.node(id);
+    if (node.op == "maxpool2d") continue;
+    n += static_cast<int>(std::count(node.inputs.begin(), node.inputs.end(), v));
+  }
+  return n;
+}
+
+// Convolutions, then poolings of every kind of window: overlapping with padding (the ResNet
+// stem's), tiling (VGG's), and overhanging with ceil_mode.
+ir::Graph pooling_network(int64_t batch) {
+  ir::Graph g;
+  frontend::Builder b(g);
+  int x = b.input("images", {batch, 13, 13, 3});
+  x = b.cbr(x, 8, 3, 1, 1, "stem");
+  x = b.maxpool(x, 3, 2, 1, "stem_pool");  // 13 → 7
+  x = b.cbr(x, 8, 3, 1, 1, "mid");
+  x = g.add_node1("maxpool2d", {x},
+                  {{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{0, 0}}, {"ceil_mode", int64_t{1}}},
+                  "ceil_pool");  // 7 → 3
+  x = b.cbr(x, 16, 3, 1, 1, "last");
+  x = b.maxpool(x, 2, 2, 0, "tile_pool");  // 3 → 1
+  g.mark_output(b.linear(b.flatten(x, "flat"), 10, true, "fc"));
+  return g;
+}
+
+std::unique_ptr<runtime::Executable> compile_cpu_ref(const ir::Graph& model, bool index) {
+  passes::CompileOptions opt;
+  opt.mode = passes::Mode::Train;
+  opt.maxpool_window_index = index ? 1 : 0;
+  return runtime::Executable::compile(model, opt);
+}
+
+}  // namespace
+
+TEST(SaveMaxpoolIndex, TheResNet50StemPoolingKeepsAnIndexAndItsInputDiesAtOnce) {
+  const Compiled c = training_graph(frontend::build_model("resnet50", {.batch = 2}), "cuda");
+  const ir::Graph& g = c.graph;
+  EXPECT_EQ(count_op(g, "maxpool2d_backward"), 0);
+  EXPECT_EQ(count_op(g, "maxpool2d_index_backward"), 1);
+  ASSERT_EQ(c.fusions.size(), 1u);
+  EXPECT_TRUE(c.rejections.empty());
+  for (int id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.op != "maxpool2d") continue;
+    ASSERT_EQ(n.outputs.size(), 2u);
+    EXPECT_EQ(g.value(n.outputs[1]).dtype, DType::i32);
+    EXPECT_EQ(g.value(n.outputs[1]).shape, (Shape{2 * 56 * 56 * 64 / 4}));
+    // The stem's cbr output: its backward reads the relu mask, the pooling's backward the index.
+    EXPECT_EQ(other_readers(g, n.inputs[0]), 0) << g.value(n.inputs[0]).name;
+  }
+}
+
+TEST(SaveMaxpoolIndex, EveryVgg16BnPoolingKeepsAnIndex) {
+  const Compiled c = training_graph(frontend::build_model("vgg16_bn", {.batch = 2}), "cuda");
+  EXPECT_EQ(count_op(c.graph, "maxpool2d_backward"), 0);
+  EXPECT_EQ(count_op(c.graph, "maxpool2d_index_backward"), 5);
+  EXPECT_EQ(c.fusions.size(), 5u);
+}
+
+TEST(SaveMaxpoolIndex, IsOffOnTheReferenceBackendUnlessAskedAndRefusedOnOnednn) {
+  EXPECT_EQ(count_op(training_graph(pooling_network(2), "cpu_ref").graph, "maxpool2d_index_backward"), 0);
+  EXPECT_EQ(count_op(training_graph(pooling_network(2), "cpu").graph, "maxpool2d_index_backward"), 0);
+  EXPECT_EQ(test_support::error_of([] { training_graph(pooling_network(2), "cpu", 1); }),
+            "save_maxpool_index runs on the cuda and cpu_ref backends only, not on 'cpu'");
+}
+
+TEST(SaveMaxpoolIndex, AWindowOfMoreCellsThanAByteNamesKeepsReadingItsInput) {
+  ir::Graph g;
+  {
+    frontend::Builder b(g);
+    const int x = b.input("images", {2, 16, 16, 8});
+    const int y = b.maxpool(b.cbr(x, 8, 3, 1, 1, "conv"), 16, 16, 0, "global_max");  // 256 cells
+    g.mark_output(b.linear(b.flatten(y, "flat"), 10, true, "fc"));
+  }
+  const Compiled c = training_graph(std::move(g), "cpu_ref", 1);
+  EXPECT_EQ(count_op(c.graph, "maxpool2d_backward"), 1);
+  EXPECT_EQ(count_op(c.graph, "maxpool2d_index_backward"), 0);
+  ASSERT_EQ(c.rejections.size(), 1u);
+  EXPECT_NE(c.rejections[0].reason.find("255 cells"), std::string::npos) << c.rejections[0].reason;
+}
+
+TEST(SaveMaxpoolIndex, TrainingStepsEqualTheStepsWithoutItBitForBit) {
+  const ir::Graph model = pooling_network(3);
+  auto indexed = compile_cpu_ref(model, true);
+  auto plain = compile_cpu_ref(model, false);
+  EXPECT_EQ(count_op(indexed->graph(), "maxpool2d_index_backward"), 3);
+  EXPECT_EQ(count_op(plain->graph(), "maxpool2d_index_backward"), 0);
+  test_support::expect_bitwise_same_steps(*indexed, *plain, 2, 10);
+}
