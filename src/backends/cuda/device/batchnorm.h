@@ -66,8 +66,9 @@ void launch_batchnorm_infer(ElemType act, const ChannelReductionPlan& plan, cons
 
 // Training backward. With relu_output or relu_bits set (batchnorm_relu_backward) the incoming
 // gradient is first masked, dz = dy·(y > 0), and written to dresidual when that is set as
-// well. With dy_other set the incoming gradient is dy + dy_other, rounded to the activation
-// dtype.
+// well (by the statistics pass, so the apply reads dz back instead of dy, dy_other and the
+// mask; dresidual must therefore not alias x). With dy_other set the incoming gradient is
+// dy + dy_other, rounded to the activation dtype.
 struct BatchNormBackwardArgs {
   const void* x = nullptr;            // the batchnorm's input (conv_out for the fused op)
   const void* dy = nullptr;
