@@ -326,6 +326,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     apply.rows = rows;
     apply.channels = K;
     apply.relu = true;
+    apply.sm_count = ctx_->sm_count();
     if (bit_mask_) {
       apply.mask = a.out[kReluMask].data;
       apply.mask_row_bytes = mask_row_bytes_;

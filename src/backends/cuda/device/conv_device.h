@@ -37,6 +37,7 @@ struct ChannelAffineArgs {
   // bits zeroed; channels must then be a multiple of 8 (one thread writes a whole byte).
   void* mask = nullptr;
   int64_t mask_row_bytes = 0;
+  int sm_count = 132;  // the GPU's multiprocessors: the masked vector path launches one wave
 };
 void launch_channel_affine(const ChannelAffineArgs& a, cudaStream_t stream);
 
