@@ -155,6 +155,9 @@ class ConvDgradKernel final : public Kernel {
         graph_->execute(ctx_->cudnn(), ptr, ctx_->workspace(0));
         return;
       }
+      // The side stream's workspace first: its first allocation queues work on the main stream
+      // (TRIDENT_POISON_ARENA's fill), which the fork below must order before the dgrad.
+      void* side_workspace = ctx_->workspace(1);
       check(cudaEventRecord(fork_.fork, ctx_->stream()), "forking the dgrad onto the side stream");
       check(cudaStreamWaitEvent(ctx_->side_stream(), fork_.fork, 0), "forking the dgrad onto the side stream");
       // The plan was built with the main handle: run it there, with the handle pointed at the
@@ -164,7 +167,7 @@ class ConvDgradKernel final : public Kernel {
         ~OnSideStream() { cudnnSetStream(ctx->cudnn(), ctx->stream()); }
       } restore{ctx_};
       check(cudnnSetStream(ctx_->cudnn(), ctx_->side_stream()), "pointing cuDNN at the side stream");
-      graph_->execute(ctx_->cudnn(), ptr, ctx_->workspace(1));
+      graph_->execute(ctx_->cudnn(), ptr, side_workspace);
       check(cudaEventRecord(fork_.join, ctx_->side_stream()), "marking the end of the side-stream dgrad");
     });
   }
