@@ -9,7 +9,8 @@ build_dir=${TRIDENT_GPU_BUILD_DIR:-build-gpu}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DTRIDENT_WITH_CUDA=ON -DTRIDENT_WITH_ONEDNN=OFF \
   -DTRIDENT_WITH_ONNX=OFF -DTRIDENT_NATIVE=OFF -DTRIDENT_PORTABLE_BINARY=ON -DTRIDENT_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build_dir" -j"$(nproc)" --target trident gpu_tests
-strip "$build_dir/trident" "$build_dir/tests/gpu_tests"
+# --preserve-dates: a stripped binary must not look newer than the libraries it was linked from.
+strip --preserve-dates "$build_dir/trident" "$build_dir/tests/gpu_tests"
 # A symbol from glibc 2.36 or newer would stop the binary from starting on glibc 2.35.
 for bin in "$build_dir/trident" "$build_dir/tests/gpu_tests"; do
   if objdump -T "$bin" | grep -Eq 'GLIBC_2\.(3[6-9]|[4-9][0-9])'; then
