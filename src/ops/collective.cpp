@@ -1,5 +1,5 @@
 // allreduce_mean: the data-parallel step's gradient exchange, as a graph op so the static plan
-// says where it runs (after the backward, before sgd_update). Variadic and in place: output i
+// says where it runs (after the backward, before the optimizer step). Variadic and in place: output i
 // aliases input i, so the gradients keep their place in the flat gradient buffer and the
 // optimizer reads the averaged ones. `world_size` is fixed at compile time; the kernel checks
 // it against the communicator it runs on (runtime/distributed/world.h).

@@ -1,10 +1,31 @@
-// sgd_update: one node that steps every parameter, so the optimizer is one kernel over the
-// flat parameter, gradient and momentum buffers. Parameters and momentum update in place.
+// The optimizer steps: sgd_update and adamw_update, each one node that steps every parameter,
+// so the optimizer is one kernel over the flat parameter, gradient and state buffers.
+// Parameters and optimizer state update in place (outputs alias their inputs); the operand
+// layout and settings are ops/optimizer_params.h.
 #include "ops/op_helpers.h"
+#include "ops/optimizer_params.h"
 
 namespace trident::ops {
 
-void register_optimizer_ops() {
+namespace {
+
+// The loss scale and good-step count, inputs from `first`: two [1] values, passed through.
+void infer_loss_scaling(const Node& n, const Graph& g, const LossScaling& s, size_t first,
+                        std::vector<TypeInfo>& out) {
+  for (size_t i = 0; i < s.operands(); ++i) {
+    const auto& v = in_value(g, n, first + i);
+    if (v.shape != Shape{1}) throw Error("the loss scale and good-step count must have shape [1]");
+    out.push_back({v.shape, v.dtype});
+  }
+}
+
+void expect_input_count(const Node& n, size_t expected, const std::string& layout) {
+  if (n.inputs.size() != expected)
+    throw Error("expects " + std::to_string(expected) + " inputs (" + layout + "), not " +
+                std::to_string(n.inputs.size()));
+}
+
+void register_sgd() {
   ir::OpDef sgd;
   sgd.name = "sgd_update";
   sgd.inputs = {"lr", "params...", "grads...", "momentum...", "loss_scale?", "good_steps?"};
@@ -13,40 +34,85 @@ void register_optimizer_ops() {
   sgd.summary = "SGD with momentum, weight decay and optional Nesterov, in place; with "
                 "loss_scaling, gradients are unscaled and an overflowed step is skipped";
   sgd.infer = [](const Node& n, const Graph& g) {
-    const int64_t count = n.attrs.i("count");
-    const int64_t scaling = n.attrs.i("loss_scaling", 0) ? 2 : 0;
-    if (count < 1 || static_cast<int64_t>(n.inputs.size()) != 1 + 3 * count + scaling)
-      throw Error("expects 1 + 3*count inputs (lr, params, grads, momentum buffers)" +
-                  std::string(scaling ? " + loss scale and good-step count" : ""));
+    const SgdParams p = sgd_params(n);
+    expect_input_count(n, p.inputs(),
+                       std::string("lr, params, grads, momentum buffers") +
+                           (p.scaling.on ? ", loss scale and good-step count" : ""));
     if (in_value(g, n, 0).shape != Shape{1}) throw Error("lr must have shape [1]");
     std::vector<TypeInfo> out;
-    for (int64_t i = 0; i < count; ++i) {
-      const auto& p = in_value(g, n, 1 + i);
-      expect_same_shape(p, in_value(g, n, 1 + count + i), "parameter and gradient");
-      expect_same_shape(p, in_value(g, n, 1 + 2 * count + i), "parameter and momentum");
-      out.push_back({p.shape, p.dtype});
+    for (size_t i = 0; i < p.count; ++i) {
+      const auto& param = in_value(g, n, p.param(i));
+      expect_same_shape(param, in_value(g, n, p.grad(i)), "parameter and gradient");
+      expect_same_shape(param, in_value(g, n, p.momentum_buffer(i)), "parameter and momentum");
+      out.push_back({param.shape, param.dtype});
     }
-    for (int64_t i = 0; i < count; ++i) out.push_back(out[i]);
-    for (int64_t i = 0; i < scaling; ++i) {
-      const auto& s = in_value(g, n, 1 + 3 * count + i);
-      if (s.shape != Shape{1}) throw Error("the loss scale and good-step count must have shape [1]");
-      out.push_back({s.shape, s.dtype});
-    }
+    for (size_t i = 0; i < p.count; ++i) out.push_back(out[i]);
+    infer_loss_scaling(n, g, p.scaling, p.loss_scale(), out);
     return out;
   };
   sgd.aliases = [](const Node& n) {
-    const int count = static_cast<int>(n.attrs.i("count"));
+    const SgdParams p = sgd_params(n);
     std::vector<std::pair<int, int>> a;
-    for (int i = 0; i < count; ++i) a.push_back({i, 1 + i});
-    for (int i = 0; i < count; ++i) a.push_back({count + i, 1 + 2 * count + i});
-    if (n.attrs.i("loss_scaling", 0)) {
-      a.push_back({2 * count, 1 + 3 * count});
-      a.push_back({2 * count + 1, 2 + 3 * count});
-    }
+    for (size_t i = 0; i < p.count; ++i) a.push_back({int(i), int(p.param(i))});
+    for (size_t i = 0; i < p.count; ++i) a.push_back({int(p.count + i), int(p.momentum_buffer(i))});
+    for (size_t i = 0; i < p.scaling.operands(); ++i) a.push_back({int(p.loss_scale_out() + i), int(p.loss_scale() + i)});
     return a;
   };
   sgd.side_effects = [](const Node&) { return true; };
   ir::OpRegistry::add(sgd);
+}
+
+void register_adamw() {
+  ir::OpDef adamw;
+  adamw.name = "adamw_update";
+  adamw.inputs = {"lr", "params...", "grads...", "exp_avg...", "exp_avg_sq...", "step", "loss_scale?", "good_steps?"};
+  adamw.outputs = {"params_out...", "exp_avg_out...", "exp_avg_sq_out...", "step_out", "loss_scale_out?",
+                   "good_steps_out?"};
+  adamw.variadic = true;
+  adamw.summary = "AdamW (decoupled weight decay, bias-corrected moments, torch.optim.AdamW), in place; "
+                  "with loss_scaling, gradients are unscaled and an overflowed step is skipped";
+  adamw.infer = [](const Node& n, const Graph& g) {
+    const AdamwParams p = adamw_params(n);
+    expect_input_count(n, p.inputs(),
+                       std::string("lr, params, grads, first and second moments, step count") +
+                           (p.scaling.on ? ", loss scale and good-step count" : ""));
+    if (in_value(g, n, 0).shape != Shape{1}) throw Error("lr must have shape [1]");
+    std::vector<TypeInfo> out;
+    for (size_t i = 0; i < p.count; ++i) {
+      const auto& param = in_value(g, n, p.param(i));
+      expect_same_shape(param, in_value(g, n, p.grad(i)), "parameter and gradient");
+      expect_same_shape(param, in_value(g, n, p.exp_avg(i)), "parameter and first moment");
+      expect_same_shape(param, in_value(g, n, p.exp_avg_sq(i)), "parameter and second moment");
+      out.push_back({param.shape, param.dtype});
+    }
+    for (size_t i = 0; i < 2 * p.count; ++i) out.push_back(out[i % p.count]);
+    const auto& step = in_value(g, n, p.step());
+    if (step.shape != Shape{1}) throw Error("the step count must have shape [1]");
+    out.push_back({step.shape, step.dtype});
+    infer_loss_scaling(n, g, p.scaling, p.loss_scale(), out);
+    return out;
+  };
+  adamw.aliases = [](const Node& n) {
+    const AdamwParams p = adamw_params(n);
+    std::vector<std::pair<int, int>> a;
+    for (size_t i = 0; i < p.count; ++i) {
+      a.push_back({int(p.param_out(i)), int(p.param(i))});
+      a.push_back({int(p.exp_avg_out(i)), int(p.exp_avg(i))});
+      a.push_back({int(p.exp_avg_sq_out(i)), int(p.exp_avg_sq(i))});
+    }
+    a.push_back({int(p.step_out()), int(p.step())});
+    for (size_t i = 0; i < p.scaling.operands(); ++i) a.push_back({int(p.loss_scale_out() + i), int(p.loss_scale() + i)});
+    return a;
+  };
+  adamw.side_effects = [](const Node&) { return true; };
+  ir::OpRegistry::add(adamw);
+}
+
+}  // namespace
+
+void register_optimizer_ops() {
+  register_sgd();
+  register_adamw();
 }
 
 }  // namespace trident::ops

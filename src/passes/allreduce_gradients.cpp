@@ -2,9 +2,9 @@
 // the distributed world before the optimizer reads it. The gradients go in buckets of about
 // `allreduce_bucket_bytes` (25 MiB, PyTorch DDP's default), taken in backward order (the last
 // layer's gradients are complete first), one allreduce_mean node per bucket, placed right
-// before sgd_update, which reads the averaged values:
+// before the optimizer (sgd_update or adamw_update), which reads the averaged values:
 //
-//   backward ──► grad_k … grad_0 ──► allreduce_mean (bucket 0) … allreduce_mean (bucket n) ──► sgd_update
+//   backward ──► grad_k … grad_0 ──► allreduce_mean (bucket 0) … allreduce_mean (bucket n) ──► sgd_update / adamw_update
 //
 // Without an optimizer (gradients as graph outputs) the outputs become the averaged values.
 // Runs only when CompileOptions::world_size > 1, so a single-process plan is unchanged.
@@ -15,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "core/error.h"
+#include "ops/optimizer_params.h"
 #include "passes/pass.h"
 
 namespace trident::passes {
@@ -26,7 +27,7 @@ void allreduce_gradients(ir::Graph& g, PassContext& ctx) {
   int sgd = -1;
   size_t sgd_pos = g.order().size();
   for (size_t i = 0; i < g.order().size(); ++i)
-    if (g.node(g.order()[i]).op == "sgd_update") sgd = g.order()[i], sgd_pos = i;
+    if (ops::is_optimizer_op(g.node(g.order()[i]).op)) sgd = g.order()[i], sgd_pos = i;
 
   std::vector<std::vector<int>> buckets(1);
   size_t bucket_bytes = 0;

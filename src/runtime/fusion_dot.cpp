@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "ops/optimizer_params.h"
 #include "runtime/fusion_report.h"
 
 namespace trident::runtime {
@@ -30,7 +31,7 @@ std::string shape_label(const Shape& s) {
   return out + "]";
 }
 
-bool is_optimizer(const ir::Node& n) { return n.op == "sgd_update"; }
+bool is_optimizer(const ir::Node& n) { return ops::is_optimizer_op(n.op); }
 
 // A node that reads only parameters (a weight's reduced-precision copy, the casts of all of
 // them in one group): its edges go to nearly every layer, so it is drawn alone with a note.
