@@ -71,6 +71,7 @@ void cast_group(const KernelArgs& args);
 
 // optimizer.cpp
 void sgd_update(const KernelArgs& args);
+void adamw_update(const KernelArgs& args);
 
 // fused_inference.cpp
 void fold_batchnorm(const KernelArgs& args);

@@ -1,29 +1,27 @@
-// Reference SGD step (PyTorch semantics: weight decay, momentum, optional Nesterov) over
-// every parameter tensor of the model at once. Outputs normally alias the parameter and
-// momentum inputs; each element is read before it is written, so aliasing is safe.
-// With loss_scaling, gradients arrive multiplied by the loss scale S: a step whose gradients
-// hold an inf or NaN changes no parameter and halves S; otherwise gradients are divided by S,
-// and S doubles after `growth_interval` good steps in a row (PyTorch's GradScaler rules).
-#include <algorithm>
+// Reference optimizer steps over every parameter tensor of the model at once, with PyTorch's
+// semantics: sgd_update (weight decay, momentum, optional Nesterov) and adamw_update
+// (torch.optim.AdamW: decoupled weight decay, bias-corrected moments). Outputs normally alias
+// the parameter and state inputs; each element is read before it is written, so aliasing is
+// safe. Loss scaling (unscale, skip an overflowed step) is shared: loss_scaling.h.
 #include <cmath>
-#include <cstring>
 #include <string>
 
 #include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
+#include "backends/cpu_ref/loss_scaling.h"
 
 namespace trident::cpu_ref {
 
 namespace {
 
-struct SgdHyper {
+struct SgdStep {
   double lr, momentum, weight_decay;
   bool nesterov;
   double inv_scale = 1;  // 1 / loss scale
 };
 
 template <class T>
-void sgd_tensor(const SgdHyper& h, const TensorView& p_in, const TensorView& g_in,
+void sgd_tensor(const SgdStep& h, const TensorView& p_in, const TensorView& g_in,
                 const TensorView& m_in, const TensorView& p_out, const TensorView& m_out) {
   const T* P = p_in.as<T>();
   const T* G = g_in.as<T>();
@@ -44,79 +42,117 @@ void sgd_tensor(const SgdHyper& h, const TensorView& p_in, const TensorView& g_i
   }
 }
 
-double read_scalar(const KernelArgs& a, const TensorView& v) {
-  if (v.numel() != 1)
-    throw Error("node '" + a.node.name + "' (sgd_update): the learning rate has shape " +
-                shape_str(v.shape) + " but a single element was expected");
-  switch (v.dtype) {
-    case DType::f32: return v.as<float>()[0];
-    case DType::f64: return v.as<double>()[0];
-    default: unsupported_dtype(a, v.dtype);
+// Every tensor of an optimizer's operands has parameter t's shape and dtype.
+void expect_like_param(const KernelArgs& args, size_t t, const TensorView& p,
+                       std::initializer_list<const TensorView*> others) {
+  for (const TensorView* v : others) {
+    if (v->shape != p.shape)
+      throw Error("node '" + args.node.name + "' (" + args.node.op + "): parameter " + std::to_string(t) +
+                  " has shape " + shape_str(p.shape) + " but its gradient, optimizer state or output has " +
+                  shape_str(v->shape));
+    expect_dtype(args, *v, p.dtype, "a gradient, optimizer state or output");
+  }
+}
+
+// One AdamW step's scalars, from the learning rate and the step number t (1 at the first step).
+struct AdamwStep {
+  double decay;          // 1 − lr·weight_decay
+  double beta1, beta2;
+  double step_size;      // lr / (1 − beta1^t)
+  double sqrt_bc2;       // √(1 − beta2^t)
+  double eps;
+  double inv_scale = 1;  // 1 / loss scale
+};
+
+template <class T>
+void adamw_tensor(const AdamwStep& h, const TensorView& p_in, const TensorView& g_in, const TensorView& m_in,
+                  const TensorView& v_in, const TensorView& p_out, const TensorView& m_out, const TensorView& v_out) {
+  const T* P = p_in.as<T>();
+  const T* G = g_in.as<T>();
+  const T* Mi = m_in.as<T>();
+  const T* Vi = v_in.as<T>();
+  T* Po = p_out.as<T>();
+  T* Mo = m_out.as<T>();
+  T* Vo = v_out.as<T>();
+  const T decay = static_cast<T>(h.decay), b2 = static_cast<T>(h.beta2), one_b1 = static_cast<T>(1 - h.beta1),
+          one_b2 = static_cast<T>(1 - h.beta2), step_size = static_cast<T>(h.step_size),
+          sqrt_bc2 = static_cast<T>(h.sqrt_bc2), eps = static_cast<T>(h.eps), inv = static_cast<T>(h.inv_scale);
+  const bool unscale = h.inv_scale != 1;
+  const int64_t n = p_in.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const T g = unscale ? G[i] * inv : G[i];
+    const T p = P[i] * decay;
+    const T m = Mi[i] + one_b1 * (g - Mi[i]);  // torch's lerp towards g
+    const T v = Vi[i] * b2 + one_b2 * g * g;
+    Mo[i] = m;
+    Vo[i] = v;
+    Po[i] = p - step_size * (m / (std::sqrt(v) / sqrt_bc2 + eps));
   }
 }
 
 }  // namespace
 
 void sgd_update(const KernelArgs& args) {
-  const int64_t count = args.node.attrs.i("count");
-  if (count < 0) throw Error("node '" + args.node.name + "' (sgd_update): count must be >= 0");
-  const size_t n = static_cast<size_t>(count);
-  const bool scaling = args.node.attrs.i("loss_scaling", 0) != 0;
-  expect_arity(args, 1 + 3 * n + (scaling ? 2 : 0), 2 * n + (scaling ? 2 : 0));
-  SgdHyper h{read_scalar(args, args.in[0]), args.node.attrs.f("momentum", 0.0),
-             args.node.attrs.f("weight_decay", 0.0), args.node.attrs.i("nesterov", 0) != 0};
-  if (scaling) {
-    const double scale = read_scalar(args, args.in[1 + 3 * n]);
-    const double good = read_scalar(args, args.in[2 + 3 * n]);
-    bool finite = true;
-    for (size_t t = 0; t < n && finite; ++t)
-      dispatch_float(args, args.in[1 + n + t].dtype, [&](auto tag) {
-        using T = decltype(tag);
-        const T* G = args.in[1 + n + t].as<T>();
-        for (int64_t i = 0; i < args.in[1 + n + t].numel(); ++i)
-          if (!std::isfinite(static_cast<double>(G[i]))) {
-            finite = false;
-            break;
-          }
-      });
-    const int64_t interval = args.node.attrs.i("growth_interval", 2000);
-    double new_scale = scale, new_good = good + 1;
-    if (!finite) {
-      new_scale = std::max(1.0, scale / 2);
-      new_good = 0;
-    } else if (new_good >= static_cast<double>(interval)) {
-      new_scale = scale * 2;
-      new_good = 0;
-    }
-    dispatch_float(args, args.out[2 * n].dtype, [&](auto tag) {
-      using T = decltype(tag);
-      args.out[2 * n].as<T>()[0] = static_cast<T>(new_scale);
-      args.out[2 * n + 1].as<T>()[0] = static_cast<T>(new_good);
-    });
-    if (!finite) {  // skip the step: outputs keep the inputs' values
-      for (size_t t = 0; t < 2 * n; ++t) {
-        const TensorView& src = args.in[t < n ? 1 + t : 1 + 2 * n + (t - n)];
-        if (args.out[t].data != src.data) std::memcpy(args.out[t].data, src.data, src.bytes());
-      }
-      return;
-    }
-    h.inv_scale = 1.0 / scale;
+  const ops::SgdParams op = ops::sgd_params(args.node);
+  const size_t n = op.count;
+  expect_arity(args, op.inputs(), op.outputs());
+  SgdStep h{read_scalar(args, args.in[0], "the learning rate"), op.momentum, op.weight_decay, op.nesterov};
+  const ScaledStep scaled = loss_scaled_step(args, op.scaling, op.grad(0), n, op.loss_scale(), op.loss_scale_out());
+  if (scaled.skip) {
+    std::vector<std::pair<size_t, size_t>> keep;
+    for (size_t t = 0; t < n; ++t) keep.insert(keep.end(), {{t, op.param(t)}, {n + t, op.momentum_buffer(t)}});
+    keep_inputs(args, keep);
+    return;
   }
+  h.inv_scale = scaled.inv_scale;
   for (size_t t = 0; t < n; ++t) {
-    const TensorView& p = args.in[1 + t];
-    const TensorView& g = args.in[1 + n + t];
-    const TensorView& m = args.in[1 + 2 * n + t];
+    const TensorView& p = args.in[op.param(t)];
+    const TensorView& g = args.in[op.grad(t)];
+    const TensorView& m = args.in[op.momentum_buffer(t)];
     const TensorView& po = args.out[t];
     const TensorView& mo = args.out[n + t];
-    for (const TensorView* v : {&g, &m, &po, &mo}) {
-      if (v->shape != p.shape)
-        throw Error("node '" + args.node.name + "' (sgd_update): parameter " + std::to_string(t) +
-                    " has shape " + shape_str(p.shape) + " but its gradient, momentum or output has " +
-                    shape_str(v->shape));
-      expect_dtype(args, *v, p.dtype, "a gradient, momentum buffer or output");
-    }
+    expect_like_param(args, t, p, {&g, &m, &po, &mo});
     dispatch_float(args, p.dtype, [&](auto tag) { sgd_tensor<decltype(tag)>(h, p, g, m, po, mo); });
   }
+}
+
+void adamw_update(const KernelArgs& args) {
+  const ops::AdamwParams op = ops::adamw_params(args.node);
+  const size_t n = op.count;
+  expect_arity(args, op.inputs(), op.outputs());
+  const double lr = read_scalar(args, args.in[0], "the learning rate");
+  const double step = read_scalar(args, args.in[op.step()], "the step count");
+  const ScaledStep scaled = loss_scaled_step(args, op.scaling, op.grad(0), n, op.loss_scale(), op.loss_scale_out());
+  if (scaled.skip) {  // the step count stays: the step did not happen
+    std::vector<std::pair<size_t, size_t>> keep{{op.step_out(), op.step()}};
+    for (size_t t = 0; t < n; ++t)
+      keep.insert(keep.end(),
+                  {{op.param_out(t), op.param(t)}, {op.exp_avg_out(t), op.exp_avg(t)}, {op.exp_avg_sq_out(t), op.exp_avg_sq(t)}});
+    keep_inputs(args, keep);
+    return;
+  }
+  const double t_next = step + 1;
+  const AdamwStep h{1 - lr * op.weight_decay,
+                    op.beta1,
+                    op.beta2,
+                    lr / (1 - std::pow(op.beta1, t_next)),
+                    std::sqrt(1 - std::pow(op.beta2, t_next)),
+                    op.eps,
+                    scaled.inv_scale};
+  for (size_t t = 0; t < n; ++t) {
+    const TensorView& p = args.in[op.param(t)];
+    const TensorView& g = args.in[op.grad(t)];
+    const TensorView& m = args.in[op.exp_avg(t)];
+    const TensorView& v = args.in[op.exp_avg_sq(t)];
+    const TensorView& po = args.out[op.param_out(t)];
+    const TensorView& mo = args.out[op.exp_avg_out(t)];
+    const TensorView& vo = args.out[op.exp_avg_sq_out(t)];
+    expect_like_param(args, t, p, {&g, &m, &v, &po, &mo, &vo});
+    dispatch_float(args, p.dtype, [&](auto tag) { adamw_tensor<decltype(tag)>(h, p, g, m, v, po, mo, vo); });
+  }
+  const TensorView& so = args.out[op.step_out()];
+  dispatch_float(args, so.dtype, [&](auto tag) { so.as<decltype(tag)>()[0] = static_cast<decltype(tag)>(t_next); });
 }
 
 }  // namespace trident::cpu_ref

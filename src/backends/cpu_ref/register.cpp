@@ -36,6 +36,7 @@ void register_cpu_ref_kernels() {
       {"softmax_cross_entropy", cpu_ref::softmax_cross_entropy},
       {"softmax_cross_entropy_backward", cpu_ref::softmax_cross_entropy_backward},
       {"sgd_update", cpu_ref::sgd_update},
+      {"adamw_update", cpu_ref::adamw_update},
       {"mul", cpu_ref::mul},
       {"mul_reduce", cpu_ref::mul_reduce},
       {"activation", cpu_ref::activation},

@@ -1,10 +1,12 @@
 // Op cases of the classifier head and the optimizer: linear with its data and weight gradients (±
 // bias; square, skinny and odd shapes; f32 matmuls on cuda use TF32, Row::Tf32), softmax
-// cross-entropy and its gradient (class counts from 3 to several thousand), and sgd_update over
+// cross-entropy and its gradient (class counts from 3 to several thousand), sgd_update over
 // several tensors with and without momentum, weight decay and Nesterov, in place and into separate
-// buffers.
+// buffers, and adamw_update at its first and a later step, with loss scaling and with a skipped
+// (overflowed) step.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "support/op_cases/family.h"
 
@@ -63,6 +65,58 @@ ir::Graph sgd_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool s
   a.set("count", static_cast<int64_t>(n));
   g.add_node("sgd_update", in, a, "sgd");
   return g;
+}
+
+// adamw_update over `shapes`: lr, params p<i>, grads g<i>, moments m<i> and v<i>, the step count,
+// and with loss scaling the scale and good-step count.
+ir::Graph adamw_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool state_roles, bool scaling) {
+  ir::Graph g;
+  std::vector<int> in{g.add_input("lr", {1})};
+  const size_t n = shapes.size();
+  auto param = [&](const std::string& name, const Shape& s) {
+    return state_roles ? g.add_parameter(name, s, {}) : g.add_input(name, s);
+  };
+  auto state = [&](const std::string& name, const Shape& s) {
+    return state_roles ? g.add_state(name, s, {}) : g.add_input(name, s);
+  };
+  for (size_t i = 0; i < n; ++i) in.push_back(param("p" + std::to_string(i), shapes[i]));
+  for (size_t i = 0; i < n; ++i) in.push_back(g.add_input("g" + std::to_string(i), shapes[i]));
+  for (size_t i = 0; i < n; ++i) in.push_back(state("m" + std::to_string(i), shapes[i]));
+  for (size_t i = 0; i < n; ++i) in.push_back(state("v" + std::to_string(i), shapes[i]));
+  in.push_back(state("step", {1}));
+  Attrs a = hyper;
+  a.set("count", static_cast<int64_t>(n));
+  if (scaling) {
+    in.push_back(state("loss_scale", {1}));
+    in.push_back(state("good_steps", {1}));
+    a.set("loss_scaling", int64_t{1});
+    a.set("growth_interval", int64_t{3});
+  }
+  g.add_node("adamw_update", in, a, "adamw");
+  return g;
+}
+
+void set_scalar(GraphRunner& r, const ir::Graph& g, const char* name, float v) {
+  r.view(g.find_value(name)).as<float>()[0] = v;
+}
+
+// The draw made into an AdamW state: second moments non-negative, the step count `step`, the
+// rate 0.01; with loss scaling the gradients times 1024 (the scale) and 2 good steps so far, so
+// this step doubles the scale.
+void adamw_inputs(GraphRunner& r, const ir::Graph& g, size_t n, float step) {
+  std::vector<std::string> second, grads;
+  for (size_t i = 0; i < n; ++i) {
+    second.push_back("v" + std::to_string(i));
+    grads.push_back("g" + std::to_string(i));
+  }
+  map_values(r, g, second, [](double v) { return v * v; });
+  set_scalar(r, g, "lr", 0.01f);
+  set_scalar(r, g, "step", step);
+  if (g.find_value("loss_scale") >= 0) {
+    map_values(r, g, grads, [](double v) { return v * 1024; });
+    set_scalar(r, g, "loss_scale", 1024.f);
+    set_scalar(r, g, "good_steps", 2.f);
+  }
 }
 
 }  // namespace
@@ -207,6 +261,45 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
     c.name = std::string("sgd_update_tensor_table_") + name;
     c.build = [=](DType) { return sgd_graph(params, hyper, true); };
     c.outputs = updated;
+    c.seeds = {41};
+    cases.push_back(std::move(c));
+  }
+
+  // adamw_update: three small tensors at the first step (bias correction 1 − β^1) and at the
+  // fifth, in place and into separate buffers; then loss-scaled steps, one of them overflowed
+  // (an inf gradient: nothing but the scale changes).
+  const std::vector<Shape> small = {{3, 4}, {5}, {2, 3, 3, 2}};
+  for (float step : {0.f, 4.f})
+    for (bool separate : {false, true}) {
+      const Attrs hyper{{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}};
+      OpCase c = per_element_case(std::string("adamw_update_small_step") + std::to_string(int(step) + 1) +
+                                      (separate ? "_separate" : ""),
+                                  [=](DType) { return adamw_graph(small, hyper, false, false); });
+      c.prepare = [=](GraphRunner& r, const ir::Graph& g) { adamw_inputs(r, g, small.size(), step); };
+      c.separate_outputs = separate;
+      cases.push_back(std::move(c));
+    }
+  for (bool overflow : {false, true}) {
+    const Attrs hyper{{"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-6}, {"weight_decay", 0.1}};
+    OpCase c = per_element_case(std::string("adamw_update_loss_scaled") + (overflow ? "_overflow" : ""),
+                                [=](DType) { return adamw_graph(small, hyper, false, true); });
+    c.prepare = [=](GraphRunner& r, const ir::Graph& g) {
+      adamw_inputs(r, g, small.size(), 2);
+      if (overflow) r.view(g.find_value("g1")).as<float>()[3] = std::numeric_limits<float>::infinity();
+    };
+    cases.push_back(std::move(c));
+  }
+  // Parameters of odd sizes laid out by the planner (parameters, inputs, state): the tensor table.
+  std::vector<std::string> adamw_updated{"step"};
+  for (size_t i = 0; i < params.size(); ++i)
+    for (const char* s : {"p", "m", "v"}) adamw_updated.push_back(s + std::to_string(i));
+  {
+    const Attrs hyper{{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.05}};
+    OpCase c;
+    c.name = "adamw_update_tensor_table";
+    c.build = [=](DType) { return adamw_graph(params, hyper, true, false); };
+    c.prepare = [=](GraphRunner& r, const ir::Graph& g) { adamw_inputs(r, g, params.size(), 1); };
+    c.outputs = adamw_updated;
     c.seeds = {41};
     cases.push_back(std::move(c));
   }
