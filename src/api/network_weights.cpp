@@ -1,11 +1,12 @@
 // Saving and loading a Network's weights as safetensors in trident's layouts, the files
-// `trident infer --weights` and `trident train --weights` read. Optimizer state (momentum, the
+// `trident infer --weights` and `trident train --weights` read. Optimizer state (momentum or moments, the
 // loss scale) is the one part a file may lack: an inference network has none, and a training
 // network keeps its own.
 #include <string>
 
 #include "api/network_impl.h"
 #include "core/error.h"
+#include "passes/optimizer_kind.h"
 #include "runtime/checkpoint/safetensors.h"
 
 namespace trident {
@@ -13,7 +14,7 @@ namespace trident {
 namespace {
 
 bool is_optimizer_state(const std::string& name) {
-  return name.ends_with(".momentum") || name.starts_with("amp.");
+  return passes::is_optimizer_state_name(name) || name.starts_with("amp.");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "ir/graph.h"
+#include "passes/optimizer_kind.h"
 
 namespace trident {
 class MemoryBudget;
@@ -24,11 +25,13 @@ struct CompileOptions {
   // asks the kernel registry for its kernels. How that backend builds and runs them (timing,
   // Winograd, CUDA graphs) is no pass's business: BackendOptions (backends/backend_options.h).
   std::string backend = "cpu_ref";
-  // Training: append an SGD step to the graph. Off: parameter gradients become graph outputs.
+  // Training: append an optimizer step to the graph. Off: parameter gradients become graph outputs.
   bool optimizer = true;
-  double momentum = 0.9;
-  double weight_decay = 5e-4;
-  bool nesterov = false;
+  OptimizerKind optimizer_kind = OptimizerKind::Sgd;
+  double momentum = 0.9;       // SGD
+  double weight_decay = 5e-4;  // SGD's L2 term in the gradient; AdamW's decoupled decay
+  bool nesterov = false;       // SGD
+  double beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;  // AdamW
   // Training loss: cross-entropy against (1 − ε)·onehot + ε/K, PyTorch's label_smoothing = ε.
   double label_smoothing = 0;
   std::vector<std::string> disabled_passes;
@@ -42,7 +45,7 @@ struct CompileOptions {
   // keeps parameters, BN statistics, the loss and the optimizer in f32).
   DType precision = DType::f32;
   // Dynamic loss scaling in training: -1 automatic (on for f16), 0 off, 1 on. The loss
-  // gradient starts at the scale (state "amp.loss_scale"); sgd_update unscales, skips a step
+  // gradient starts at the scale (state "amp.loss_scale"); the optimizer step unscales, skips a step
   // whose gradients overflowed and halves the scale, and doubles it after
   // `loss_scale_growth_interval` good steps.
   int loss_scaling = -1;
@@ -137,7 +140,7 @@ void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar 
 void defer_bn_apply(ir::Graph& g, PassContext& ctx);      // training: BN apply into the next conv
 void save_maxpool_index(ir::Graph& g, PassContext& ctx);  // training: max pooling keeps a window index
 void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
-void append_sgd(ir::Graph& g, PassContext& ctx);          // the optimizer step node
+void append_optimizer(ir::Graph& g, PassContext& ctx);    // the optimizer step node
 void allreduce_gradients(ir::Graph& g, PassContext& ctx); // data parallel: gradients averaged over ranks
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
 void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations

@@ -9,17 +9,13 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "passes/optimizer_kind.h"
 #include "core/random.h"
 #include "core/tensor_layout.h"
 
 namespace trident::runtime {
 
 namespace {
-
-bool is_momentum(const std::string& name) {
-  const std::string suffix = ".momentum";
-  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 double percentile(const std::vector<double>& sorted, double q) {
   const double pos = q * static_cast<double>(sorted.size() - 1);
@@ -91,7 +87,7 @@ Runner::Runner(const ir::Graph& model, const RunnerOptions& options) {
 size_t Runner::load_weights(const WeightMap& weights, bool strict) {
   WeightMap filtered;
   for (const auto& [name, t] : weights)
-    if (!is_momentum(name) || exe_->graph().find_value(name) >= 0) filtered.emplace(name, t);
+    if (!passes::is_optimizer_state_name(name) || exe_->graph().find_value(name) >= 0) filtered.emplace(name, t);
   return exe_->import_weights(filtered, strict);
 }
 

@@ -51,7 +51,7 @@ class Runner {
   // Compiles `model` for inference; the graph must have exactly one Input value.
   explicit Runner(const ir::Graph& model, const RunnerOptions& options = {});
 
-  // Loads tensors by name (trident layouts). Optimizer momentum ("*.momentum") found in training
+  // Loads tensors by name (trident layouts). Optimizer state (passes::is_optimizer_state_name) found in training
   // checkpoints is skipped; any other unknown name is an Error. With `strict`, every parameter
   // and state tensor must be present. Returns the number loaded.
   size_t load_weights(const WeightMap& weights, bool strict);

@@ -14,16 +14,19 @@ struct TrainLimit {
   const char* key;   // the checkpoint metadata entry, e.g. "lr"
   double min, max;
   bool min_exclusive = false;  // (min, max] rather than [min, max]
+  bool max_exclusive = false;  // [min, max) rather than [min, max]
 
   bool allows(double v) const {
-    return std::isfinite(v) && (min_exclusive ? v > min : v >= min) && v <= max;
+    return std::isfinite(v) && (min_exclusive ? v > min : v >= min) && (max_exclusive ? v < max : v <= max);
   }
   // "a finite number > 0", "a number from 0 to 1", ...
   std::string range() const {
     std::ostringstream os;
     os.precision(10);  // enough for every limit, short of 0.999999's binary tail
     if (max == std::numeric_limits<double>::max()) os << "a finite number " << (min_exclusive ? "> " : ">= ") << min;
-    else os << "a number from " << min << (min_exclusive ? " (exclusive)" : "") << " to " << max;
+    else
+      os << "a number from " << min << (min_exclusive ? " (exclusive)" : "") << " to " << max
+         << (max_exclusive ? " (exclusive)" : "");
     return os.str();
   }
 };
@@ -37,5 +40,9 @@ inline constexpr TrainLimit kWeightDecayLimit{"--weight-decay", "weight_decay", 
 inline constexpr TrainLimit kWarmupLimit{"--warmup", "warmup_epochs", 0, 1000};
 inline constexpr TrainLimit kLabelSmoothingLimit{"--label-smoothing", "label_smoothing", 0, 0.99};
 inline constexpr TrainLimit kLrGammaLimit{"--lr-gamma", "lr_gamma", 0, 1, true};
+// AdamW (--optimizer adamw): the moments' decay rates and the denominator's epsilon.
+inline constexpr TrainLimit kBeta1Limit{"--beta1", "beta1", 0, 1, false, true};
+inline constexpr TrainLimit kBeta2Limit{"--beta2", "beta2", 0, 1, false, true};
+inline constexpr TrainLimit kAdamEpsLimit{"--eps", "eps", 0, 1, true};
 
 }  // namespace trident::runtime

@@ -1,4 +1,4 @@
-// The training loop. One executable step does forward, backward and the SGD update; the loop
+// The training loop. One executable step does forward, backward and the optimizer step; the loop
 // only copies a batch in, sets the learning rate, and reads the loss and logits back.
 #include "runtime/trainer.h"
 #include "runtime/train_limits.h"

@@ -27,8 +27,8 @@ struct TrainConfig {
   double lr_gamma = 0.1;
   uint64_t seed = 1;
   // What the passes read, for both executables (the trainer sets each one's mode): backend,
-  // precision (f16/bf16: mixed precision on the GPU), SGD's momentum, weight decay and
-  // Nesterov, the disabled passes by name (each executable takes those its pipeline has), the
+  // precision (f16/bf16: mixed precision on the GPU), the optimizer and its settings (SGD or
+  // AdamW), the disabled passes by name (each executable takes those its pipeline has), the
   // IR dump directory (DIR/train, DIR/infer) and the memory budget both executables claim from.
   passes::CompileOptions compile = default_compile_options(passes::Mode::Train);
   // Timing and CUDA graphs, for both executables; evaluation never uses Winograd (trainer.cpp).

@@ -87,6 +87,10 @@ void save_checkpoint(const std::string& path, const Trainer& trainer, const Chec
       {"momentum", number(c.compile.momentum)},
       {"weight_decay", number(c.compile.weight_decay)},
       {"nesterov", c.compile.nesterov ? "1" : "0"},
+      {"optimizer", std::string(passes::optimizer_kind_name(c.compile.optimizer_kind))},
+      {"beta1", number(c.compile.beta1)},
+      {"beta2", number(c.compile.beta2)},
+      {"eps", number(c.compile.adam_eps)},
       {"warmup_epochs", number(c.warmup_epochs)},
       {"label_smoothing", number(c.compile.label_smoothing)},
       {"lr_steps", step_epochs_text(c.lr_step_epochs)},
@@ -132,6 +136,18 @@ Checkpoint load_checkpoint(const std::string& path) {
   i.config.compile.weight_decay = r.limited<double>(kWeightDecayLimit);
   i.config.compile.nesterov = r.num<int>("nesterov") != 0;
   i.config.warmup_epochs = r.limited<double>(kWarmupLimit);
+  // Checkpoints written before AdamW existed trained with SGD.
+  if (r.has("optimizer")) {
+    try {
+      i.config.compile.optimizer_kind = passes::parse_optimizer_kind(r.text("optimizer"));
+    } catch (const Error&) {
+      throw Error("checkpoint '" + path + "' has metadata 'optimizer' = " + quoted_name(r.text("optimizer")) +
+                  ", but it must be sgd or adamw");
+    }
+    i.config.compile.beta1 = r.limited<double>(kBeta1Limit);
+    i.config.compile.beta2 = r.limited<double>(kBeta2Limit);
+    i.config.compile.adam_eps = r.limited<double>(kAdamEpsLimit);
+  }
   // Checkpoints written before label smoothing existed trained without it.
   if (r.has(kLabelSmoothingLimit.key)) i.config.compile.label_smoothing = r.limited<double>(kLabelSmoothingLimit);
   if (r.has(kLrGammaLimit.key)) i.config.lr_gamma = r.limited<double>(kLrGammaLimit);

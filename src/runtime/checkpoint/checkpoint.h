@@ -1,5 +1,5 @@
 // Training checkpoints: a safetensors file whose tensors are everything the training
-// executable holds (parameters, BatchNorm running statistics, momentum buffers) and whose
+// executable holds (parameters, BatchNorm running statistics, optimizer state) and whose
 // metadata records where training stands and how it was configured, so a run can resume.
 #pragma once
 #include <cstdint>
