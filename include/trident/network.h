@@ -20,6 +20,9 @@ enum class Precision { fp32, fp16, bf16 };
 // hold it, or NHWC, trident's own layout (no conversion). Only 4-D tensors differ.
 enum class Layout { nchw, nhwc };
 
+// The optimizer a training network steps its parameters with.
+enum class Optimizer { sgd, adamw };
+
 struct CompileOptions {
   Mode mode = Mode::inference;
   // cpu (the build's default CPU backend, oneDNN where built), cpu_ref (the reference backend),
@@ -28,12 +31,17 @@ struct CompileOptions {
   Precision precision = Precision::fp32;
   int64_t batch = 1;   // for an ONNX model in inference, 0 keeps the file's batch
   uint64_t seed = 1;   // a zoo model's initial weights, and train()'s shuffling
-  // Training: SGD with momentum and weight decay. learning_rate is what train_step() uses
-  // (set_learning_rate() changes it) and train()'s peak.
+  // Training: the optimizer, SGD with momentum (and Nesterov's, optionally) or AdamW as
+  // torch.optim.AdamW (decoupled weight decay; beta1, beta2, eps). learning_rate is what
+  // train_step() uses (set_learning_rate() changes it) and train()'s peak; it and weight_decay
+  // serve both. The defaults suit SGD; PyTorch's AdamW defaults are learning_rate 1e-3 and
+  // weight_decay 0.01.
+  Optimizer optimizer = Optimizer::sgd;
   double learning_rate = 0.05;
   double momentum = 0.9;
   double weight_decay = 5e-4;
   bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   // The same bits on every run, and on the CPU at every thread count (`trident train
   // --deterministic`): nothing chosen by timing, cuDNN's deterministic engines only (a layer
   // without one is an error), fixed-order sums on the cpu backend (slower).
@@ -105,7 +113,7 @@ class TRIDENT_API Network {
   // CIFAR-10's binary batches, as `trident train --data` reads), then evaluates on its test split.
   TrainResult train(const std::string& data_dir, const TrainOptions& options = {});
 
-  // Writes every parameter and running statistic (and a training network's momentum) to a
+  // Writes every parameter and running statistic (and a training network's optimizer state) to a
   // safetensors file, atomically; `trident infer --weights` reads it.
   void save_weights(const std::string& path) const;
   // Reads a safetensors file of trident's layouts (save_weights', or a `trident train --save`

@@ -2,6 +2,8 @@
 // NumPy arrays in and out of inference and training, DLPack arrays for
 // infer_device. The GIL is released while the engine computes, so other Python
 // threads run meanwhile.
+#include <optional>
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -32,6 +34,7 @@ Enum enum_named(const std::string& name, const char* what, const char* const (&n
 constexpr const char* kModes[] = {"inference", "training"};
 constexpr const char* kPrecisions[] = {"fp32", "fp16", "bf16"};
 constexpr const char* kLayouts[] = {"nchw", "nhwc"};
+constexpr const char* kOptimizers[] = {"sgd", "adamw"};
 
 Layout layout_named(const std::string& name) { return enum_named<Layout>(name, "layout", kLayouts); }
 
@@ -74,28 +77,38 @@ py::dict train_result_dict(const TrainResult& r) {
 void bind_network(py::module_& m) {
   py::class_<Network>(m, "Network", "A Model compiled for one mode, device, precision and batch.")
       .def(py::init([](const Model& model, const std::string& mode, const std::string& device,
-                       const std::string& precision, int64_t batch, uint64_t seed, double learning_rate,
-                       double momentum, double weight_decay, bool nesterov, bool deterministic) {
+                       const std::string& precision, int64_t batch, uint64_t seed, const std::string& optimizer,
+                       std::optional<double> learning_rate, double momentum, std::optional<double> weight_decay,
+                       bool nesterov, double beta1, double beta2, double eps, bool deterministic) {
              CompileOptions o;
+             o.optimizer = enum_named<Optimizer>(optimizer, "optimizer", kOptimizers);
+             // Unset: the optimizer's PyTorch defaults (SGD's are CompileOptions').
+             const bool adamw = o.optimizer == Optimizer::adamw;
              o.mode = enum_named<Mode>(mode, "mode", kModes);
              o.device = device;
              o.precision = enum_named<Precision>(precision, "precision", kPrecisions);
              o.batch = batch;
              o.seed = seed;
-             o.learning_rate = learning_rate;
+             o.learning_rate = learning_rate.value_or(adamw ? 1e-3 : o.learning_rate);
              o.momentum = momentum;
-             o.weight_decay = weight_decay;
+             o.weight_decay = weight_decay.value_or(adamw ? 0.01 : o.weight_decay);
              o.nesterov = nesterov;
+             o.beta1 = beta1;
+             o.beta2 = beta2;
+             o.eps = eps;
              o.deterministic = deterministic;
              py::gil_scoped_release release;
              return Network(model, o);
            }),
            py::arg("model"), py::kw_only(), py::arg("mode") = "inference", py::arg("device") = "cpu",
-           py::arg("precision") = "fp32", py::arg("batch") = 1, py::arg("seed") = 1, py::arg("learning_rate") = 0.05,
-           py::arg("momentum") = 0.9, py::arg("weight_decay") = 5e-4, py::arg("nesterov") = false,
+           py::arg("precision") = "fp32", py::arg("batch") = 1, py::arg("seed") = 1, py::arg("optimizer") = "sgd",
+           py::arg("learning_rate") = py::none(), py::arg("momentum") = 0.9, py::arg("weight_decay") = py::none(),
+           py::arg("nesterov") = false, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
            py::arg("deterministic") = false,
            "Compiles `model`: mode inference or training; device cpu, cpu_ref, cuda or auto; precision fp32, fp16 or "
-           "bf16 (cuda); batch 0 keeps an ONNX file's batch in inference; deterministic: the same bits on every run "
+           "bf16 (cuda); batch 0 keeps an ONNX file's batch in inference; training: optimizer sgd (momentum, nesterov) or "
+           "adamw (torch.optim.AdamW: beta1, beta2, eps), learning_rate and weight_decay for both (unset: 0.05 and "
+           "5e-4 for sgd, 0.001 and 0.01 for adamw); deterministic: the same bits on every run "
            "(and on the CPU at every thread count), slower.")
       .def_property_readonly("mode", [](const Network& n) { return kModes[static_cast<int>(n.mode())]; })
       .def_property_readonly("backend", &Network::backend, "The backend that runs: cpu, cpu_ref or cuda.")

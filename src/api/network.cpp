@@ -125,6 +125,9 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
     api::check_limit(runtime::kLrLimit, options.learning_rate, "CompileOptions::learning_rate");
     api::check_limit(runtime::kMomentumLimit, options.momentum, "CompileOptions::momentum");
     api::check_limit(runtime::kWeightDecayLimit, options.weight_decay, "CompileOptions::weight_decay");
+    api::check_limit(runtime::kBeta1Limit, options.beta1, "CompileOptions::beta1");
+    api::check_limit(runtime::kBeta2Limit, options.beta2, "CompileOptions::beta2");
+    api::check_limit(runtime::kAdamEpsLimit, options.eps, "CompileOptions::eps");
   }
   n.backend = resolve_backend(options, n.notices);
 
@@ -137,6 +140,10 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
   compile.momentum = options.momentum;
   compile.weight_decay = options.weight_decay;
   compile.nesterov = options.nesterov;
+  compile.optimizer_kind = options.optimizer == Optimizer::adamw ? passes::OptimizerKind::AdamW : passes::OptimizerKind::Sgd;
+  compile.beta1 = options.beta1;
+  compile.beta2 = options.beta2;
+  compile.adam_eps = options.eps;
   BackendOptions backend;
   backend.deterministic = options.deterministic;
   if (train) {

@@ -50,6 +50,10 @@ class Errors(TestCase):
         self.assert_error(lambda: self.net.train_step(x, np.array([0, 1])), "train_step", "training")
         self.assert_error(lambda: net.train(temp_dir(self)), temp_dir(self)[:5])
         self.assert_error(lambda: net.set_learning_rate(-1.0), "learning rate")
+        self.assert_error(lambda: trident.Network(self.model, mode="training", optimizer="adam"),
+                          "unknown optimizer 'adam'", "sgd and adamw")
+        self.assert_error(lambda: trident.Network(self.model, mode="training", optimizer="adamw", beta1=1.0), "beta1")
+        self.assert_error(lambda: trident.Network(self.model, mode="training", optimizer="adamw", eps=0.0), "eps")
 
     def test_weights_files(self):
         missing = os.path.join(temp_dir(self), "absent.safetensors")

@@ -26,6 +26,17 @@ class Training(TestCase):
         self.assertLess(losses[-1], 0.5 * losses[0])
         self.assertFalse(np.array_equal(net.infer(x), before), "infer should run the trained weights")
 
+    def test_adamw_lowers_the_loss_and_differs_from_sgd(self):
+        # torch.optim.AdamW's defaults (rate 1e-3, weight decay 0.01) when they are left unset.
+        x = ramp((8, 1, 28, 28), 0.5)
+        labels = np.arange(8, dtype=np.int64)
+        net = trident.Network(trident.Model.zoo("fmnist_cnn"), mode="training", batch=8, optimizer="adamw")
+        losses = [net.train_step(x, labels) for _ in range(6)]
+        self.assertLess(losses[-1], 0.5 * losses[0])
+        sgd = trident.Network(trident.Model.zoo("fmnist_cnn"), mode="training", batch=8, learning_rate=1e-3,
+                              weight_decay=0.01)
+        self.assertNotEqual([sgd.train_step(x, labels) for _ in range(2)][1], losses[1])
+
     def test_saved_weights_load_back_to_the_same_outputs(self):
         # The reference backend, whose results do not depend on the thread count the CPU has free.
         trained = trident.Network(trident.Model.zoo("fmnist_cnn"), mode="training", device="cpu_ref", batch=4,

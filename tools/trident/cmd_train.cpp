@@ -48,6 +48,7 @@ struct Options {
   DeviceFlags device;
   std::string save_path, resume_path, weights_path, log_path;
   std::string lr_steps;  // --lr-steps as given; parsed into config.lr_step_epochs
+  std::string optimizer = "sgd";  // --optimizer as given; parsed into config.compile.optimizer_kind
   std::string max_memory;
   bool sync_bn = false;  // --sync-bn: batchnorm statistics over the global batch
   // The data-parallel job this process is one rank of (under mpirun), else null.
@@ -82,6 +83,11 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   adopt("--momentum", o.config.compile.momentum, i.config.compile.momentum);
   adopt("--weight-decay", o.config.compile.weight_decay, i.config.compile.weight_decay);
   adopt("--nesterov", o.config.compile.nesterov, i.config.compile.nesterov);
+  adopt("--optimizer", o.optimizer, std::string(passes::optimizer_kind_name(i.config.compile.optimizer_kind)));
+  o.config.compile.optimizer_kind = i.config.compile.optimizer_kind;
+  adopt("--beta1", o.config.compile.beta1, i.config.compile.beta1);
+  adopt("--beta2", o.config.compile.beta2, i.config.compile.beta2);
+  adopt("--eps", o.config.compile.adam_eps, i.config.compile.adam_eps);
   adopt("--warmup", o.config.warmup_epochs, i.config.warmup_epochs);
   adopt("--label-smoothing", o.config.compile.label_smoothing, i.config.compile.label_smoothing);
   adopt("--lr-gamma", o.config.lr_gamma, i.config.lr_gamma);
@@ -179,6 +185,11 @@ int run_train(Options o) {
   std::ostream& err = lead_stream(world, std::cerr);
   o.config.lr_step_epochs = runtime::parse_step_epochs(o.lr_steps, "--lr-steps");
   o.lr_steps = runtime::step_epochs_text(o.config.lr_step_epochs);  // one spelling, compared on --resume
+  o.config.compile.optimizer_kind = passes::parse_optimizer_kind(o.optimizer);
+  if (o.config.compile.optimizer_kind == passes::OptimizerKind::AdamW) {  // torch.optim.AdamW's defaults
+    if (!o.app || o.app->count("--lr") == 0) o.config.lr = passes::kAdamwDefaultLr;
+    if (!o.app || o.app->count("--weight-decay") == 0) o.config.compile.weight_decay = passes::kAdamwDefaultWeightDecay;
+  }
   o.threads.apply();
   MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
   runtime::Checkpoint resume;
@@ -233,7 +244,11 @@ int run_train(Options o) {
   }
   if (!o.weights_path.empty()) {
     claim_file(budget, o.weights_path, "--weights '" + o.weights_path + "'");
-    const runtime::WeightMap w = runtime::read_weight_file(o.weights_path, net.graph).weights;
+    runtime::WeightMap w = runtime::read_weight_file(o.weights_path, net.graph).weights;
+    // The other optimizer's state (an SGD checkpoint starting an AdamW run) has no place here.
+    std::erase_if(w, [&](const auto& entry) {
+      return passes::is_optimizer_state_name(entry.first) && trainer.train_executable().graph().find_value(entry.first) < 0;
+    });
     try {
       trainer.train_executable().import_weights(w, false);
     } catch (const Error& e) {
@@ -336,10 +351,22 @@ RunSubcommand add_train_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--epochs", o->epochs, "Training epochs (the learning rate's cosine ends with the last)")->check(within(runtime::kEpochsLimit))->capture_default_str();
   sub->add_option("--batch", o->batch, "Batch size of each process (under mpirun -np N the global batch is N times it, as PyTorch DDP)")->check(within(runtime::kBatchLimit))->capture_default_str();
-  sub->add_option("--lr", o->config.lr, "Peak learning rate: a linear warm-up from a tenth of it over --warmup epochs, then a cosine decay to 0 at the last step")->check(within(runtime::kLrLimit))->capture_default_str();
+  sub->add_option("--optimizer", o->optimizer,
+                  "sgd (momentum, weight decay, --nesterov: torch.optim.SGD) or adamw (torch.optim.AdamW: decoupled "
+                  "weight decay, --beta1, --beta2, --eps; its --lr defaults to 0.001 and --weight-decay to 0.01)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            return s == "sgd" || s == "adamw" ? "" : "must be sgd or adamw, not '" + s + "'";
+          },
+          "sgd|adamw"))
+      ->capture_default_str();
+  sub->add_option("--lr", o->config.lr, "Peak learning rate (the schedules apply to either optimizer): a linear warm-up from a tenth of it over --warmup epochs, then a cosine decay to 0 at the last step")->check(within(runtime::kLrLimit))->capture_default_str();
   sub->add_option("--momentum", o->config.compile.momentum, "SGD momentum (heavy ball; --nesterov for Nesterov's)")->check(within(runtime::kMomentumLimit))->capture_default_str();
-  sub->add_option("--weight-decay", o->config.compile.weight_decay, "L2 weight decay, added to every parameter's gradient (batchnorm's and biases' too, as torch.optim.SGD does)")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
+  sub->add_option("--weight-decay", o->config.compile.weight_decay, "Weight decay of every parameter (batchnorm's and biases' too, as PyTorch's optimizers do): SGD adds it times the parameter to the gradient (L2); AdamW decays the parameter by lr times it before its step")->check(within(runtime::kWeightDecayLimit))->capture_default_str();
   sub->add_flag("--nesterov", o->config.compile.nesterov, "Nesterov momentum");
+  sub->add_option("--beta1", o->config.compile.beta1, "AdamW: decay rate of the gradient's running mean")->check(within(runtime::kBeta1Limit))->capture_default_str();
+  sub->add_option("--beta2", o->config.compile.beta2, "AdamW: decay rate of the squared gradient's running mean")->check(within(runtime::kBeta2Limit))->capture_default_str();
+  sub->add_option("--eps", o->config.compile.adam_eps, "AdamW: added to the denominator's square root")->check(within(runtime::kAdamEpsLimit))->capture_default_str();
   sub->add_flag("--sync-bn", o->sync_bn,
                 "Under mpirun, every batchnorm of training takes its statistics (and its backward sums) over "
                 "the global batch of all processes, as PyTorch's SyncBatchNorm (cpu and cpu_ref backends)");
@@ -382,7 +409,7 @@ RunSubcommand add_train_command(CLI::App& app) {
       ->type_name("FILE.jsonl");
   CLI::Option* save = sub->add_option(
       "--save", o->save_path,
-      "Write a checkpoint (safetensors: weights, BN statistics, momentum, step, settings) after "
+      "Write a checkpoint (safetensors: weights, BN statistics, optimizer state, step, settings) after "
       "every epoch, replacing CKPT atomically; checked before the first epoch and locked "
       "(CKPT.lock) so a second run saving to it refuses");
   save->type_name("CKPT");
