@@ -20,6 +20,7 @@ void register_channel_ops();
 void register_relu_mask_ops();
 void register_bn_apply_ops();
 void register_collective_ops();
+void register_bn_relu_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -43,6 +44,7 @@ void register_builtin_ops() {
   ops::register_relu_mask_ops();
   ops::register_bn_apply_ops();
   ops::register_collective_ops();
+  ops::register_bn_relu_ops();
 }
 
 }  // namespace trident::ir

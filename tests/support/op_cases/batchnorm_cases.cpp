@@ -1,7 +1,7 @@
 // Op cases of the batchnorm family: batchnorm2d in training (saved and running statistics, in place
 // and in separate buffers) and inference, batchnorm2d_backward, the fused batchnorm_relu_backward
 // (relu output, packed mask or affine form; ± residual gradient; one or two incoming gradients) and
-// fold_batchnorm. Channel counts that do not fill a tile (3, 10, 17) and row counts that do not
+// fold_batchnorm, and the fused bn_relu (training ± packed mask, inference). Channel counts that do not fill a tile (3, 10, 17) and row counts that do not
 // fill a block.
 #include "core/relu_mask.h"
 #include "support/op_cases/family.h"
@@ -64,6 +64,19 @@ ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual, bool two_grad
   std::vector<int> in{mask, dy, conv_out, gamma, g.add_input("saved_mean", c, d), g.add_input("saved_invstd", c, d)};
   if (two_gradients) in.push_back(g.add_input("dy_other", s, d));
   g.add_node("batchnorm_relu_backward", in, {{"eps", 1e-5}, {"residual", int64_t{residual}}}, "brb");
+  return g;
+}
+
+// One bn_relu node "bnr" (ops/bn_relu.cpp); packed: training keeps the 1-bit relu mask.
+ir::Graph bn_relu(DType d, const Shape& s, bool training, bool packed = false) {
+  ir::Graph g;
+  const Shape c{s[3]};
+  const int x = g.add_input("x", s, d);
+  const int gamma = g.add_parameter("gamma", c, {}, d), beta = g.add_parameter("beta", c, {}, d);
+  const int mean = g.add_state("running_mean", c, {}, d), var = g.add_state("running_var", c, {}, d);
+  Attrs a{{"eps", 1e-5}, {"momentum", 0.1}, {"training", int64_t{training}}};
+  if (packed) a.set("relu_mask", int64_t{1});
+  g.add_node("bn_relu", {x, gamma, beta, mean, var}, a, "bnr");
   return g;
 }
 
@@ -135,6 +148,22 @@ void add_batchnorm_cases(std::vector<OpCase>& cases) {
       map_values(r, g, {"saved_invstd"}, positive);
     };
     cases.push_back(std::move(dec));
+  }
+
+  // bn_relu against its decomposition (batchnorm2d → relu [→ relu_mask]) and, in the
+  // training form, its saved and running statistics: a pre-activation's shapes, C a multiple of
+  // 8 (the packed mask: cuda and cpu_ref only, the cpu backend keeps y) and odd (17).
+  for (const Shape& s : {Shape{4, 6, 6, 16}, Shape{2, 5, 5, 17}, Shape{8, 8, 8, 64}}) {
+    const std::string t = tag(s);
+    for (bool training : {true, false}) {
+      const std::string form = std::string("bn_relu_") + (training ? "train_" : "infer_") + t;
+      cases.push_back(decomposition_case(form, [=](DType d) { return bn_relu(d, s, training); }));
+      cases.push_back(scaled_case(form, [=](DType d) { return bn_relu(d, s, training); }, 29, kF32F16));
+    }
+    if (s[3] % 8 != 0) continue;
+    OpCase packed = decomposition_case("bn_relu_train_packed_mask_" + t, [=](DType d) { return bn_relu(d, s, true, true); });
+    packed.backends = {"cuda"};
+    cases.push_back(std::move(packed));
   }
 
   // N·H·W from 6 (smaller than a block of rows) to 25 088 (many row chunks), C from 3 to 130, and
