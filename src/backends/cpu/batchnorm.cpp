@@ -1,11 +1,13 @@
-// batchnorm2d (training and inference) and its backward on oneDNN batch_normalization.
-// oneDNN speaks mean/variance while the graph keeps saved_invstd, so the kernels convert
-// through a kernel-owned [C] variance buffer; the running-stat update is a host loop.
+// batchnorm2d (training and inference) and its backward on oneDNN batch_normalization, and
+// bn_relu (ops/bn_relu.cpp), the same primitive with fuse_norm_relu. oneDNN speaks
+// mean/variance while the graph keeps saved_invstd, so the kernels convert through a
+// kernel-owned [C] variance buffer; the running-stat update is a host loop.
 #include <cmath>
 #include <optional>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
+#include "ops/bn_relu_operands.h"
 
 namespace trident::cpu {
 
@@ -121,11 +123,15 @@ void BnBackward::prepare(const KernelArgs& args) const {
 
 namespace {
 
+// batchnorm2d, and bn_relu: the relu inside the same pass (one layout of operands for both).
 class Batchnorm2d final : public PrimitiveKernel {
  public:
   Batchnorm2d(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
     const Shape& x = in_shape(node, g, 0);
+    const bool relu = node.op == "bn_relu";
+    if (relu && ops::BnReluParams::of(node).bit_mask)
+      fail(node, "a packed relu mask (pack_relu_mask) is kept on the cuda and cpu_ref backends only");
     const bool training = node.attrs.i("training", node.outputs.size() == 5 ? 1 : 0) != 0;
     if (node.inputs.size() != 5 || node.outputs.size() != (training ? 5u : 1u))
       fail(node, std::string("expected 5 inputs and ") +
@@ -133,16 +139,19 @@ class Batchnorm2d final : public PrimitiveKernel {
     if (training) {
       training_.emplace(*this, node, x,
                         BnTrainingOperands{in(0), in(1), in(2), in(3), in(4), out(0), out(1),
-                                           out(2), out(3), out(4), std::nullopt});
+                                           out(2), out(3), out(4), std::nullopt},
+                        relu);
       return;
     }
     const double eps = node.attrs.f("eps", 1e-5);
     const memory::desc data = nhwc_md(x), vec = plain_md({x[3]});
     OnednnContext& ctx = OnednnContext::instance();
-    add_step(ctx.get(bn_signature("bnorm_infer", x, eps), [&] {
+    const normalization_flags flags = relu ? kAffine | normalization_flags::use_global_stats |
+                                                 normalization_flags::fuse_norm_relu
+                                           : kAffine | normalization_flags::use_global_stats;
+    add_step(ctx.get(bn_signature(relu ? "bnorm_infer_relu" : "bnorm_infer", x, eps), [&] {
       batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, data,
-                                          static_cast<float>(eps),
-                                          kAffine | normalization_flags::use_global_stats);
+                                          static_cast<float>(eps), flags);
       return batch_normalization_forward::primitive_desc(d, user_scratchpad_attr(), ctx.engine());
     }))
         .view(DNNL_ARG_SRC, data, in(0))
@@ -186,6 +195,7 @@ class Batchnorm2dBackward final : public PrimitiveKernel {
 
 void register_batchnorm_kernels() {
   add_kernel<Batchnorm2d>("batchnorm2d");
+  add_kernel<Batchnorm2d>("bn_relu");
   add_kernel<Batchnorm2dBackward>("batchnorm2d_backward");
 }
 

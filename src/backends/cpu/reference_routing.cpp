@@ -30,7 +30,7 @@ const std::set<std::string>& weight_gradients() {
 
 // Run as their decomposition on this backend: a convolution (or none) and a batchnorm.
 const std::set<std::string>& fused_with_batchnorm() {
-  static const std::set<std::string> ops{"cbr", "cbar", "batchnorm_relu_backward"};
+  static const std::set<std::string> ops{"cbr", "cbar", "bn_relu", "batchnorm_relu_backward"};
   return ops;
 }
 
