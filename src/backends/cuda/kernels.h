@@ -45,6 +45,7 @@ void register_batchnorm_kernels();          // batchnorm2d, its backward, batchn
 void register_conv_kernels();               // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
 void register_fused_cbr_kernels();          // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
 void register_bn_apply_kernels();           // bn_apply (the deferred batchnorm apply)
+void register_bn_relu_kernels();            // bn_relu (channel sums, finalize, apply)
 void register_fused_inference_kernels();    // fold_batchnorm
 void register_precision_kernels();          // cast, cast_group (mixed precision)
 

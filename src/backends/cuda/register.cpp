@@ -16,6 +16,7 @@ void register_cuda_kernels() {
   cuda::register_conv_kernels();
   cuda::register_fused_cbr_kernels();
   cuda::register_bn_apply_kernels();
+  cuda::register_bn_relu_kernels();
   cuda::register_fused_inference_kernels();
   cuda::register_precision_kernels();
 }
