@@ -34,7 +34,7 @@ struct Config {
 };
 
 // "Unfused" turns off each of these that exists in the mode's pipeline.
-const std::vector<std::string> kFusionPasses = {"fuse_conv_bn_relu", "fold_bn", "fuse_conv_epilogue",
+const std::vector<std::string> kFusionPasses = {"fuse_conv_bn_relu", "fuse_bn_relu", "fold_bn", "fuse_conv_epilogue",
                                                 "fuse_elementwise"};
 
 // Which part of the network a node belongs to, read from the names the builder and the passes

@@ -1,4 +1,4 @@
-// Training, before autodiff: a cbr/cbar node keeps a 1-bit ReLU mask (core/relu_mask.h)
+// Training, before autodiff: a cbr/cbar/bn_relu node keeps a 1-bit ReLU mask (core/relu_mask.h)
 // beside its output y, and its backward reads the mask instead of y. The batchnorm backward
 // reads its mask twice (once per pass); an f16 y is 16 bits an element, the mask 1, so the
 // backward moves about a quarter fewer bytes. y itself is still written: the next layer reads it.
@@ -15,7 +15,7 @@ namespace trident::passes {
 void pack_relu_mask(ir::Graph& g, PassContext& ctx) {
   for (int id : std::vector<int>(g.order())) {
     const ir::Node& n = g.node(id);
-    if (n.op != "cbr" && n.op != "cbar") continue;
+    if (n.op != "cbr" && n.op != "cbar" && n.op != "bn_relu") continue;
     if (n.attrs.i("relu_mask", 0) != 0) continue;
     const int64_t channels = g.value(n.outputs[0]).shape.back();
     if (channels % 8 != 0) {

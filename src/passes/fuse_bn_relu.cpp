@@ -1,0 +1,111 @@
+// The pre-activation fusion (DenseNet, pre-activation ResNets): a batchnorm followed by a
+// relu becomes one bn_relu node (ops/bn_relu.cpp), whose backward is one
+// batchnorm_relu_backward. It runs after fuse_conv_bn_relu (training) and fold_bn (inference),
+// so a convolution's own batchnorm goes to cbr/cbar or into the weights first (and is refused
+// here when those are switched off).
+//
+//   x ──► batchnorm2d ──► relu ──► conv        ⇒   bn_relu ──► conv   "bn → relu → conv (pre-activation)"
+//   x ──► batchnorm2d ──► relu ──► (other)     ⇒   bn_relu ──► …      "bn → relu"
+//   (the batchnorm output and the relu output have exactly one consumer; training: the
+//    batchnorm uses batch statistics)
+//
+// Every remaining batchnorm2d that a relu reads is a candidate: it is fused, or recorded with
+// the reason (a batchnorm feeding only other ops, a projection shortcut's, is not this pattern).
+#include <algorithm>
+
+#include "ir/op_registry.h"
+#include "ops/bn_relu_operands.h"
+#include "passes/pass.h"
+
+namespace trident::passes {
+
+namespace {
+
+constexpr const char* kPass = "fuse_bn_relu";
+constexpr const char* kPreActivation = "bn → relu → conv (pre-activation)";
+constexpr const char* kPlain = "bn → relu";
+
+struct Candidate {
+  int bn = -1, relu = -1;
+  bool feeds_conv = false;  // the relu output is the data input of a convolution
+};
+
+// Readers of a value, a graph output counting as one.
+size_t consumers(const std::vector<std::vector<int>>& users, const std::vector<char>& is_output, int v) {
+  return users[v].size() + static_cast<size_t>(is_output[v]);
+}
+
+// Empty when legal, else the reason.
+std::string match(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,
+                  bool training_graph, int bn_id, Candidate& c) {
+  const ir::Node& bn = g.node(bn_id);
+  c.bn = bn_id;
+  // A convolution's own batchnorm is cbr's (training) or fold_bn's (inference), even where
+  // that pass is switched off: its off switch then still means "unfused".
+  const int conv = g.value(bn.inputs[0]).producer;
+  if (conv >= 0 && g.node(conv).op == "conv2d" && consumers(users, is_output, bn.inputs[0]) == 1)
+    return training_graph ? "the batchnorm follows its convolution: that is conv → bn → relu (fuse_conv_bn_relu)"
+                          : "the batchnorm follows its convolution, which fold_bn folds it into";
+  const bool batch_statistics = bn.attrs.i("training", 1) != 0;
+  if (training_graph && !batch_statistics)
+    return "the batchnorm uses its running statistics in a training graph (no backward for that form)";
+  if (!is_floating(g.value(bn.inputs[0]).dtype)) return "unsupported dtype";
+  for (size_t i = 1; i < bn.outputs.size(); ++i)
+    if (consumers(users, is_output, bn.outputs[i]) != 0)
+      return "the batchnorm's statistics output '" + g.value(bn.outputs[i]).name + "' is read elsewhere";
+  const int bn_out = bn.outputs[0];
+  if (consumers(users, is_output, bn_out) != 1)
+    return "the batchnorm output '" + g.value(bn_out).name + "' has " +
+           std::to_string(consumers(users, is_output, bn_out)) + " consumers";
+  const ir::Node& relu = g.node(users[bn_out][0]);
+  if (relu.op != "relu") return "the batchnorm output feeds '" + relu.name + "' (" + relu.op + "), not a relu";
+  c.relu = relu.id;
+  const int relu_out = relu.outputs[0];
+  if (consumers(users, is_output, relu_out) != 1)
+    return "the relu output '" + g.value(relu_out).name + "' has " +
+           std::to_string(consumers(users, is_output, relu_out)) + " consumers";
+  if (!is_output[relu_out]) {
+    const ir::Node& next = g.node(users[relu_out][0]);
+    c.feeds_conv = ir::OpRegistry::get(next.op).reads_conv_input && next.inputs[0] == relu_out;
+  }
+  return "";
+}
+
+}  // namespace
+
+void fuse_bn_relu(ir::Graph& g, PassContext& ctx) {
+  const bool training_graph = ctx.options.mode == Mode::Train;
+  const std::vector<int> order = g.order();
+  for (int bn_id : order) {
+    if (g.node(bn_id).op != "batchnorm2d") continue;
+    // Consumers change as earlier candidates fuse: recount for each.
+    const auto users = g.users();
+    const std::vector<int>& readers = users[g.node(bn_id).outputs[0]];
+    if (std::none_of(readers.begin(), readers.end(), [&](int r) { return g.node(r).op == "relu"; })) continue;
+    std::vector<char> is_output(g.num_values(), 0);
+    for (int v : g.outputs()) is_output[v] = 1;
+    Candidate c;
+    const std::string reason = match(g, users, is_output, training_graph, bn_id, c);
+    const ir::Node bn = g.node(bn_id);
+    if (!reason.empty()) {
+      ctx.rejections.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, bn.name, reason});
+      continue;
+    }
+    const ir::Node relu = g.node(c.relu);
+    ir::Attrs attrs;
+    attrs.set("eps", bn.attrs.f("eps", 1e-5));
+    attrs.set("momentum", bn.attrs.f("momentum", 0.1));
+    attrs.set("training", int64_t{bn.attrs.i("training", 1) != 0});
+    const std::string name = bn.name + ".bn_relu";
+    const std::vector<int> outs = g.add_node("bn_relu", bn.inputs, attrs, name);
+    const int fused = g.value(outs[ops::bn_relu_out::y]).producer;
+    g.replace_uses(relu.outputs[0], outs[ops::bn_relu_out::y]);
+    // Where the relu ran: the relu's readers come after it, the batchnorm's inputs before.
+    const auto& cur = g.order();
+    g.move_to(fused, static_cast<size_t>(std::find(cur.begin(), cur.end(), c.relu) - cur.begin()));
+    g.remove_from_order({bn_id, c.relu});
+    ctx.fusions.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, name, {bn.name, relu.name}});
+  }
+}
+
+}  // namespace trident::passes
