@@ -93,9 +93,10 @@ TEST(Pipeline, DumpWritesTheGraphAfterEveryPass) {
   o.dump_dir = dir.string();
   runtime::compile_graph(frontend::build_model("fmnist_cnn", {2}), o);
   EXPECT_TRUE(std::filesystem::exists(dir / "00_input.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "02_cancel_conv_bias.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "04_autodiff.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "06_fold_gradient_sum.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "07_dce.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "02_fuse_bn_relu.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "03_cancel_conv_bias.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "05_autodiff.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "07_fold_gradient_sum.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "08_dce.txt"));
   std::filesystem::remove_all(dir);
 }

@@ -236,6 +236,44 @@ TEST(FuseBnRelu, TheBackwardIsOneBatchnormReluBackward) {
   EXPECT_LT(fused.graph.order().size(), plain.graph.order().size());
 }
 
+TEST(FuseBnRelu, APackedMaskFeedsTheBackwardAndGivesTheSameGradients) {
+  passes::CompileOptions masked;
+  masked.mode = passes::Mode::Train;
+  masked.optimizer = false;
+  masked.relu_bit_mask = 1;  // the cuda default, on the reference backend
+  passes::CompileOptions plain = masked;
+  plain.disabled_passes = {"fuse_bn_relu"};
+  const ir::Graph model = preact_network(DType::f64);
+  auto fused = runtime::Executable::compile(model, masked);
+  auto unfused = runtime::Executable::compile(model, plain);
+  int masks = 0, masked_backwards = 0;
+  for (int id : fused->graph().order()) {
+    const ir::Node& n = fused->graph().node(id);
+    if (n.op == "bn_relu") masks += n.attrs.i("relu_mask", 0) == 1 && n.outputs.size() == 6;
+    // bn_relu's backward ("<bn>.bn_relu.bn_relu_backward"; cbr's are "<conv>.cbr.…").
+    if (n.op == "batchnorm_relu_backward" && n.name.find(".bn_relu.bn_relu_backward") != std::string::npos)
+      masked_backwards += fused->graph().value(n.inputs[0]).dtype == DType::i32;
+  }
+  EXPECT_EQ(masks, 2);
+  EXPECT_EQ(masked_backwards, 2);
+  for (auto* exe : {fused.get(), unfused.get()}) {
+    exe->init_parameters(5);
+    Rng r(1);
+    TensorView img = exe->find("images"), lab = exe->find("labels");
+    for (int64_t i = 0; i < img.numel(); ++i) img.as<double>()[i] = r.uniform(-1, 1);
+    for (int64_t i = 0; i < lab.numel(); ++i) lab.as<int32_t>()[i] = static_cast<int32_t>(i % 5);
+    exe->run();
+  }
+  for (const auto& [param, grad] : unfused->param_grads())
+    for (const auto& [p, fused_grad] : fused->param_grads())
+      if (fused->graph().value(p).name == unfused->graph().value(param).name) {
+        const TensorView a = fused->view(fused_grad), b = unfused->view(grad);
+        test_support::expect_close(std::vector<double>(a.as<double>(), a.as<double>() + a.numel()),
+                                   std::vector<double>(b.as<double>(), b.as<double>() + b.numel()), DType::f64,
+                                   "gradient of " + unfused->graph().value(param).name);
+      }
+}
+
 // Whole steps, fused against the pass disabled, on one backend in one dtype.
 class FusedStepVsUnfused : public ::testing::TestWithParam<std::pair<std::string, DType>> {};
 
