@@ -21,6 +21,7 @@ void register_relu_mask_ops();
 void register_bn_apply_ops();
 void register_collective_ops();
 void register_bn_relu_ops();
+void register_pad_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -45,6 +46,7 @@ void register_builtin_ops() {
   ops::register_bn_apply_ops();
   ops::register_collective_ops();
   ops::register_bn_relu_ops();
+  ops::register_pad_ops();
 }
 
 }  // namespace trident::ir

@@ -1,6 +1,7 @@
 // mul, clip and concat: the element-wise and joining ops that imported models (ONNX) need
 // beyond the builder's set. mul (with mul_reduce for a broadcast operand's gradient) and clip
-// have backward rules; concat is inference only.
+// have backward rules; concat's backward slices each input's channels out of the gradient
+// (channel_slice, ops/channel_ops.cpp).
 #include <limits>
 
 #include "ops/mul_broadcast.h"
@@ -85,6 +86,19 @@ void register_tensor_ops() {
       out.back() += s.back();
     }
     return std::vector<TypeInfo>{{out, x0.dtype}};
+  };
+  concat.backward = [](Graph& g, const Node& n, const std::vector<int>& dys) {
+    std::vector<int> dxs(n.inputs.size(), -1);
+    if (dys[0] < 0) return dxs;
+    if (n.inputs.size() == 1) return std::vector<int>{dys[0]};
+    int64_t offset = 0;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int64_t c = g.value(n.inputs[i]).shape.back();
+      dxs[i] = g.add_node1("channel_slice", {dys[0]}, {{"start", offset}, {"channels", c}},
+                           n.name + ".backward" + std::to_string(i));
+      offset += c;
+    }
+    return dxs;
   };
   ir::OpRegistry::add(concat);
 }

@@ -1,5 +1,6 @@
-// mul, mul_reduce, the activations, clip, concat, resize_channels and channel_shuffle on the "cpu" backend: memory-bound loops where a oneDNN primitive
-// would gain little, so they run the cpu_ref kernels behind this backend's f32-only check.
+// mul, mul_reduce, the activations, clip, concat, resize_channels, channel_shuffle, pad2d and
+// channel_slice on the "cpu" backend: memory-bound loops where a oneDNN primitive would gain
+// little, so they run the cpu_ref kernels behind this backend's f32-only check.
 #include "backends/cpu/ref_kernels.h"
 
 namespace trident::cpu {
@@ -13,6 +14,8 @@ void register_tensor_kernels() {
   add_kernel<RefLoop<cpu_ref::concat>>("concat");
   add_kernel<RefLoop<cpu_ref::resize_channels>>("resize_channels");
   add_kernel<RefLoop<cpu_ref::channel_shuffle>>("channel_shuffle");
+  add_kernel<RefLoop<cpu_ref::pad2d>>("pad2d");
+  add_kernel<RefLoop<cpu_ref::channel_slice>>("channel_slice");
 }
 
 }  // namespace trident::cpu

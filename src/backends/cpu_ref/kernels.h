@@ -65,6 +65,10 @@ void concat(const KernelArgs& args);
 void resize_channels(const KernelArgs& args);
 void channel_shuffle(const KernelArgs& args);
 
+// pad_slice.cpp
+void pad2d(const KernelArgs& args);
+void channel_slice(const KernelArgs& args);
+
 // precision.cpp
 void cast(const KernelArgs& args);
 void cast_group(const KernelArgs& args);

@@ -47,6 +47,8 @@ void register_cpu_ref_kernels() {
       {"cast_group", cpu_ref::cast_group},
       {"resize_channels", cpu_ref::resize_channels},
       {"channel_shuffle", cpu_ref::channel_shuffle},
+      {"pad2d", cpu_ref::pad2d},
+      {"channel_slice", cpu_ref::channel_slice},
       {"fold_batchnorm", cpu_ref::fold_batchnorm},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);

@@ -48,5 +48,6 @@ void register_bn_apply_kernels();           // bn_apply (the deferred batchnorm 
 void register_bn_relu_kernels();            // bn_relu (channel sums, finalize, apply)
 void register_fused_inference_kernels();    // fold_batchnorm
 void register_precision_kernels();          // cast, cast_group (mixed precision)
+void register_pad_slice_kernels();          // pad2d, channel_slice (ONNX Pad, Slice and Split)
 
 }  // namespace trident::cuda

@@ -19,6 +19,7 @@ void register_cuda_kernels() {
   cuda::register_bn_relu_kernels();
   cuda::register_fused_inference_kernels();
   cuda::register_precision_kernels();
+  cuda::register_pad_slice_kernels();
 }
 
 }  // namespace trident
