@@ -142,6 +142,7 @@ void reuse_residual_buffer(ir::Graph& g, PassContext& ctx);  // inference: epilo
 void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void fold_gradient_sum(ir::Graph& g, PassContext& ctx);   // training: dy + dy' into the BN backward
+void join_channel_gradients(ir::Graph& g, PassContext& ctx);  // training: placed slice gradients' sum as a concat
 void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar keep a 1-bit mask
 void defer_bn_apply(ir::Graph& g, PassContext& ctx);      // training: BN apply into the next conv
 void save_maxpool_index(ir::Graph& g, PassContext& ctx);  // training: max pooling keeps a window index

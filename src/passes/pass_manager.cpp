@@ -77,6 +77,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     if (opt.precision != DType::f32) pm.add({"group_weight_casts", group_weight_casts, false, true});
     if (opt.packs_relu_mask()) pm.add({"pack_relu_mask", pack_relu_mask, false, true});
     pm.add({"autodiff", autodiff, true});
+    pm.add({"join_channel_gradients", join_channel_gradients, false, true});
     if (opt.optimizer) pm.add({"append_optimizer", append_optimizer, true});
     if (opt.world_size > 1) pm.add({"allreduce_gradients", allreduce_gradients, true});
     pm.add({"fold_gradient_sum", fold_gradient_sum, false, true});

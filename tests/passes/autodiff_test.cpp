@@ -96,7 +96,8 @@ TEST(Pipeline, DumpWritesTheGraphAfterEveryPass) {
   EXPECT_TRUE(std::filesystem::exists(dir / "02_fuse_bn_relu.txt"));
   EXPECT_TRUE(std::filesystem::exists(dir / "03_cancel_conv_bias.txt"));
   EXPECT_TRUE(std::filesystem::exists(dir / "05_autodiff.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "07_fold_gradient_sum.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "08_dce.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "06_join_channel_gradients.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "08_fold_gradient_sum.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "09_dce.txt"));
   std::filesystem::remove_all(dir);
 }

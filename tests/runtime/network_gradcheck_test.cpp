@@ -2,7 +2,8 @@
 // backend — one of CBR blocks (CBR, residual CBAR-shaped block, max-pool, linear,
 // cross-entropy), one of a mobile network's ops (hardswish, a channel shuffle, a squeeze-excitation gate with
 // hardsigmoid, SiLU as x·sigmoid(x), ReLU6, a per-channel scale): every parameter gradient of
-// the generated backward graph against central differences.
+// the generated backward graph against central differences; and one of the ops DenseNet and
+// ShuffleNet v2 import as (pad2d, a channel split, concat).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,6 +48,28 @@ ir::Graph mobile_network() {
   const int scale = g.add_parameter("channel_scale", {4}, {ir::Init::Ones}, DType::f64);
   c = b.mul(c, scale, "scaled");
   g.mark_output(b.linear(b.flatten(b.global_avgpool(c, "pool")), 3, true, "fc"));
+  return g;
+}
+
+// DenseNet's and ShuffleNet v2's import: conv → bn → relu → pad2d (a non-zero value, uneven
+// counts) → conv → a channel split (channel_slice twice) with one half through a conv → concat →
+// channel shuffle → a dense concat with the split tensor → average pooling → linear. The split
+// tensor's gradient is two placed slices and a concat's slice (join_channel_gradients).
+ir::Graph dense_shuffle_network() {
+  ir::Graph g;
+  frontend::Builder b(g, DType::f64);
+  int x = b.input("images", {3, 6, 6, 2}, DType::f64);
+  int a = b.relu(b.batchnorm(b.conv(x, 4, 3, 1, 1, {}, "conv1"), "bn1"), "relu1");
+  a = g.add_node1("pad2d", {a}, {{"pads", std::vector<int64_t>{1, 0, 1, 2}}, {"value", 0.5}}, "pad");
+  const int t = b.conv(a, 4, 3, 1, 0, {}, "conv2");  // [3, 6, 7, 4]
+  const int s0 = g.add_node1("channel_slice", {t}, {{"start", int64_t{0}}, {"channels", int64_t{2}}}, "split.0");
+  const int s1 = g.add_node1("channel_slice", {t}, {{"start", int64_t{2}}, {"channels", int64_t{2}}}, "split.1");
+  const int br = b.relu(b.conv(s1, 2, 1, 1, 0, {.bias = true}, "branch"), "branch.relu");
+  int c = g.add_node1("concat", {s0, br}, {}, "cat");
+  c = g.add_node1("channel_shuffle", {c}, {{"groups", int64_t{2}}}, "shuffle");
+  c = g.add_node1("concat", {c, t}, {}, "dense");
+  c = b.avgpool(c, 2, 2, 0, "pool");
+  g.mark_output(b.linear(b.flatten(c), 3, true, "fc"));
   return g;
 }
 
@@ -97,4 +120,8 @@ TEST(NetworkGradcheck, EveryParameterGradientMatchesCentralDifferences) {
 
 TEST(NetworkGradcheck, MobileOpsGradientsMatchCentralDifferences) {
   expect_gradients_match_central_differences(mobile_network());
+}
+
+TEST(NetworkGradcheck, PadSplitAndConcatGradientsMatchCentralDifferences) {
+  expect_gradients_match_central_differences(dense_shuffle_network());
 }
