@@ -129,7 +129,7 @@ TEST(OnnxImport, SmallModelsMatchOnnxruntimeFusedAndUnfused) {
           ++checked;
         }
   }
-  EXPECT_EQ(checked, 144);  // 36 (model, batch) references, on 2 backends, fused and unfused
+  EXPECT_EQ(checked, 176);  // 44 (model, batch) references, on 2 backends, fused and unfused
 }
 
 TEST(OnnxImport, ImportedGraphHasTridentLayouts) {
@@ -243,6 +243,11 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
       {"shape_gather.onnx", {"Gather", "is computed", "shape arithmetic"}},
       {"shape_div.onnx", {"Div", "only on integer constants"}},
       {"shape_div_by_zero.onnx", {"Div", "divides by zero"}},
+      {"pad_reflect.onnx", {"Pad", "opset 13", "mode 'reflect' is not supported", "constant"}},
+      {"pad_channels.onnx", {"Pad", "pads axis 1 (C)", "only height and width"}},
+      {"slice_height.onnx", {"Slice", "slices axis 2 (H)", "only channels (axis 1)"}},
+      {"slice_step.onnx", {"Slice", "step 2", "only step 1"}},
+      {"split_width.onnx", {"Split", "splits axis 3 (W)", "only channels (axis 1)"}},
   };
   for (const auto& [file, words] : expect) {
     const std::string path = (kDir / file).string();

@@ -208,6 +208,92 @@ def dynamic_shapes(opset):
     return n.model("input", y, opset, ["N", 3, 6, 6], 2)
 
 
+def pad_block(opset):
+    """DenseNet's Pad and its kin: zero Pads that the next Conv, AveragePool (count_include_pad
+    turned on) and MaxPool (of a Relu's output) take as their own padding, DenseNet's all-zero
+    Pad before a transition's AveragePool (an identity), and Pads that stay pad2d nodes: a
+    non-zero constant_value with uneven counts (the axes input from opset 18 on), zeros before a
+    MaxPool of something that may be negative, and negative pads (a crop)."""
+    n = Net(10)
+
+    def pads(name, begin_hw, end_hw):
+        if opset >= 18:  # only H and W, through the axes input
+            return [n.init(name, np.array(begin_hw + end_hw, np.int64)), "", n.init(name + ".axes", np.array([-2, -1], np.int64))]
+        return [n.init(name, np.array([0, 0] + begin_hw + [0, 0] + end_hw, np.int64))]
+
+    a = n.node("Relu", [n.bn(n.conv("input", "c1", 3, 6, 3, pad=1), "bn1", 6)])
+    p = n.node("Pad", [a] + pads("pad1", [1, 1], [1, 1]), mode="constant")
+    b = n.conv(p, "c2", 6, 6, 3)  # [N, 6, 8, 8]
+    zeros = n.node("Constant", [], value=numpy_helper.from_array(np.zeros(8, np.int64), "z"))
+    c = n.node("AveragePool", [n.node("Pad", [b, zeros])], kernel_shape=[2, 2], strides=[2, 2])  # [N, 6, 4, 4]
+    d = n.node("AveragePool", [n.node("Pad", [c] + pads("pad3", [1, 1], [1, 1]))], kernel_shape=[3, 3], strides=[1, 1])
+    e = n.node("MaxPool", [n.node("Pad", [n.node("Relu", [d])] + pads("pad4", [1, 1], [1, 1]))], kernel_shape=[3, 3],
+               strides=[1, 1])
+    value = n.init("pad5.value", np.float32(-0.75))
+    f5 = pads("pad5", [1, 0], [0, 2])
+    f = n.node("Pad", [e, f5[0], value] + f5[2:])  # [N, 6, 5, 6]
+    f = n.node("MaxPool", [f], kernel_shape=[2, 2], strides=[1, 1])  # [N, 6, 4, 5]
+    g = n.node("MaxPool", [n.node("Pad", [f] + pads("pad6", [1, 1], [1, 1]))], kernel_shape=[3, 3], strides=[1, 1])
+    h = n.node("Pad", [g] + pads("crop", [0, -1], [-1, 0]))  # [N, 6, 3, 4]
+    y = n.node("Flatten", [n.node("GlobalAveragePool", [h])], axis=1)
+    y = n.node("Gemm", [y, n.init("fc.weight", n.weight((5, 6), 6)), n.init("fc.bias", np.zeros(5, np.float32))],
+               transB=1)
+    return n.model("input", y, opset, ["N", 3, 8, 8], 2)
+
+
+def split_block(opset):
+    """ShuffleNet v2's x.chunk(2, dim=1) as PyTorch exports it with a dynamic batch: two Slices on
+    channels whose bounds are Shape, Gather, Add, Div and Mul arithmetic; a Split (sizes an input
+    at 13, num_outputs at 18, its last chunk the smaller one); a Slice with a negative start, an
+    INT64_MAX end and a whole-axis slice of H beside it; and a Slice of a Gemm's [N, features]."""
+    n = Net(11)
+    a = n.node("Relu", [n.bn(n.conv("input", "c1", 3, 8, 3, pad=1), "bn1", 8)])
+    s = n.node("Shape", [a])
+    axis = n.init("axis1", np.array([1], np.int64))
+    half = n.node("Div", [n.node("Add", [n.node("Gather", [s, n.init("i1", np.array(1, np.int64))], axis=0),
+                                         n.init("one", np.array([1], np.int64))]), n.init("two", np.array([2], np.int64))])
+    x1 = n.node("Slice", [a, n.init("zero", np.array([0], np.int64)), n.node("Mul", [half, n.init("m1", np.array([1], np.int64))]), axis])
+    x2 = n.node("Slice", [a, n.node("Mul", [half, n.init("m1b", np.array([1], np.int64))]),
+                          n.node("Mul", [half, n.init("m2", np.array([2], np.int64))]), axis])
+    br = n.node("Relu", [n.bn(n.conv(x2, "branch", 4, 4, 1), "branch_bn", 4)])
+    y = n.node("Concat", [x1, br], axis=1)  # [N, 8, 6, 6]
+    if opset >= 18:
+        parts = n.node("Split", [y], n_out=3, axis=1, num_outputs=3)  # 3, 3, 2 channels
+    else:
+        parts = n.node("Split", [y, n.init("sizes", np.array([3, 5], np.int64))], n_out=2, axis=-3)
+    z = n.node("Concat", [parts[-1], parts[0]] + parts[1:-1], axis=1)
+    z = n.node("Slice", [z, n.init("starts", np.array([-5, 0], np.int64)),
+                         n.init("ends", np.array([2**63 - 1, 99], np.int64)), n.init("axes", np.array([1, 2], np.int64)),
+                         n.init("steps", np.array([1, 1], np.int64))])  # channels 3..7, all rows
+    z = n.node("Relu", [n.conv(z, "c2", 5, 6, 3, pad=1, bias=True)])
+    z = n.node("Flatten", [n.node("GlobalAveragePool", [z])], axis=1)
+    z = n.node("Gemm", [z, n.init("fc.weight", n.weight((9, 6), 6)), n.init("fc.bias", np.zeros(9, np.float32))],
+               transB=1)
+    z = n.node("Slice", [z, n.init("f_from", np.array([2], np.int64)), n.init("f_to", np.array([7], np.int64)),
+                         n.init("f_axis", np.array([-1], np.int64))])
+    return n.model("input", z, opset, ["N", 3, 6, 6], 2)
+
+
+def pad_slice_misuse(kind):
+    """What trident refuses of Pad, Slice and Split, each with a sentence: a reflect Pad, a Pad
+    of the channel axis, a Slice of height, a Slice of channels with step 2 and a Split of width."""
+    n = Net(12)
+    x = n.conv("input", "c1", 3, 4, 3, pad=1)
+    if kind == "pad_reflect":
+        y = n.node("Pad", [x, n.init("p", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], mode="reflect")
+    elif kind == "pad_channels":
+        y = n.node("Pad", [x, n.init("p", np.array([0, 1, 0, 0, 0, 1, 0, 0], np.int64))])
+    elif kind == "slice_height":
+        y = n.node("Slice", [x, n.init("a", np.array([1], np.int64)), n.init("b", np.array([3], np.int64)),
+                             n.init("ax", np.array([2], np.int64))])
+    elif kind == "slice_step":
+        y = n.node("Slice", [x, n.init("a", np.array([0], np.int64)), n.init("b", np.array([4], np.int64)),
+                             n.init("ax", np.array([1], np.int64)), n.init("st", np.array([2], np.int64))])
+    else:
+        y = n.node("Split", [x, n.init("sizes", np.array([2, 2], np.int64))], n_out=2, axis=3)[0]
+    return n.model("input", y, 13, ["N", 3, 4, 4], 4)
+
+
 def vgg_head(opset, reshape):
     """A VGG-style classifier: the [N,C,H,W] features flattened with H*W > 1 (Flatten then
     Gemm(transB=1), or Reshape [0,-1] then MatMul + Add), so trident must reorder the weight
@@ -331,7 +417,12 @@ def bn_training(opset=15):
 
 
 def reference(path, model, batches, out_dir, name, channels_hw):
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    # The graph as written, without onnxruntime's own rewrites: its PadFusion (1.20) folds a zero
+    # Pad into the AveragePool after it but leaves count_include_pad 0, so the padded zeros no
+    # longer count (pad_block's second AveragePool).
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(100)
     for b in batches:
         x = rng.standard_normal((b,) + channels_hw).astype(np.float32)
@@ -393,6 +484,8 @@ def corrupt(out_dir, good_path):
     files["lone_transpose.onnx"] = shuffle_misuse(False).SerializeToString()
     for kind in ("gather", "div", "div_by_zero"):
         files[f"shape_{kind}.onnx"] = shape_misuse(kind).SerializeToString()
+    for kind in ("pad_reflect", "pad_channels", "slice_height", "slice_step", "split_width"):
+        files[f"{kind}.onnx"] = pad_slice_misuse(kind).SerializeToString()
     for name, b in files.items():
         with open(os.path.join(out_dir, name), "wb") as f:
             f.write(b)
@@ -437,6 +530,8 @@ def main():
         save(f"efficient_block_op{opset}", efficient_block(opset), [2], (3, 9, 9), "small")
         save(f"shuffle_block_op{opset}", shuffle_block(opset), [1, 3], (3, 6, 6), "small")
         save(f"dynamic_shapes_op{opset}", dynamic_shapes(opset), [1, 3], (3, 6, 6), "small")
+        save(f"pad_block_op{opset}", pad_block(opset), [1, 2], (3, 8, 8), "small")
+        save(f"split_block_op{opset}", split_block(opset), [1, 3], (3, 6, 6), "small")
     save("bn_training_op15", bn_training(), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):

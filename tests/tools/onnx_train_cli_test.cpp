@@ -61,6 +61,25 @@ TEST(OnnxTrainCli, TheLossComesDown) {
   EXPECT_LT(losses.back(), 0.8 * losses.front()) << r.output;
 }
 
+// DenseNet's and ShuffleNet v2's imported ops (make_models.py's pad_block and split_block): a
+// pad2d, Pads taken by their readers, channel slices, a Split and concats train from the command
+// line as any model does.
+TEST(OnnxTrainCli, PadAndChannelSplitModelsTrainAndTheirLossComesDown) {
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
+  for (const char* name : {"pad_block_op18.onnx", "split_block_op13.onnx"}) {
+    const fs::path model = fs::path(TRIDENT_ONNX_MODELS) / name;
+    if (!fs::exists(model)) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
+    const auto r = test_support::run_trident(kTrain + model.string() + " --epochs 3 --json", false);
+    ASSERT_EQ(r.code, 0) << r.output;
+    std::vector<double> losses;
+    const std::regex epoch(R"("event":"epoch"[^}]*"loss":([0-9.eE+-]+))");
+    for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), epoch); it != std::sregex_iterator(); ++it)
+      losses.push_back(std::stod((*it)[1]));
+    ASSERT_EQ(losses.size(), 3u) << r.output;
+    EXPECT_LT(losses.back(), 0.8 * losses.front()) << name << ": " << r.output;
+  }
+}
+
 TEST(OnnxTrainCli, AModelThatIsNotAClassifierIsRefusedWithAReason) {
   if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";
   const fs::path model = fs::path(TRIDENT_ONNX_MODELS) / "conv_bn_relu_op13.onnx";  // an NCHW output

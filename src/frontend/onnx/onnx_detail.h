@@ -83,6 +83,16 @@ class Importer {
   void alias(const onnx::NodeProto& n);  // Identity, Dropout (inference)
   void unary(const onnx::NodeProto& n, const std::string& op);
 
+  // ---- onnx_pad_slice.cpp: Pad, Split, and Slice of an activation's channels ----
+  void pad(const onnx::NodeProto& n);
+  void split(const onnx::NodeProto& n);
+  void channel_slice(const onnx::NodeProto& n);  // Slice when its data is computed
+  // Where activation `x` is a pad2d that node `n` (a Conv, or a pooling of `kernel`) may take
+  // as its own padding `pad`: removes the pad2d, adds its counts to `pad`, sets `x` to what
+  // it padded (and count_include_pad to 1 for an average pooling) and returns true.
+  bool absorb_pad(const onnx::NodeProto& n, int& x, std::vector<int64_t>& pad, const std::vector<int64_t>* kernel,
+                  bool max, int64_t* count_include_pad);
+
   // ---- onnx_shape_fold.cpp: shape arithmetic evaluated at import ----
   void shape(const onnx::NodeProto& n);
   void gather(const onnx::NodeProto& n);
@@ -142,6 +152,14 @@ class Importer {
     int64_t groups = 1;
   };
   std::map<std::string, ShuffleView> shuffle_split_, shuffle_transposed_;
+  // pad2d nodes made from a Pad, by output value, until a Conv or pooling absorbs one.
+  struct PendingPad {
+    int node = -1, x = -1;      // the pad2d node and the activation it pads
+    std::string onnx_name;      // the Pad's output
+    std::vector<int64_t> pads;  // top, left, bottom, right
+    double value = 0;
+  };
+  std::map<int, PendingPad> pending_pads_;
   // `data` ([out, C·H·W] row-major, ONNX feature order) with its columns in trident's order
   // when `x` is such a flattened value; the layout name says which order a weight has.
   std::vector<float> match_flatten_order(const onnx::NodeProto& n, int x, std::vector<float> data, int64_t out_f,

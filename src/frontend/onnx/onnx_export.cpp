@@ -1,7 +1,8 @@
 // The ONNX writer of onnx_export.h. One ONNX node (or two, for a folded pair) per trident node
 // of the model graph, in the graph's order; activations keep trident's value names. trident's
-// NHWC tensors are ONNX's NCHW tensors, so only attributes that name an axis (concat) and the
-// weights whose layout depends on it (torch_layout.h) change on the way out.
+// NHWC tensors are ONNX's NCHW tensors, so only attributes that name an axis (concat, the Slice
+// of a channel_slice, the Pad of a pad2d) and the weights whose layout depends on it
+// (torch_layout.h) change on the way out.
 #include "frontend/onnx/onnx_export.h"
 
 #include <onnx/onnx_pb.h>
@@ -272,8 +273,24 @@ class Writer {
       for (int v : n.inputs) in.push_back(name(v));
       return void(integer(emit(n, "Concat", in, {out}), "axis", x.size() == 4 ? 1 : static_cast<int64_t>(x.size()) - 1));
     }
+    if (n.op == "pad2d") {  // Pad in constant mode; ONNX's pads are [begins..., ends...] over N, C, H, W
+      const std::vector<int64_t>& p = n.attrs.ints("pads");
+      const std::string pads = int_constant(n.name + ".pads", {0, 0, p[0], p[1], 0, 0, p[2], p[3]});
+      const std::string value = constant(n.name + ".value", {static_cast<float>(n.attrs.f("value", 0.0))}, {});
+      return void(emit(n, "Pad", {name(n.inputs[0]), pads, value}, {out}));
+    }
+    if (n.op == "channel_slice") {
+      const int64_t start = n.attrs.i("start", 0), c = n.attrs.i("channels", 0);
+      if (start < 0 || start + c > x.back()) fail(n, "a channel slice whose window reaches past the input's channels");
+      const int64_t axis = x.size() == 4 ? 1 : static_cast<int64_t>(x.size()) - 1;
+      return void(emit(n, "Slice",
+                       {name(n.inputs[0]), int_constant(n.name + ".starts", {start}),
+                        int_constant(n.name + ".ends", {start + c}), int_constant(n.name + ".axes", {axis})},
+                       {out}));
+    }
     fail(n, "ONNX export covers conv2d, batchnorm2d, relu, the activations, add, mul, clip, max and average "
-            "pooling, global average pooling, flatten, linear, concat and the channel shuffle of 4-D tensors");
+            "pooling, global average pooling, flatten, linear, concat, pad2d, channel_slice and the channel "
+            "shuffle of 4-D tensors");
   }
 
   const ir::Graph& g_;

@@ -157,6 +157,8 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "Gather") gather(n);
   else if (t == "Unsqueeze") unsqueeze(n);
   else if (t == "Slice") slice(n);
+  else if (t == "Split") split(n);
+  else if (t == "Pad") pad(n);
   else if (t == "Cast") cast(n);
   else if ((t == "Add" || t == "Mul" || t == "Sub" || t == "Div") && n.input_size() == 2 && is_const(n.input(0)) &&
            is_const(n.input(1)) && !constant_of(n, 0).is_float && !constant_of(n, 1).is_float) {

@@ -77,11 +77,12 @@ static Window read_window(const Importer& im, const onnx::NodeProto& n,
 void Importer::conv(const onnx::NodeProto& n) {
   allow_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
   expect_io(n, 2, 3, 1);
-  const int x = activation(n, 0);
+  int x = activation(n, 0);
   const Const& w = constant_of(n, 1);
   if (out_.graph.value(x).shape.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
   if (!w.is_float || w.dims.size() != 4) fail(n, "weight " + quoted_name(w.name) + " must be a 4-D float32 OIHW tensor");
   Window win = READ_WINDOW(n);
+  absorb_pad(n, x, win.pad, nullptr, false, nullptr);  // a zero Pad before it: its own zero padding
   if (attr(n, "kernel_shape", onnx::AttributeProto::INTS) &&
       (win.kernel[0] != w.dims[2] || win.kernel[1] != w.dims[3]))
     fail(n, "kernel_shape disagrees with weight " + quoted_name(w.name) + " dims " + shape_str(w.dims));
@@ -226,7 +227,7 @@ void Importer::pool(const onnx::NodeProto& n, bool max) {
   if (max) allow_attrs(n, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
   else allow_attrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
   expect_io(n, 1, 1, 1);
-  const int x = activation(n, 0);
+  int x = activation(n, 0);
   if (out_.graph.value(x).shape.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
   Window win = READ_WINDOW(n);
   if (!attr(n, "kernel_shape", onnx::AttributeProto::INTS)) fail(n, "kernel_shape is required");
@@ -234,13 +235,12 @@ void Importer::pool(const onnx::NodeProto& n, bool max) {
   const int64_t ceil_mode = attr_int(n, "ceil_mode", 0);
   if (ceil_mode != 0 && ceil_mode != 1) fail(n, "ceil_mode must be 0 or 1");
   if (ceil_mode && !max) fail(n, "ceil_mode=1 is supported for max pooling only");
+  int64_t cip = attr_int(n, "count_include_pad", 0);
+  if (!max && cip != 0 && cip != 1) fail(n, "count_include_pad must be 0 or 1");
+  absorb_pad(n, x, win.pad, &win.kernel, max, &cip);  // a zero Pad before it, where that is the same
   ir::Attrs a = window_attrs(win, false);
   if (ceil_mode) a.set("ceil_mode", ceil_mode);
-  if (!max) {
-    const int64_t cip = attr_int(n, "count_include_pad", 0);
-    if (cip != 0 && cip != 1) fail(n, "count_include_pad must be 0 or 1");
-    a.set("count_include_pad", cip);
-  }
+  if (!max) a.set("count_include_pad", cip);
   emit(n, max ? "maxpool2d" : "avgpool2d", {x}, a);
 }
 
@@ -397,6 +397,7 @@ void Importer::concat(const onnx::NodeProto& n) {
   if (axis == std::numeric_limits<int64_t>::min()) fail(n, "axis is required");
   if (axis < 0) axis += rank;
   if (axis != 1) fail(n, "only concatenation along channels (axis 1) is supported");
+  if (in.size() == 1) return define(n, 0, in[0]);  // DenseNet's first layer of a block: an identity
   emit(n, "concat", in, {});
 }
 

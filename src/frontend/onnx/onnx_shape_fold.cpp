@@ -4,7 +4,8 @@
 // compiles for one batch, so those dims are known here: Shape of a computed tensor is a
 // constant, and Gather, Unsqueeze, Slice, Cast, integer Add/Sub/Mul/Div and Concat of constants
 // are evaluated into constants that the Reshape (or shuffle) reads as if the file held them.
-// The same ops on a computed tensor's values, not its dims, are refused with the node named.
+// The same ops on a computed tensor's values, not its dims, are refused with the node named
+// (a Slice of a computed tensor's channels is a channel_slice: onnx_pad_slice.cpp).
 #include <algorithm>
 #include <limits>
 
@@ -100,6 +101,7 @@ void Importer::unsqueeze(const onnx::NodeProto& n) {
 void Importer::slice(const onnx::NodeProto& n) {
   allow_attrs(n, {});
   expect_io(n, 3, 5, 1);
+  if (!is_const(n.input(0))) return channel_slice(n);  // a computed tensor: onnx_pad_slice.cpp
   const Const& data = integer_const(n, 0, "data");
   if (data.dims.size() != 1) fail(n, "slices " + quoted_name(data.name) + ", which is not 1-D");
   const Const& starts = integer_const(n, 1, "starts");
