@@ -15,6 +15,7 @@
 #include "support/error_of.h"
 #include "support/graph_queries.h"
 #include "support/graph_runner.h"
+#include "support/pass_records.h"
 #include "support/same_steps.h"
 
 using namespace trident;
@@ -22,26 +23,15 @@ using test_support::count_op;
 
 namespace {
 
-struct Compiled {
-  ir::Graph graph;
-  std::vector<passes::FusionRecord> fusions;
-  std::vector<passes::Rejection> rejections;
-};
+using Compiled = test_support::PassRecords;
 
 // The training pipeline of the cuda backend (no kernels are built).
 Compiled cuda_training_graph(const std::string& model, int64_t batch = 2, DType precision = DType::f16) {
-  Compiled c{frontend::build_model(model, {.batch = batch}), {}, {}};
   passes::CompileOptions opt;
   opt.mode = passes::Mode::Train;
   opt.backend = "cuda";
   opt.precision = precision;
-  passes::PassContext ctx(opt);
-  passes::standard_pipeline(opt.mode, opt).run(c.graph, ctx);
-  for (const auto& f : ctx.fusions)
-    if (f.pass == "defer_bn_apply") c.fusions.push_back(f);
-  for (const auto& r : ctx.rejections)
-    if (r.pass == "defer_bn_apply") c.rejections.push_back(r);
-  return c;
+  return test_support::run_pipeline(frontend::build_model(model, {.batch = batch}), opt, "defer_bn_apply");
 }
 
 int with_prologue(const ir::Graph& g, const std::string& op) {

@@ -14,6 +14,7 @@
 #include "runtime/executable.h"
 #include "support/error_of.h"
 #include "support/graph_queries.h"
+#include "support/pass_records.h"
 #include "support/same_steps.h"
 
 using namespace trident;
@@ -21,26 +22,15 @@ using test_support::count_op;
 
 namespace {
 
-struct Compiled {
-  ir::Graph graph;
-  std::vector<passes::FusionRecord> fusions;
-  std::vector<passes::Rejection> rejections;
-};
+using Compiled = test_support::PassRecords;
 
 Compiled training_graph(ir::Graph model, const std::string& backend, int index = -1) {
-  Compiled c{std::move(model), {}, {}};
   passes::CompileOptions opt;
   opt.mode = passes::Mode::Train;
   opt.backend = backend;
   opt.maxpool_window_index = index;
   if (backend == "cuda") opt.precision = DType::f16;
-  passes::PassContext ctx(opt);
-  passes::standard_pipeline(opt.mode, opt).run(c.graph, ctx);
-  for (const auto& f : ctx.fusions)
-    if (f.pass == "save_maxpool_index") c.fusions.push_back(f);
-  for (const auto& r : ctx.rejections)
-    if (r.pass == "save_maxpool_index") c.rejections.push_back(r);
-  return c;
+  return test_support::run_pipeline(std::move(model), opt, "save_maxpool_index");
 }
 
 // Nodes other than the max pooling that read value `v`.
