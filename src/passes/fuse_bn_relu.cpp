@@ -91,6 +91,13 @@ void fuse_bn_relu(ir::Graph& g, PassContext& ctx) {
       ctx.rejections.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, bn.name, reason});
       continue;
     }
+    if (!ctx.options.fuses_bn_relu()) {
+      ctx.rejections.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, bn.name,
+                                "bn_relu stays unfused on the '" + ctx.options.backend +
+                                    "' backend until its kernel has passed the GPU tests (bn_relu_fusion = 1 "
+                                    "fuses it)"});
+      continue;
+    }
     const ir::Node relu = g.node(c.relu);
     ir::Attrs attrs;
     attrs.set("eps", bn.attrs.f("eps", 1e-5));

@@ -63,13 +63,13 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   if (mode == Mode::Infer) {
     pm.add({"set_batchnorm_mode", set_batchnorm_mode, true});
     pm.add({"fold_bn", fold_bn, false, true});
-    if (opt.fuses_bn_relu()) pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
+    pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
     pm.add({"fuse_conv_epilogue", fuse_conv_epilogue, false, true});
     if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});
   } else {
     pm.add({"fuse_conv_bn_relu", fuse_conv_bn_relu, false, true});
-    if (opt.fuses_bn_relu()) pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
+    pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
     pm.add({"cancel_conv_bias", cancel_conv_bias, false, true});
     pm.add({"attach_loss", attach_loss, true});
     if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
