@@ -40,7 +40,7 @@ void register_tensor_kernels();             // mul, clip, concat, resize_channel
 void register_pool_kernels();               // max/avg/global pooling, forward and backward
 void register_linear_kernels();             // linear forward/backward on cuBLASLt
 void register_loss_kernels();               // softmax cross-entropy, forward and backward
-void register_optimizer_kernels();          // sgd_update over the flat buffers
+void register_optimizer_kernels();          // sgd_update, adamw_update over the flat buffers
 void register_batchnorm_kernels();          // batchnorm2d, its backward, batchnorm_relu_backward
 void register_conv_kernels();               // conv2d, dgrad, wgrad, conv2d_epilogue (cuDNN graphs)
 void register_fused_cbr_kernels();          // cbr, cbar, conv_bn_stats (conv+genstats, finalize, apply)
