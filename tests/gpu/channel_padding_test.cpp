@@ -1,7 +1,8 @@
 // Channel padding on the GPU: the resize_channels kernel moves bits exactly as cpu_ref does
-// (growing with zeros, shrinking by cutting; f32, f16, bf16; sizes that leave partial blocks),
-// and whole networks whose stem reads a 3-channel image train and infer the same with the
-// pad_channels pass as without it, in f32 and f16. Skipped, with the reason, without a GPU.
+// (growing with zeros, shrinking by cutting; f32, f16, bf16; sizes that leave partial blocks;
+// rows one 8- or 16-byte pack wide), and whole networks whose stem reads a 3-channel image
+// train and infer the same with the pad_channels pass as without it, in f32 and f16. Skipped,
+// with the reason, without a GPU.
 #include <gtest/gtest.h>
 
 #include "core/random.h"
@@ -25,6 +26,7 @@ TEST(CudaResizeChannels, GrowsAndShrinksExactlyAsTheReference) {
   TRIDENT_REQUIRE_GPU();
   for (DType t : {DType::f32, DType::f16, DType::bf16}) {
     test_support::check_rounded_reference(resize({2, 5, 7, 3}, 8), t, {"y"}, 3);
+    test_support::check_rounded_reference(resize({3, 9, 13, 3}, 4), t, {"y"}, 7);  // rows of 8 or 16 bytes
     test_support::check_rounded_reference(resize({3, 4, 5, 20}, 24), t, {"y"}, 4);
     test_support::check_rounded_reference(resize({2, 4, 4, 8}, 3), t, {"y"}, 5);
     test_support::check_rounded_reference(resize({7, 3}, 3), t, {"y"}, 6);
@@ -63,7 +65,7 @@ std::vector<double> floats(const runtime::Executable& exe, const std::string& na
   return std::vector<double>(t.as<float>(), t.as<float>() + t.numel());
 }
 
-// Padding adds only zero products, but cuDNN picks other kernels for 8 channels than for 3,
+// Padding adds only zero products, but cuDNN picks other kernels for 4 channels than for 3,
 // so the sums may round differently: the steps agree within the network tolerance of the
 // precision (see network_test.cpp), not bit for bit.
 TEST(CudaChannelPadding, PaddedTrainingStepMatchesUnpadded) {

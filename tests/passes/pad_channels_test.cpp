@@ -10,6 +10,7 @@
 
 #include "backends/gradcheck.h"
 #include "core/random.h"
+#include "frontend/builder.h"
 #include "frontend/zoo.h"
 #include "ir/op_registry.h"
 #include "runtime/executable.h"
@@ -79,6 +80,27 @@ TEST(PadChannels, PadsOnlyConvolutionsWhoseChannelsDoNotFillSixteenBytes) {
   EXPECT_EQ(forward, 2) << "the image and the stem's weight, each padded once";
   EXPECT_EQ(backward, 1) << "the stem's weight gradient is cut back (the image needs no gradient)";
   for (auto [p, grad] : c.param_grads) EXPECT_EQ(g.value(p).shape, g.value(grad).shape) << g.value(p).name;
+}
+
+TEST(PadChannels, AnImageOfUpToFourChannelsBecomesFourInHalfPrecision) {
+  // cuDNN's 4-channel NHWC kernels serve the stem; wider odd counts fill 16-byte vectors.
+  ir::Graph model;
+  frontend::Builder b(model);
+  int x = b.input("images", {2, 12, 12, 3});
+  x = b.cbr(x, 5, 3, 1, 1, "stem");
+  x = b.cbr(x, 16, 3, 1, 1, "odd");
+  model.mark_output(b.linear(b.flatten(x, "flat"), 10, true, "fc"));
+  passes::CompileOptions o = options(passes::Mode::Train, 1, "cuda");
+  o.precision = DType::f16;
+  const runtime::CompiledGraph c = runtime::compile_graph(model, o);
+  std::vector<int64_t> widths;
+  for (int nid : c.graph.order()) {
+    const ir::Node& n = c.graph.node(nid);
+    // Activations only: not the weights' copies, not the backward's cuts.
+    const bool activation = n.name.find("weight") == std::string::npos && n.name.find(".backward") == std::string::npos;
+    if (n.op == "resize_channels" && activation) widths.push_back(c.graph.value(n.outputs[0]).shape.back());
+  }
+  EXPECT_EQ(widths, (std::vector<int64_t>{4, 8})) << "the image to 4 channels, the 5-channel activation to 8";
 }
 
 TEST(PadChannels, OnByDefaultForTheGpuBackendOnly) {

@@ -1,5 +1,5 @@
 // resize_channels and channel_shuffle on the GPU: one thread per output value, so stores are
-// coalesced; the index split into (row, channel) is 32-bit where the tensor allows. Values are
+// coalesced (rows one pack wide: one thread per row); the index split into (row, channel) is 32-bit where the tensor allows. Values are
 // moved as raw bits (no conversion), and new channels get all-zero bits, +0 in f32, f16 and bf16.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/channel_resize.h"
@@ -18,11 +18,34 @@ __global__ void resize_channels_kernel(const Bits* __restrict__ x, Bits* __restr
   }
 }
 
+// Widening rows that are one 8- or 16-byte pack wide (the 3-channel image padded to a whole
+// vector for the first convolution): one thread per row reads its `from` values and writes the
+// row as a single store, instead of one thread and one division per value.
+template <class Bits, int kWidth>
+__global__ void widen_rows_kernel(const Bits* __restrict__ x, Bits* __restrict__ y, int64_t rows, int from) {
+  struct alignas(sizeof(Bits) * kWidth) Row {
+    Bits v[kWidth];
+  };
+  for (int64_t r = grid_start(); r < rows; r += grid_stride()) {
+    Row out;
+    for (int c = 0; c < kWidth; ++c) out.v[c] = c < from ? x[r * from + c] : Bits(0);
+    reinterpret_cast<Row*>(y)[r] = out;
+  }
+}
+
 template <class Bits>
 void launch_typed(const void* x, void* y, int64_t rows, int64_t from, int64_t to, cudaStream_t stream) {
   const int64_t total = rows * to;
   const auto* src = static_cast<const Bits*>(x);
   auto* dst = static_cast<Bits*>(y);
+  const int64_t row_bytes = to * static_cast<int64_t>(sizeof(Bits));
+  if (from < to && (row_bytes == 8 || row_bytes == 16) && reinterpret_cast<uintptr_t>(y) % row_bytes == 0) {
+    if (row_bytes == 16)
+      widen_rows_kernel<Bits, 16 / sizeof(Bits)><<<grid_for(rows), kThreads, 0, stream>>>(src, dst, rows, static_cast<int>(from));
+    else
+      widen_rows_kernel<Bits, 8 / sizeof(Bits)><<<grid_for(rows), kThreads, 0, stream>>>(src, dst, rows, static_cast<int>(from));
+    return;
+  }
   if (rows * std::max(from, to) < (int64_t{1} << 31))
     resize_channels_kernel<Bits, uint32_t><<<grid_for(total), kThreads, 0, stream>>>(
         src, dst, static_cast<uint32_t>(total), static_cast<uint32_t>(from), static_cast<uint32_t>(to));
