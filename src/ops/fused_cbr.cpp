@@ -230,6 +230,17 @@ void register_fused_cbr_ops() {
     if (n.attrs.i("residual", 0)) out.push_back({x.shape, x.dtype});
     return out;
   };
+  // dconv_buffer ("conv_out" or "dy") and dresidual_over_dy: outputs written into the buffers
+  // of inputs that nothing reads later (passes/reuse_gradient_buffer.cpp, which also says why
+  // every kernel may).
+  bwd.aliases = [](const Node& n) {
+    std::vector<std::pair<int, int>> shared;
+    const std::string dconv = n.attrs.has("dconv_buffer") ? n.attrs.s("dconv_buffer") : "";
+    if (dconv == "conv_out") shared.push_back({bn_relu_bwd_out::dconv, bn_relu_bwd_in::conv_out});
+    if (dconv == "dy") shared.push_back({bn_relu_bwd_out::dconv, bn_relu_bwd_in::dy});
+    if (n.attrs.i("dresidual_over_dy", 0)) shared.push_back({bn_relu_bwd_out::dresidual, bn_relu_bwd_in::dy});
+    return shared;
+  };
   bwd.decompose = [](Graph& g, const Node& n) {
     namespace in = bn_relu_bwd_in;
     int dy = n.inputs[in::dy];

@@ -140,6 +140,7 @@ void fold_bn(ir::Graph& g, PassContext& ctx);             // inference: BN into 
 void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx);  // inference: conv + bias/add/relu
 void fuse_elementwise(ir::Graph& g, PassContext& ctx);    // both: vertical/horizontal chains
 void reuse_residual_buffer(ir::Graph& g, PassContext& ctx);  // inference: epilogue in place
+void reuse_gradient_buffer(ir::Graph& g, PassContext& ctx);  // training: batchnorm backward over dy
 void attach_loss(ir::Graph& g, PassContext& ctx);         // labels input + cross-entropy
 void autodiff(ir::Graph& g, PassContext& ctx);            // generated backward graph
 void fold_gradient_sum(ir::Graph& g, PassContext& ctx);   // training: dy + dy' into the BN backward

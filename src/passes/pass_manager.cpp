@@ -95,6 +95,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   pm.add({"dce", dead_code_elimination, false});
   pm.add({"fuse_elementwise", fuse_elementwise, false, true});
   if (mode == Mode::Infer) pm.add({"reuse_residual_buffer", reuse_residual_buffer, false});
+  if (mode == Mode::Train) pm.add({"reuse_gradient_buffer", reuse_gradient_buffer, false});
   return pm;
 }
 

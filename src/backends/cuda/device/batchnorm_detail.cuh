@@ -20,7 +20,10 @@ namespace trident::cuda::device::batchnorm_detail {
 constexpr int64_t kMaxGridY = 65535;
 constexpr int kCoefficients = 4;  // f32 values per channel after the partial sums
 constexpr int kVectorBytes = 16;
-constexpr unsigned kFinalizeChannels = 32, kFinalizeLanes = 32;  // finalize block shape
+// Finalize block shape: a layer's partial sums are a few hundred chunks × C, so each block takes
+// few channels and many lanes over the chunks (C = 256: 16 blocks, each lane ~6 chunks); with
+// 32 × 32 the finalize of a 256-channel layer ran on 8 blocks and took 8 µs on an H200.
+constexpr unsigned kFinalizeChannels = 16, kFinalizeLanes = 64;
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -85,11 +85,12 @@ __global__ void moments_partial_kernel(int64_t M, int64_t C, int64_t rows_per_ch
 
 // Σdz and Σdz·(x − mean) per channel and chunk, dz = dy [+ dy_other] (masked when a mask
 // is given) (scalar path). With dz_out, dz is also stored there (it is exactly a T value),
-// so the apply reads one tensor instead of dy, dy_other and the mask again.
+// so the apply reads one tensor instead of dy, dy_other and the mask again. dz_out may be dy's
+// buffer (reuse_gradient_buffer): each element is read before the same thread writes it.
 template <class T>
 __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_chunk, const T* __restrict__ x,
-                                        const T* __restrict__ dy, const T* __restrict__ dy_other,
-                                        MaskSource<T> mask, ChannelTensor saved_mean, T* __restrict__ dz_out,
+                                        const T* dy, const T* __restrict__ dy_other,
+                                        MaskSource<T> mask, ChannelTensor saved_mean, T* dz_out,
                                         double* __restrict__ partial) {
   const ChunkRows r = chunk_rows(M, rows_per_chunk);
   double s1[1] = {0.0}, s2[1] = {0.0};
@@ -120,11 +121,11 @@ enum class Sums { moments, gradient, masked_gradient };
 // the masked reduction ran at 2.6 TB/s on an H200; now at 3.7.
 template <class T, Sums S>
 __global__ void __launch_bounds__(kThreads, 3) vector_partial_kernel(int64_t M, int64_t C, const T* __restrict__ x,
-                                                                  const T* __restrict__ dy,
+                                                                  const T* dy,
                                                                   const T* __restrict__ dy_other,
                                                                   MaskSource<T> mask,
                                                                   ChannelTensor saved_mean,
-                                                                  T* __restrict__ dz_out,
+                                                                  T* dz_out,
                                                                   double* __restrict__ partial) {
   constexpr int N = kWidth<T>;
   constexpr int kRows = S == Sums::moments ? 4 : S == Sums::gradient ? 2 : 1;
@@ -201,7 +202,7 @@ __global__ void __launch_bounds__(kThreads, 3) vector_partial_kernel(int64_t M, 
 
 // ---- phase 2: finalize ------------------------------------------------------------------
 
-// Sums of channel c over every chunk: lane threadIdx.y adds chunks y, y + 32, … in order,
+// Sums of channel c over every chunk: lane threadIdx.y adds chunks y, y + kFinalizeLanes, … in order,
 // then the lanes are added in a fixed tree. Every thread of the block must call it.
 __device__ void channel_totals(const double* partial, int64_t chunks, int64_t C, int64_t c, double& s1,
                                double& s2) {
