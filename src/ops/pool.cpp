@@ -2,6 +2,7 @@
 // Max-pool backward recomputes the window's argmax from the input instead of saving indices,
 // unless the forward keeps a one-byte window index (attribute window_index, core/window_index.h;
 // the save_maxpool_index pass), which maxpool2d_index_backward then reads instead of the input.
+// Such a forward may also apply the previous batchnorm and relu itself (attribute prologue).
 #include "core/window_index.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
@@ -28,11 +29,18 @@ void expect_indexable_window(const Attrs& a) {
 ir::OpDef window_pool(const std::string& name, const std::string& summary) {
   ir::OpDef d = op_def(name, {"x"}, {"y"}, summary);
   const bool average = name == "avgpool2d";
-  if (!average) d.outputs.push_back("window_index");  // with attribute window_index = 1
+  if (!average) {
+    d.inputs.push_back("x_affine?");     // with attribute prologue = 1
+    d.outputs.push_back("window_index");  // with attribute window_index = 1
+  }
   d.infer = [average](const Node& n, const Graph& g) {
     const auto& x = in_value(g, n, 0);
     expect_rank(x, 4, "input");
     if (average) expect_floor_mode(n.attrs);
+    const bool prologue = n.attrs.i("prologue", 0) != 0;
+    if (prologue != (n.inputs.size() == 2))
+      throw Error("attribute prologue needs exactly one more input, the input's affine");
+    if (prologue) expect_affine(in_value(g, n, 1), x.shape[3], "the input's affine");
     const Shape y = pool_output_shape(n.attrs, x.shape);
     std::vector<TypeInfo> out{{y, x.dtype}};
     if (!average && n.attrs.i("window_index", 0) != 0) {
@@ -58,6 +66,16 @@ void register_pool_ops() {
                                         n.name + ".backward")};
   };
   maxp.reduction = true;
+  // x_affine (attribute prologue = 1, defer_bn_apply after autodiff): x is a raw convolution
+  // output and the pooling's input was relu(x·scale + shift) of it (bn_apply), applied while
+  // the windows are read. The backward then reads the window index only.
+  maxp.decompose = [](Graph& g, const Node& n) {
+    Attrs a = n.attrs;
+    a.set("prologue", int64_t{0});
+    int x = n.inputs[0];
+    if (n.inputs.size() == 2) x = g.add_node1("bn_apply", {x, n.inputs[1]}, {}, n.name + ".prologue");
+    return g.add_node("maxpool2d", {x}, a, n.name + ".plain");
+  };
   ir::OpRegistry::add(maxp);
 
   ir::OpDef avgp = window_pool("avgpool2d", "mean over sliding windows");

@@ -13,8 +13,11 @@
 //             └──► bn_relu_backward_i                                └──────────────► bn_relu_backward_i
 //
 // Neither y nor its mask is written or kept for the backward: the memory of one activation
-// per fused pair. Every cbr whose y has another reader (a pooling, a shortcut, a plain
-// convolution, a graph output) keeps it and is recorded with the reason.
+// per fused pair. A max pooling that keeps its window index (ResNet's stem, the end of every
+// VGG stage) is such a reader too: it pools relu(x·scale + shift) while reading its windows,
+// and its backward reads the index, not its input, so y is neither written nor read. Every
+// cbr whose y has another reader (an average pooling, a shortcut, a plain convolution, a
+// graph output) keeps it and is recorded with the reason.
 //
 // A block end with a projection shortcut (the dual pattern) is the same idea on the residual:
 //
@@ -36,6 +39,10 @@ constexpr const char* kPattern = "bn-apply-prologue";
 
 bool is_fused_forward(const std::string& op) { return op == "cbr" || op == "cbar" || op == "conv_bn_stats"; }
 
+// A training max pooling that keeps a window index (save_maxpool_index, which runs first): its
+// backward does not read its input, so the input may be read through the affine instead.
+bool pools_by_index(const ir::Node& n) { return n.op == "maxpool2d" && n.attrs.i("window_index", 0) != 0; }
+
 struct Readers {
   int consumer = -1;               // the fused forward reading y as its x
   std::vector<int> wgrads;         // weight gradients reading y as their x
@@ -54,8 +61,8 @@ std::string classify(const ir::Graph& g, const std::vector<std::vector<int>>& us
   for (int u : users[y]) {
     const ir::Node& n = g.node(u);
     const bool only_at = std::count(n.inputs.begin(), n.inputs.end(), y) == 1 && n.inputs[0] == y;  // as input 0
-    if (is_fused_forward(n.op) && only_at && !ops::has_prologue(n)) {
-      if (r.consumer >= 0) return "its output is the input of two convolutions";
+    if ((is_fused_forward(n.op) || pools_by_index(n)) && only_at && !ops::has_prologue(n)) {
+      if (r.consumer >= 0) return "its output is the input of two convolutions or poolings";
       r.consumer = u;
     } else if (n.op == "conv2d_backward_weight" && only_at && n.inputs.size() == 2) {
       r.wgrads.push_back(u);
@@ -71,7 +78,7 @@ std::string classify(const ir::Graph& g, const std::vector<std::vector<int>>& us
       if (n.op != "batchnorm_relu_backward" || n.inputs[0] != mask) return "its relu mask is also read by " + describe(g, u);
       r.mask_readers.push_back(u);
     }
-  if (r.consumer < 0) return "its output feeds no fused convolution";
+  if (r.consumer < 0) return "its output feeds no fused convolution or indexed max pooling";
   return "";
 }
 
@@ -81,8 +88,8 @@ std::string stats_node_name(const std::string& cbr_name) {
   return (ends ? cbr_name.substr(0, cbr_name.size() - suffix.size()) : cbr_name) + ".conv_bn_stats";
 }
 
-// Gives node `id` (a fused forward or a weight gradient reading y as input 0) the raw
-// convolution output and its affine.
+// Gives node `id` (a fused forward, a max pooling or a weight gradient reading y as input 0)
+// the raw convolution output and its affine.
 void read_through_prologue(ir::Graph& g, int id, int conv_out, int affine) {
   ir::Node& n = g.node(id);
   n.inputs[0] = conv_out;
@@ -177,6 +184,9 @@ void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
     }
     ir::Attrs attrs = cbr.attrs;
     attrs.set("relu_mask", int64_t{0});
+    // A pooling applies the affine in trident's own kernel, in f32: nothing needs it rounded to
+    // the f16 values cuDNN's prologue graphs read, so the pooled values equal the cbr's output.
+    if (pools_by_index(g.node(r.consumer))) attrs.set("exact_affine", int64_t{1});
     const std::vector<int> outs = g.add_node("conv_bn_stats", cbr.inputs, attrs, stats_node_name(cbr.name));
     const int stats = g.value(outs[0]).producer;
     const auto& cur = g.order();

@@ -81,15 +81,17 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     if (opt.optimizer) pm.add({"append_optimizer", append_optimizer, true});
     if (opt.world_size > 1) pm.add({"allreduce_gradients", allreduce_gradients, true});
     pm.add({"fold_gradient_sum", fold_gradient_sum, false, true});
-    if (opt.defers_bn_apply()) {
-      if (opt.backend != "cuda" && opt.backend != "cpu_ref")
-        throw Error("defer_bn_apply runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
-      pm.add({"defer_bn_apply", defer_bn_apply, false, true});
-    }
+    // The window index first: a pooling whose backward no longer reads its input may take
+    // the previous layer's batchnorm apply as its prologue.
     if (opt.saves_maxpool_index()) {
       if (opt.backend != "cuda" && opt.backend != "cpu_ref")
         throw Error("save_maxpool_index runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
       pm.add({"save_maxpool_index", save_maxpool_index, false, true});
+    }
+    if (opt.defers_bn_apply()) {
+      if (opt.backend != "cuda" && opt.backend != "cpu_ref")
+        throw Error("defer_bn_apply runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
+      pm.add({"defer_bn_apply", defer_bn_apply, false, true});
     }
   }
   pm.add({"dce", dead_code_elimination, false});

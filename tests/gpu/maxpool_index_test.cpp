@@ -1,7 +1,9 @@
 // The window index on the cuda backend (passes/save_maxpool_index.cpp): a network of
 // overlapping, padded, ceil_mode and tiling max poolings trains to the same bits with the
 // index as without it, in fp32, fp16 and bf16 (the index names the cell the backward's own
-// argmax would find, and the gather adds in the same order). Skipped without a GPU.
+// argmax would find, and the gather adds in the same order); and the same poolings applying
+// the previous layer's batchnorm themselves (defer_bn_apply's prologue) train as the layers
+// that write their output. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,11 +30,14 @@ ir::Graph pooling_network() {
   return g;
 }
 
-std::vector<std::vector<std::byte>> train(DType precision, bool index) {
+// `prologue`: whether the poolings apply the previous layer's batchnorm themselves
+// (defer_bn_apply, which needs the index); without it every cbr writes its output as before.
+std::vector<std::vector<std::byte>> train(DType precision, bool index, bool prologue = false) {
   passes::CompileOptions opt = runtime::default_compile_options(passes::Mode::Train);
   opt.backend = "cuda";
   opt.precision = precision;
   opt.maxpool_window_index = index ? 1 : 0;
+  opt.bn_apply_prologue = prologue ? 1 : 0;
   return test_support::train_deterministic_on_gpu(pooling_network(), opt, 3, 10);
 }
 
@@ -44,6 +49,17 @@ TEST_P(GpuMaxpoolIndex, TrainsToTheSameBitsAsTheBackwardThatReadsTheInput) {
   const auto plain = train(GetParam(), false);
   ASSERT_GT(indexed.size(), 10u);
   EXPECT_EQ(test_support::differing_tensors(indexed, plain), 0);
+}
+
+// The poolings reading the raw convolution outputs through the affine train to the same bits
+// as the cbr layers writing their outputs, in every precision: the pooling's affine stays f32
+// (attribute exact_affine), as the cbr's apply reads it.
+TEST_P(GpuMaxpoolIndex, PoolingsThatApplyTheBatchnormTrainToTheSameBitsAsTheLayersThatWriteTheirOutput) {
+  TRIDENT_REQUIRE_GPU();
+  const auto fused = train(GetParam(), true, true);
+  const auto plain = train(GetParam(), true, false);
+  ASSERT_GT(fused.size(), 10u);
+  EXPECT_EQ(test_support::differing_tensors(fused, plain), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, GpuMaxpoolIndex, ::testing::Values(DType::f32, DType::f16, DType::bf16),

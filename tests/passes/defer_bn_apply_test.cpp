@@ -1,5 +1,5 @@
 // defer_bn_apply, the cross-layer fusion of a cbr's batchnorm apply into the next
-// convolution, in three layers: structural (which layers of ResNet-50 and VGG16-BN hand on
+// convolution or indexed max pooling, in three layers: structural (which layers of ResNet-50 and VGG16-BN hand on
 // their affine, and what every reader of the vanished output reads instead), negative (an
 // output with another reader keeps it, with the reason; the oneDNN backend refuses the
 // forms it has no kernels for), numerical (each new form against its decomposition, and
@@ -82,15 +82,16 @@ TEST(DeferBnApply, ResNet50HandsOnTheAffineOfEveryBottleneckInnerLayer) {
   const Compiled c = cuda_training_graph("resnet50");
   const ir::Graph& g = c.graph;
   // conv1 and conv2 of the 16 bottlenecks; their readers are the 3×3 cbr and the last 1×1 cbar.
-  // And the 4 projection shortcuts, whose batchnorm the block end applies.
-  EXPECT_EQ(count_op(g, "conv_bn_stats"), 36);
+  // The stem, whose reader is the max pooling (it keeps a window index on the GPU). And the 4
+  // projection shortcuts, whose batchnorm the block end applies.
+  EXPECT_EQ(count_op(g, "conv_bn_stats"), 37);
   EXPECT_EQ(count_op(g, "batchnorm2d"), 0);
   size_t prologues = 0, shortcuts = 0;
   for (const auto& f : c.fusions) {
     prologues += f.pattern == "bn-apply-prologue";
     shortcuts += f.pattern == "shortcut-bn";
   }
-  EXPECT_EQ(prologues, 32u);
+  EXPECT_EQ(prologues, 33u);
   EXPECT_EQ(shortcuts, 4u);
   int dual = 0;
   for (int id : g.order()) dual += g.node(id).op == "cbar" && ops::has_residual_affine(g.node(id));
@@ -98,10 +99,13 @@ TEST(DeferBnApply, ResNet50HandsOnTheAffineOfEveryBottleneckInnerLayer) {
   EXPECT_EQ(with_prologue(g, "conv_bn_stats") + with_prologue(g, "cbr"), 16);
   EXPECT_EQ(with_prologue(g, "cbar"), 16);
   EXPECT_EQ(with_prologue(g, "conv2d_backward_weight"), 32);
-  EXPECT_EQ(affine_masked_backwards(g), 32);
-  // The stem's output feeds the max pooling, so it is kept.
-  ASSERT_EQ(c.rejections.size(), 1u);
-  EXPECT_NE(c.rejections[0].reason.find("maxpool"), std::string::npos) << c.rejections[0].reason;
+  EXPECT_EQ(with_prologue(g, "maxpool2d"), 1);
+  EXPECT_EQ(affine_masked_backwards(g), 33);
+  // Only the stem's affine, which the pooling reads in f32, is kept exact.
+  int exact = 0;
+  for (int id : g.order()) exact += g.node(id).op == "conv_bn_stats" && g.node(id).attrs.i("exact_affine", 0) == 1;
+  EXPECT_EQ(exact, 1);
+  EXPECT_TRUE(c.rejections.empty()) << c.rejections[0].node << ": " << c.rejections[0].reason;
   // A deferred layer writes no relu mask (its backward recomputes it).
   for (int id : g.order())
     if (g.node(id).op == "conv_bn_stats") {
@@ -120,11 +124,13 @@ TEST(DeferBnApply, Bf16KeepsTheOutputsAndStillAppliesTheShortcutsInTheBlockEnds)
   EXPECT_NE(c.rejections[0].reason.find("f16 only"), std::string::npos) << c.rejections[0].reason;
 }
 
-TEST(DeferBnApply, Vgg16BnDefersEveryLayerThatAConvolutionFollows) {
+TEST(DeferBnApply, Vgg16BnDefersEveryLayer) {
   const Compiled c = cuda_training_graph("vgg16_bn");
-  // 13 layers in 5 stages; the last layer of each stage feeds a pooling.
-  EXPECT_EQ(count_op(c.graph, "conv_bn_stats"), 8);
-  EXPECT_EQ(c.rejections.size(), 5u);
+  // 13 layers in 5 stages; the last layer of each stage feeds a max pooling, which applies the
+  // affine while it reads its windows.
+  EXPECT_EQ(count_op(c.graph, "conv_bn_stats"), 13);
+  EXPECT_EQ(with_prologue(c.graph, "maxpool2d"), 5);
+  EXPECT_TRUE(c.rejections.empty());
   for (int id : c.graph.order())
     if (c.graph.node(id).op == "conv_bn_stats") {
       EXPECT_GE(ops::CbrOperands::of(c.graph.node(id)).bias, 0) << "VGG's convolutions carry a bias";
@@ -214,6 +220,13 @@ TEST(DeferBnApply, EachNewFormEqualsItsDecomposition) {
       a.set("prologue", int64_t{1});
       expect_equals_decomposition(g, g.add_node("conv2d_backward_weight", {x, dy, g.add_input("x_affine", {2, 4})}, a, "wgrad"));
     }
+    {
+      SCOPED_TRACE("maxpool2d with prologue, keeping its window index");
+      ir::Graph g;
+      const ir::Attrs a{{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{1, 1}},
+                        {"window_index", int64_t{1}}, {"prologue", int64_t{1}}};
+      expect_equals_decomposition(g, g.add_node("maxpool2d", {g.add_input("x", y_shape, d), g.add_input("x_affine", {2, 16})}, a, "pool"));
+    }
     for (bool two : {false, true}) {
       SCOPED_TRACE(std::string("batchnorm_relu_backward with the affine as its mask") + (two ? ", two gradients" : ""));
       ir::Graph g;
@@ -256,5 +269,30 @@ TEST(DeferBnApply, ChainsOfDeferredLayersWithBiasTrainBitForBit) {
   auto plain = compile_cpu_ref(g, false);
   EXPECT_EQ(count_op(deferred->graph(), "conv_bn_stats"), 2);
   EXPECT_EQ(with_prologue(deferred->graph(), "conv_bn_stats"), 1);
+  test_support::expect_bitwise_same_steps(*deferred, *plain, 2, 10);
+}
+
+TEST(DeferBnApply, AStemWhoseMaxPoolingAppliesItsBatchnormTrainsBitForBit) {
+  // cbr → max pooling (window index) → cbr → max pooling: both poolings read the raw
+  // convolution outputs through the affine, and the backwards recompute the relu masks.
+  ir::Graph g;
+  {
+    frontend::Builder b(g);
+    int x = b.input("images", {2, 17, 17, 3});
+    x = b.maxpool(b.cbr(x, 8, 3, 1, 1, "stem"), 3, 2, 1, "stem_pool");
+    x = b.maxpool(b.cbr(x, 16, 3, 1, 1, "mid"), 2, 2, 0, "mid_pool");
+    g.mark_output(b.linear(b.flatten(x, "flat"), 10, true, "fc"));
+  }
+  auto with_index = [&](bool defer) {
+    passes::CompileOptions opt;
+    opt.mode = passes::Mode::Train;
+    opt.bn_apply_prologue = defer ? 1 : 0;
+    opt.maxpool_window_index = 1;
+    return runtime::Executable::compile(g, opt);
+  };
+  auto deferred = with_index(true);
+  auto plain = with_index(false);
+  EXPECT_EQ(with_prologue(deferred->graph(), "maxpool2d"), 2);
+  EXPECT_EQ(count_op(deferred->graph(), "relu_mask"), 0);
   test_support::expect_bitwise_same_steps(*deferred, *plain, 2, 10);
 }

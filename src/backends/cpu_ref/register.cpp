@@ -23,7 +23,6 @@ void register_cpu_ref_kernels() {
       {"fill", cpu_ref::fill},
       {"flatten", cpu_ref::view_copy},
       {"reshape", cpu_ref::view_copy},
-      {"maxpool2d", cpu_ref::maxpool2d},
       {"maxpool2d_backward", cpu_ref::maxpool2d_backward},
       {"maxpool2d_index_backward", cpu_ref::maxpool2d_index_backward},
       {"avgpool2d", cpu_ref::avgpool2d},
@@ -58,12 +57,16 @@ void register_cpu_ref_kernels() {
   KernelRegistry::add("cpu_ref", "batchnorm_affine", cpu_ref::make_batchnorm_affine);
   for (const char* fused : {"cbr", "cbar", "conv_bn_stats", "bn_relu", "batchnorm_relu_backward", "elementwise", "conv2d_epilogue"})
     KernelRegistry::add("cpu_ref", fused, cpu_ref::make_decomposed);
-  // The weight gradient is a plain op unless its input comes through a prologue (prologue = 1).
-  KernelRegistry::add("cpu_ref", "conv2d_backward_weight",
-                      [](const ir::Node& n, const ir::Graph& g, BackendContext& ctx) -> std::unique_ptr<Kernel> {
-                        if (n.attrs.i("prologue", 0)) return cpu_ref::make_decomposed(n, g, ctx);
-                        return make_fn_kernel(cpu_ref::conv2d_backward_weight);
-                      });
+  // The weight gradient and max pooling are plain ops unless their input comes through a
+  // prologue (prologue = 1, defer_bn_apply).
+  auto plain_unless_prologue = [](KernelFn plain) {
+    return [plain](const ir::Node& n, const ir::Graph& g, BackendContext& ctx) -> std::unique_ptr<Kernel> {
+      if (n.attrs.i("prologue", 0)) return cpu_ref::make_decomposed(n, g, ctx);
+      return make_fn_kernel(plain);
+    };
+  };
+  KernelRegistry::add("cpu_ref", "conv2d_backward_weight", plain_unless_prologue(cpu_ref::conv2d_backward_weight));
+  KernelRegistry::add("cpu_ref", "maxpool2d", plain_unless_prologue(cpu_ref::maxpool2d));
 }
 
 }  // namespace trident

@@ -50,6 +50,9 @@ class CbrKernel final : public Kernel, public ReportsPath {
     const size_t base_inputs =
         (cbar_ ? 7 : 6) + (operands_.x_affine >= 0 ? 1 : 0) + (operands_.residual_affine >= 0 ? 1 : 0);
     bit_mask_ = node.attrs.i("relu_mask", 0) != 0;
+    // exact_affine (defer_bn_apply, for a max pooling's prologue): every reader of the affine is
+    // one of trident's kernels, which take f32, so it is not rounded to f16 values for cuDNN.
+    round_affine_ = stats_only_ && node.attrs.i("exact_affine", 0) == 0;
     outputs_ = bit_mask_ ? 7 : 6;
     expect_arity(node, base_inputs, base_inputs + 1, outputs_, outputs_);
     // A cancelled bias (ops/cbr_operands.h) is not added by the convolution; the finalize
@@ -309,7 +312,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     f.running_var_out = {a.out[kRunningVarOut].data, out_types_[kRunningVarOut]};
     f.scale = stats_only_ ? static_cast<float*>(a.out[kAffine].data) : at_offset<float>(ws, scale_offset_);
     f.shift = stats_only_ ? f.scale + K : at_offset<float>(ws, shift_offset_);
-    f.affine_in_f16 = stats_only_ && io_ == device::ElemType::f16;
+    f.affine_in_f16 = round_affine_ && io_ == device::ElemType::f16;
     if (cancelled_bias_) f.cancelled_bias = {a.in[operands_.bias].data, bias_type_};
     device::launch_bn_finalize(f, ctx_->stream());
     if (stats_only_) return;
@@ -336,6 +339,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
 
   CudaContext* ctx_;
   bool cbar_ = false, stats_only_ = false, has_bias_ = false, cancelled_bias_ = false, bit_mask_ = false;
+  bool round_affine_ = false;
   device::ElemType bias_type_ = device::ElemType::f32;
   ops::CbrOperands operands_;
   size_t outputs_ = 6;

@@ -41,24 +41,33 @@ void expect_window_index(const ir::Node& node, const ir::Value& index, const Sha
     fail(node, "the window index must be i32 " + shape_str(window_index_shape(numel(pooled))));
 }
 
-// maxpool2d / avgpool2d: x → y (and maxpool2d's window index where attribute window_index asks).
+// maxpool2d / avgpool2d: x → y (and maxpool2d's window index where attribute window_index asks;
+// with attribute prologue, maxpool2d pools relu(x·scale + shift) from its second input, the
+// affine defer_bn_apply hands it, so the activated tensor is never written).
 template <Pool Kind>
 class PoolForward final : public Kernel {
  public:
   PoolForward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
-    expect_arity(node, 1, 1, 1, Kind == Pool::max ? 2 : 1);
+    expect_arity(node, 1, Kind == Pool::max ? 2 : 1, 1, Kind == Pool::max ? 2 : 1);
     const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
     type_ = elem_of(node, x, "input");
     expect_dtype(node, y, x.dtype, "output");
     geom_ = pool_geometry(node, x.shape, y.shape);
     index_ = node.outputs.size() > 1;
     if (index_) expect_window_index(node, output_value(node, g, 1), y.shape);
+    prologue_ = node.inputs.size() > 1;
+    if (prologue_) {
+      const ir::Value& affine = input_value(node, g, 1);
+      if (affine.dtype != DType::f32 || affine.shape != Shape{2, x.shape[3]})
+        fail(node, "the prologue's affine must be f32 [2," + std::to_string(x.shape[3]) + "]");
+    }
   }
 
   void run(const KernelArgs& a) override {
     if constexpr (Kind == Pool::max)
-      device::launch_maxpool_forward(type_, geom_, a.in[0].data, a.out[0].data, index_ ? a.out[1].data : nullptr,
-                                     ctx_.stream());
+      device::launch_maxpool_forward(type_, geom_, a.in[0].data,
+                                     prologue_ ? static_cast<const float*>(a.in[1].data) : nullptr, a.out[0].data,
+                                     index_ ? a.out[1].data : nullptr, ctx_.stream());
     else device::launch_avgpool_forward(type_, geom_, a.in[0].data, a.out[0].data, ctx_.stream());
   }
 
@@ -66,7 +75,7 @@ class PoolForward final : public Kernel {
   CudaContext& ctx_;
   ElemType type_ = ElemType::f32;
   PoolGeometry geom_;
-  bool index_ = false;
+  bool index_ = false, prologue_ = false;
 };
 
 // maxpool2d_index_backward: window index, dy → dx, gathering without reading x.

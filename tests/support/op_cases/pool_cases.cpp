@@ -53,6 +53,23 @@ OpCase window_index_case(const std::string& name, const Shape& xs, const Attrs& 
   }, Fill::SmallInts);
 }
 
+// The same pair reading a raw convolution output through the previous layer's affine
+// (defer_bn_apply's prologue): y, the index and dx against cpu_ref's bn_apply + maxpool2d.
+OpCase prologue_case(const std::string& name, const Shape& xs, const Attrs& geom) {
+  const Shape ys = inferred_shape("maxpool2d", {xs}, geom);
+  Attrs forward = geom, backward = geom;
+  forward.set("window_index", int64_t{1});
+  forward.set("prologue", int64_t{1});
+  backward.set("input_shape", xs);
+  return per_element_case("maxpool2d_prologue_" + name, [=](DType d) {
+    ir::Graph g;
+    const std::vector<int> f =
+        g.add_node("maxpool2d", {g.add_input("x", xs, d), g.add_input("x_affine", {2, xs[3]})}, forward, "maxpool");
+    g.add_node1("maxpool2d_index_backward", {f[1], g.add_input("dy", ys, d)}, backward, "maxpool.backward");
+    return g;
+  }, Fill::SmallInts);
+}
+
 }  // namespace
 
 void add_pool_cases(std::vector<OpCase>& cases) {
@@ -66,12 +83,16 @@ void add_pool_cases(std::vector<OpCase>& cases) {
   const Named odd[] = {
       {"K3S2P1", {2, 9, 9, 5}, {3, 3}, {2, 2}, {1, 1}},       {"K2S2", {2, 8, 8, 3}, {2, 2}, {2, 2}, {0, 0}},
       {"K3S1P1", {1, 7, 6, 4}, {3, 3}, {1, 1}, {1, 1}},       {"K2S2OddFloor", {2, 7, 7, 4}, {2, 2}, {2, 2}, {0, 0}},
-      {"K3S2P1Even", {3, 8, 10, 16}, {3, 3}, {2, 2}, {1, 1}}, {"K2x3Mixed", {2, 9, 8, 6}, {2, 3}, {1, 2}, {1, 1}}};
+      {"K3S2P1Even", {3, 8, 10, 16}, {3, 3}, {2, 2}, {1, 1}}, {"K2x3Mixed", {2, 9, 8, 6}, {2, 3}, {1, 2}, {1, 1}},
+      // 16-byte channel vectors in f16 and odd sizes: the GPU's blocked stride-2 gather, whose
+      // last row and column of 2×2 blocks hold one cell
+      {"K3S2P1OddC8", {2, 9, 11, 8}, {3, 3}, {2, 2}, {1, 1}}, {"K2S2P1OddC8", {1, 7, 9, 8}, {2, 2}, {2, 2}, {1, 1}}};
   // ceil_mode: windows that overhang the bottom and right edges, and one (K2S2P1) whose last
   // window would start in the right padding and so does not count.
   const Named ceil[] = {{"K3S2Ceil", {2, 8, 8, 4}, {3, 3}, {2, 2}, {0, 0}},
                         {"K3S2P1Ceil", {2, 10, 10, 4}, {3, 3}, {2, 2}, {1, 1}},
-                        {"K2S2P1Ceil", {1, 5, 5, 3}, {2, 2}, {2, 2}, {1, 1}}};
+                        {"K2S2P1Ceil", {1, 5, 5, 3}, {2, 2}, {2, 2}, {1, 1}},
+                        {"K3S2CeilC8", {1, 9, 7, 8}, {3, 3}, {2, 2}, {0, 0}}};
   for (const Named& n : ceil) {
     const Shape xs = n.x;
     const Attrs geom{{"kernel", n.kernel}, {"stride", n.stride}, {"padding", n.pad}, {"ceil_mode", int64_t{1}}};
@@ -106,6 +127,7 @@ void add_pool_cases(std::vector<OpCase>& cases) {
       return g;
     });
     cases.push_back(window_index_case(n.name, xs, geom));
+    cases.push_back(prologue_case(n.name, xs, geom));
     for (int64_t include : {1, 0}) {
       Attrs a = geom;
       a.set("count_include_pad", include);

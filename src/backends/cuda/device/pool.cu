@@ -67,16 +67,27 @@ __device__ __forceinline__ void covering(int64_t h, int64_t pad, int64_t extent,
   if (hi > outputs - 1) hi = outputs - 1;
 }
 
+// relu(x·scale + shift) of channel c, rounded to T as bn_apply stores it (defer_bn_apply's
+// prologue, affine = [2, C] f32: scale, then shift), or x itself without an affine.
+template <class T>
+__device__ __forceinline__ float pooled_value(T x, const float* __restrict__ affine, int64_t C, int64_t c) {
+  float v = to_float(x);
+  if (!affine) return v;
+  v = __fadd_rn(__fmul_rn(v, affine[c]), affine[C + c]);
+  return to_float(from_float<T>(v > 0.f ? v : 0.f));
+}
+
 // The first row-major in-bounds cell holding the window's maximum for channel c (strict >),
 // as h·W + w; -1 for an empty window. `xn` is sample n's [H,W,C] block.
 template <class T>
-__device__ int64_t window_argmax(const T* xn, const PoolGeometry& g, const Window& win, int64_t c, float& best) {
+__device__ int64_t window_argmax(const T* xn, const float* affine, const PoolGeometry& g, const Window& win, int64_t c,
+                                 float& best) {
   if (win.cells() == 0) return -1;
   int64_t at = win.h0 * g.W + win.w0;
-  best = to_float(xn[at * g.C + c]);
+  best = pooled_value(xn[at * g.C + c], affine, g.C, c);
   for (int64_t h = win.h0; h < win.h1; ++h)
     for (int64_t w = win.w0; w < win.w1; ++w) {
-      const float v = to_float(xn[(h * g.W + w) * g.C + c]);
+      const float v = pooled_value(xn[(h * g.W + w) * g.C + c], affine, g.C, c);
       if (v > best) {
         best = v;
         at = h * g.W + w;
@@ -99,13 +110,13 @@ __device__ __forceinline__ I window_cell(const PoolGeometry& g, int64_t p, int64
 
 // y and/or the window index of each output element (scalar path); either may be null.
 template <class T, class I>
-__global__ void maxpool_forward_kernel(PoolGeometry g, const T* __restrict__ x, T* __restrict__ y,
-                                       I* __restrict__ index) {
+__global__ void maxpool_forward_kernel(PoolGeometry g, const T* __restrict__ x, const float* __restrict__ affine,
+                                       T* __restrict__ y, I* __restrict__ index) {
   const int64_t total = g.N * g.P * g.Q * g.C;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const Position o = unflatten(i, g.P, g.Q, g.C);
     float best = 0.f;
-    const int64_t at = window_argmax(x + o.n * g.H * g.W * g.C, g, window_at(g, o.row, o.col), o.c, best);
+    const int64_t at = window_argmax(x + o.n * g.H * g.W * g.C, affine, g, window_at(g, o.row, o.col), o.c, best);
     if (y) y[i] = from_float<T>(best);  // an empty window gives 0, as in the reference
     if (index)
       index[i] = at < 0 ? kEmpty<I> : window_cell<I>(g, o.row, o.col, at / g.W, at % g.W);
@@ -319,10 +330,11 @@ __device__ __forceinline__ SpatialGroup unflatten_group(int64_t i, int64_t rows,
   return {p.n, p.row, p.col, p.c};
 }
 
-// y and/or the window index (either may be null) over 16-byte channel vectors.
+// y and/or the window index (either may be null) over 16-byte channel vectors; with an affine,
+// of relu(x·scale + shift) as bn_apply would have stored it.
 template <class T, class I>
-__global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, T* __restrict__ y,
-                                   I* __restrict__ index) {
+__global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, const float* __restrict__ affine,
+                                   T* __restrict__ y, I* __restrict__ index) {
   constexpr int N = Vec16<T>::kN;
   const int64_t groups = g.C / N, total = g.N * g.P * g.Q * groups;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
@@ -340,7 +352,7 @@ __global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, T* _
       const I first = window_cell<I>(g, o.row, o.col, win.h0, win.w0);
       const Vec16<T> v0 = *reinterpret_cast<const Vec16<T>*>(xn + (win.h0 * g.W + win.w0) * g.C);
       for (int j = 0; j < N; ++j) {
-        best[j] = to_float(v0.v[j]);
+        best[j] = pooled_value(v0.v[j], affine, g.C, o.group * N + j);
         at[j] = first;
       }
       for (int64_t h = win.h0; h < win.h1; ++h)
@@ -348,7 +360,7 @@ __global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, T* _
           const I cell = window_cell<I>(g, o.row, o.col, h, w);
           const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xn + (h * g.W + w) * g.C);
           for (int j = 0; j < N; ++j) {
-            const float f = to_float(v.v[j]);
+            const float f = pooled_value(v.v[j], affine, g.C, o.group * N + j);
             if (f > best[j]) {
               best[j] = f;
               at[j] = cell;
@@ -394,6 +406,60 @@ __global__ void maxpool_backward_vec_kernel(PoolGeometry g, const I* __restrict_
     Vec16<T> r;
     for (int j = 0; j < N; ++j) r.v[j] = from_float<T>(acc[j]);
     *reinterpret_cast<Vec16<T>*>(dx + i * N) = r;
+  }
+}
+
+// Stride-2 windows that reach at most two outputs per axis from any 2×2 block of input cells
+// (ResNet's 3×3, stride 2, pad 1 stem pooling; VGG's 2×2 windows reach one): one thread per
+// block and channel vector loads the windows' index and dy once and writes the block's four dx
+// vectors, instead of each cell reloading the windows it shares with its neighbours. Sums in
+// the same (p, q) order.
+template <class T, class I>
+__global__ void maxpool_backward_blocked_kernel(PoolGeometry g, int64_t first_p, int64_t first_q, int reach_p,
+                                                int reach_q, const I* __restrict__ index, const T* __restrict__ dy,
+                                                T* __restrict__ dx) {
+  constexpr int N = Vec16<T>::kN;
+  const int64_t groups = g.C / N, block_rows = (g.H + 1) / 2, block_cols = (g.W + 1) / 2;
+  const int64_t total = g.N * block_rows * block_cols * groups;
+  for (int64_t i = grid_start(); i < total; i += grid_stride()) {
+    const SpatialGroup b = unflatten_group(i, block_rows, block_cols, groups);
+    IndexPack<I, N> at[2][2];
+    Vec16<T> d[2][2];
+    bool valid[2][2];
+    const int64_t p0 = b.row + first_p, q0 = b.col + first_q;
+    for (int u = 0; u < 2; ++u)
+      for (int v = 0; v < 2; ++v) {
+        const int64_t p = p0 + u, q = q0 + v;
+        valid[u][v] = u < reach_p && v < reach_q && p >= 0 && p < g.P && q >= 0 && q < g.Q;
+        if (!valid[u][v]) continue;
+        const int64_t o = ((b.n * g.P + p) * g.Q + q) * g.C + b.group * N;
+        at[u][v] = *reinterpret_cast<const IndexPack<I, N>*>(index + o);
+        d[u][v] = *reinterpret_cast<const Vec16<T>*>(dy + o);
+      }
+    for (int a = 0; a < 2; ++a) {
+      const int64_t h = 2 * b.row + a;
+      if (h >= g.H) break;
+      for (int c = 0; c < 2; ++c) {
+        const int64_t w = 2 * b.col + c;
+        if (w >= g.W) break;
+        float acc[N];
+        for (int j = 0; j < N; ++j) acc[j] = 0.f;
+        for (int u = 0; u < 2; ++u) {
+          const int64_t top = (p0 + u) * 2 - g.pad_h;
+          if (u >= reach_p || h < top || h >= top + g.R) continue;
+          for (int v = 0; v < 2; ++v) {
+            const int64_t left = (q0 + v) * 2 - g.pad_w;
+            if (!valid[u][v] || w < left || w >= left + g.S) continue;
+            const I cell = static_cast<I>((h - top) * g.S + (w - left));
+            for (int j = 0; j < N; ++j)
+              if (at[u][v].v[j] == cell) acc[j] = __fadd_rn(acc[j], to_float(d[u][v].v[j]));
+          }
+        }
+        Vec16<T> r;
+        for (int j = 0; j < N; ++j) r.v[j] = from_float<T>(acc[j]);
+        *reinterpret_cast<Vec16<T>*>(dx + ((b.n * g.H + h) * g.W + w) * g.C + b.group * N) = r;
+      }
+    }
   }
 }
 
@@ -455,8 +521,8 @@ bool vector_pooling(const PoolGeometry& g, std::initializer_list<const void*> po
 
 }  // namespace
 
-void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, void* window_index,
-                            cudaStream_t stream) {
+void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, const float* affine, void* y,
+                            void* window_index, cudaStream_t stream) {
   const int64_t total = g.N * g.P * g.Q * g.C;
   if (total <= 0) return;
   auto* index = static_cast<unsigned char*>(window_index);
@@ -464,11 +530,11 @@ void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, vo
     using T = decltype(tag);
     if (vector_pooling<T>(g, {x, y, index})) {
       maxpool_vec_kernel<T, unsigned char><<<grid_for(total / Vec16<T>::kN), kThreads, 0, stream>>>(
-          g, static_cast<const T*>(x), static_cast<T*>(y), index);
+          g, static_cast<const T*>(x), affine, static_cast<T*>(y), index);
       return;
     }
-    maxpool_forward_kernel<T, unsigned char>
-        <<<grid_for(total), kThreads, 0, stream>>>(g, static_cast<const T*>(x), static_cast<T*>(y), index);
+    maxpool_forward_kernel<T, unsigned char><<<grid_for(total), kThreads, 0, stream>>>(
+        g, static_cast<const T*>(x), affine, static_cast<T*>(y), index);
   });
   check_launch("maxpool_forward_kernel");
 }
@@ -481,16 +547,34 @@ void launch_window_index(const PoolGeometry& g, const T* x, I* index, cudaStream
   const int64_t windows = g.N * g.P * g.Q * g.C;
   if (windows <= 0) return;
   if (vector_pooling<T>(g, {x, index}))
-    maxpool_vec_kernel<T, I><<<grid_for(windows / Vec16<T>::kN), kThreads, 0, stream>>>(g, x, nullptr, index);
+    maxpool_vec_kernel<T, I><<<grid_for(windows / Vec16<T>::kN), kThreads, 0, stream>>>(g, x, nullptr, nullptr, index);
   else
-    maxpool_forward_kernel<T, I><<<grid_for(windows), kThreads, 0, stream>>>(g, x, nullptr, index);
+    maxpool_forward_kernel<T, I><<<grid_for(windows), kThreads, 0, stream>>>(g, x, nullptr, nullptr, index);
+}
+
+// The first output row (or column) whose stride-2 window reaches input block b (cells 2b and
+// 2b + 1) is b + first_output(pad, extent): ceil((pad − extent + 1) / 2), for either sign.
+int64_t first_output(int64_t pad, int64_t extent) {
+  const int64_t n = pad - extent + 1;
+  return n >= 0 ? (n + 1) / 2 : -((-n) / 2);
+}
+// Outputs reaching block b: [b + first_output, b + (1 + pad) / 2]; the kernel holds two per axis.
+int64_t reach(int64_t pad, int64_t extent) { return (1 + pad) / 2 - first_output(pad, extent) + 1; }
+bool blocked_gather(const PoolGeometry& g) {
+  if (g.stride_h != 2 || g.stride_w != 2 || g.pad_h < 0 || g.pad_w < 0) return false;
+  return reach(g.pad_h, g.R) <= 2 && reach(g.pad_w, g.S) <= 2;
 }
 
 // The gather: every dx element sums the dy of the windows whose index names it.
 template <class T, class I>
 void launch_index_gather(const PoolGeometry& g, const I* index, const T* dy, T* dx, cudaStream_t stream) {
   const int64_t total = g.N * g.H * g.W * g.C;
-  if (vector_pooling<T>(g, {index, dy, dx}))
+  if (vector_pooling<T>(g, {index, dy, dx}) && blocked_gather(g)) {
+    const int64_t blocks = g.N * ((g.H + 1) / 2) * ((g.W + 1) / 2) * (g.C / Vec16<T>::kN);
+    maxpool_backward_blocked_kernel<T, I><<<grid_for(blocks), kThreads, 0, stream>>>(
+        g, first_output(g.pad_h, g.R), first_output(g.pad_w, g.S), static_cast<int>(reach(g.pad_h, g.R)),
+        static_cast<int>(reach(g.pad_w, g.S)), index, dy, dx);
+  } else if (vector_pooling<T>(g, {index, dy, dx}))
     maxpool_backward_vec_kernel<T, I><<<grid_for(total / Vec16<T>::kN), kThreads, 0, stream>>>(g, index, dy, dx);
   else
     maxpool_backward_kernel<T, I><<<grid_for(total), kThreads, 0, stream>>>(g, index, dy, dx);

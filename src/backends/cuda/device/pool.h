@@ -18,9 +18,10 @@ struct PoolGeometry {
 };
 
 // y and, where window_index is not null, the forward's window index (core/window_index.h:
-// one byte per element of y) for maxpool2d_index_backward.
-void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, void* y, void* window_index,
-                            cudaStream_t stream);
+// one byte per element of y) for maxpool2d_index_backward. With an affine ([2, C] f32, a
+// defer_bn_apply prologue), the pooling is of relu(x·scale + shift), rounded as bn_apply rounds.
+void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, const float* affine, void* y,
+                            void* window_index, cudaStream_t stream);
 // dy goes to the first row-major maximum of its window, as in the reference backend. Windows
 // that tile the input exactly (VGG's 2×2, stride 2) take one pass over x, dy and dx; others two:
 // each window's index into `scratch` (one byte per window, two for windows of more than 255
