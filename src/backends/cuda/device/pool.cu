@@ -331,42 +331,56 @@ __device__ __forceinline__ SpatialGroup unflatten_group(int64_t i, int64_t rows,
 }
 
 // y and/or the window index (either may be null) over 16-byte channel vectors; with an affine,
-// of relu(x·scale + shift) as bn_apply would have stored it.
-template <class T, class I>
+// of relu(x·scale + shift) as bn_apply would have stored it (the thread's scale and shift held
+// in registers). KR × KS > 0: the window's extents at compile time (3×3, 2×2), so the loops
+// unroll and the window's loads are in flight together; 0 × 0: read from g.
+template <class T, class I, int KR, int KS>
 __global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, const float* __restrict__ affine,
                                    T* __restrict__ y, I* __restrict__ index) {
   constexpr int N = Vec16<T>::kN;
   const int64_t groups = g.C / N, total = g.N * g.P * g.Q * groups;
+  const int R = KR > 0 ? KR : static_cast<int>(g.R), S = KS > 0 ? KS : static_cast<int>(g.S);
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const SpatialGroup o = unflatten_group(i, g.P, g.Q, groups);
-    const Window win = window_at(g, o.row, o.col);
-    const T* xn = x + o.n * g.H * g.W * g.C + o.group * N;
+    const int64_t c0 = o.group * N;
+    float scale[N], shift[N];
+    if (affine)
+      for (int j = 0; j < N; ++j) {
+        scale[j] = affine[c0 + j];
+        shift[j] = affine[g.C + c0 + j];
+      }
+    const T* xn = x + o.n * g.H * g.W * g.C + c0;
+    const int64_t top = o.row * g.stride_h - g.pad_h, left = o.col * g.stride_w - g.pad_w;
     float best[N];
     I at[N];
-    if (win.cells() == 0) {
-      for (int j = 0; j < N; ++j) {
-        best[j] = 0.f;  // an empty window gives 0, as in the reference
-        at[j] = kEmpty<I>;
-      }
-    } else {
-      const I first = window_cell<I>(g, o.row, o.col, win.h0, win.w0);
-      const Vec16<T> v0 = *reinterpret_cast<const Vec16<T>*>(xn + (win.h0 * g.W + win.w0) * g.C);
-      for (int j = 0; j < N; ++j) {
-        best[j] = pooled_value(v0.v[j], affine, g.C, o.group * N + j);
-        at[j] = first;
-      }
-      for (int64_t h = win.h0; h < win.h1; ++h)
-        for (int64_t w = win.w0; w < win.w1; ++w) {
-          const I cell = window_cell<I>(g, o.row, o.col, h, w);
-          const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xn + (h * g.W + w) * g.C);
-          for (int j = 0; j < N; ++j) {
-            const float f = pooled_value(v.v[j], affine, g.C, o.group * N + j);
-            if (f > best[j]) {
-              best[j] = f;
-              at[j] = cell;
-            }
+    for (int j = 0; j < N; ++j) {
+      best[j] = 0.f;  // an empty window gives 0, as in the reference
+      at[j] = kEmpty<I>;
+    }
+    bool found = false;  // the first in-bounds cell, row-major, starts the maximum
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t h = top + r;
+      if (h < 0 || h >= g.H) continue;
+#pragma unroll
+      for (int q = 0; q < S; ++q) {
+        const int64_t w = left + q;
+        if (w < 0 || w >= g.W) continue;
+        const I cell = static_cast<I>(r * S + q);
+        const Vec16<T> v = *reinterpret_cast<const Vec16<T>*>(xn + (h * g.W + w) * g.C);
+        for (int j = 0; j < N; ++j) {
+          float f = to_float(v.v[j]);
+          if (affine) {
+            f = __fadd_rn(__fmul_rn(f, scale[j]), shift[j]);
+            f = to_float(from_float<T>(f > 0.f ? f : 0.f));
+          }
+          if (!found || f > best[j]) {
+            best[j] = f;
+            at[j] = cell;
           }
         }
+        found = true;
+      }
     }
     const int64_t out = i * N;  // ((n·P + p)·Q + q)·C + group·N
     if (y) {
@@ -380,6 +394,18 @@ __global__ void maxpool_vec_kernel(PoolGeometry g, const T* __restrict__ x, cons
       *reinterpret_cast<IndexPack<I, N>*>(index + out) = r;
     }
   }
+}
+
+// The vector forward with the window's extents fixed where they are 3×3 or 2×2.
+template <class T, class I>
+void launch_maxpool_vec(const PoolGeometry& g, const T* x, const float* affine, T* y, I* index, cudaStream_t stream) {
+  const unsigned blocks = grid_for(g.N * g.P * g.Q * g.C / Vec16<T>::kN);
+  if (g.R == 3 && g.S == 3)
+    maxpool_vec_kernel<T, I, 3, 3><<<blocks, kThreads, 0, stream>>>(g, x, affine, y, index);
+  else if (g.R == 2 && g.S == 2)
+    maxpool_vec_kernel<T, I, 2, 2><<<blocks, kThreads, 0, stream>>>(g, x, affine, y, index);
+  else
+    maxpool_vec_kernel<T, I, 0, 0><<<blocks, kThreads, 0, stream>>>(g, x, affine, y, index);
 }
 
 template <class T, class I>
@@ -529,8 +555,7 @@ void launch_maxpool_forward(ElemType t, const PoolGeometry& g, const void* x, co
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
     if (vector_pooling<T>(g, {x, y, index})) {
-      maxpool_vec_kernel<T, unsigned char><<<grid_for(total / Vec16<T>::kN), kThreads, 0, stream>>>(
-          g, static_cast<const T*>(x), affine, static_cast<T*>(y), index);
+      launch_maxpool_vec<T, unsigned char>(g, static_cast<const T*>(x), affine, static_cast<T*>(y), index, stream);
       return;
     }
     maxpool_forward_kernel<T, unsigned char><<<grid_for(total), kThreads, 0, stream>>>(
@@ -547,7 +572,7 @@ void launch_window_index(const PoolGeometry& g, const T* x, I* index, cudaStream
   const int64_t windows = g.N * g.P * g.Q * g.C;
   if (windows <= 0) return;
   if (vector_pooling<T>(g, {x, index}))
-    maxpool_vec_kernel<T, I><<<grid_for(windows / Vec16<T>::kN), kThreads, 0, stream>>>(g, x, nullptr, nullptr, index);
+    launch_maxpool_vec<T, I>(g, x, nullptr, nullptr, index, stream);
   else
     maxpool_forward_kernel<T, I><<<grid_for(windows), kThreads, 0, stream>>>(g, x, nullptr, nullptr, index);
 }
