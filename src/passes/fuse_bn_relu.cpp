@@ -93,9 +93,7 @@ void fuse_bn_relu(ir::Graph& g, PassContext& ctx) {
     }
     if (!ctx.options.fuses_bn_relu()) {
       ctx.rejections.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, bn.name,
-                                "bn_relu stays unfused on the '" + ctx.options.backend +
-                                    "' backend until its kernel has passed the GPU tests (bn_relu_fusion = 1 "
-                                    "fuses it)"});
+                                "the bn_relu fusion is turned off (bn_relu_fusion = 0)"});
       continue;
     }
     const ir::Node relu = g.node(c.relu);

@@ -75,11 +75,10 @@ struct CompileOptions {
   // kernels).
   int maxpool_window_index = -1;
   // Both modes: batchnorm → relu pairs the conv fusions leave (pre-activation blocks) become
-  // bn_relu (the fuse_bn_relu pass): -1 automatic (on for the host backends; on cuda, whose
-  // bn_relu kernel has not yet passed its GPU tests, tests/gpu/bn_relu_test.cpp, each pair is
-  // recorded as refused with that reason), 0 off, 1 on.
+  // bn_relu (the fuse_bn_relu pass): -1 automatic (on for every backend), 0 off (each pair is
+  // recorded as refused with that reason), 1 on.
   int bn_relu_fusion = -1;
-  bool fuses_bn_relu() const { return bn_relu_fusion < 0 ? backend != "cuda" : bn_relu_fusion != 0; }
+  bool fuses_bn_relu() const { return bn_relu_fusion != 0; }
   bool saves_maxpool_index() const {
     return maxpool_window_index < 0 ? backend == "cuda" : maxpool_window_index != 0;
   }

@@ -103,7 +103,7 @@ TEST(GpuBnReluNetwork, FusedStepMatchesUnfusedStep) {
   on.mode = passes::Mode::Train;
   on.backend = "cuda";
   on.optimizer = false;
-  on.bn_relu_fusion = 1;  // off on cuda by default until these tests pass on a GPU
+  on.bn_relu_fusion = 1;
   passes::CompileOptions off = on;
   off.disabled_passes = {"fuse_bn_relu"};
   const ir::Graph model = preact_network();

@@ -358,3 +358,27 @@ INSTANTIATE_TEST_SUITE_P(Backends, FusedStepVsUnfused,
                          [](const auto& info) {
                            return info.param.first + "_" + std::string(dtype_name(info.param.second));
                          });
+
+TEST(FuseBnRelu, FusesOnEveryBackendByDefaultAndRefusesWhenTurnedOff) {
+  for (const char* backend : {"cpu_ref", "cuda"}) {
+    SCOPED_TRACE(backend);
+    for (int setting : {-1, 0}) {
+      ir::Graph g = dense_layer();
+      passes::CompileOptions opt;
+      opt.mode = passes::Mode::Train;
+      opt.backend = backend;
+      opt.bn_relu_fusion = setting;
+      passes::PassContext ctx(opt);
+      passes::fuse_conv_bn_relu(g, ctx);
+      passes::fuse_bn_relu(g, ctx);
+      EXPECT_EQ(count_op(g, "bn_relu"), setting < 0 ? 1 : 0);
+      int refused = 0;
+      for (const auto& j : ctx.rejections)
+        if (j.pass == "fuse_bn_relu") {
+          ++refused;
+          EXPECT_NE(j.reason.find("bn_relu_fusion = 0"), std::string::npos) << j.reason;
+        }
+      EXPECT_EQ(refused, setting < 0 ? 0 : 1);
+    }
+  }
+}
