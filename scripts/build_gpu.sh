@@ -3,11 +3,13 @@
 # library and without oneDNN, protobuf or GoogleTest (docs/GPU.md): CUDA backend only, sm_90,
 # C++ runtime and OpenMP linked statically, stripped. Run scripts/setup.sh once first (it
 # fetches the cudnn-frontend headers). Then send build-gpu/ and run scripts/gpu_check.sh there.
+# TRIDENT_GPU_MPI=ON links this machine's libmpi for data-parallel runs under mpirun there; the
+# binaries then need an Open MPI with libmpi.so.40 on that machine's library path (docs/GPU.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${TRIDENT_GPU_BUILD_DIR:-build-gpu}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DTRIDENT_WITH_CUDA=ON -DTRIDENT_WITH_ONEDNN=OFF \
-  -DTRIDENT_WITH_ONNX=OFF -DTRIDENT_NATIVE=OFF -DTRIDENT_PORTABLE_BINARY=ON -DTRIDENT_BUILD_BENCH=OFF >/dev/null
+  -DTRIDENT_WITH_ONNX=OFF -DTRIDENT_WITH_MPI="${TRIDENT_GPU_MPI:-AUTO}" -DTRIDENT_NATIVE=OFF -DTRIDENT_PORTABLE_BINARY=ON -DTRIDENT_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build_dir" -j"$(nproc)" --target trident gpu_tests
 # --preserve-dates: a stripped binary must not look newer than the libraries it was linked from.
 strip --preserve-dates "$build_dir/trident" "$build_dir/tests/gpu_tests"

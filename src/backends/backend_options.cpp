@@ -7,7 +7,9 @@
 namespace trident {
 
 distributed::World* BackendOptions::batchnorm_world() const {
-  return sync_batchnorm && world && world->size() > 1 ? world.get() : nullptr;
+  if (!sync_batchnorm || !world) return nullptr;
+  distributed::World* spans = batchnorm_group ? batchnorm_group.get() : world.get();
+  return spans->size() > 1 ? spans : nullptr;
 }
 
 }  // namespace trident

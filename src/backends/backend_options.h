@@ -38,8 +38,14 @@ struct BackendOptions {
   // all the world's ranks (backends/cpu_ref/batchnorm.cpp; the cpu backend runs those nodes on
   // cpu_ref's kernels). With no world, or a world of one rank, it is plain batchnorm.
   bool sync_batchnorm = false;
-  // The world a batchnorm sums its statistics over: `world` under sync_batchnorm when it has
-  // more than one rank, else null (each process's own batch).
+  // --bn-group K: sync-BN over groups of K consecutive ranks (0: over all of them), as
+  // apex's and MLPerf's group BN; `batchnorm_group` is the world of this rank's group, which
+  // the trainer makes from `world` (runtime::Trainer).
+  int batchnorm_group_size = 0;
+  std::shared_ptr<distributed::World> batchnorm_group = nullptr;
+  // The world a batchnorm sums its statistics over under sync_batchnorm: this rank's group, or
+  // `world` without groups, when that has more than one rank; else null (each process's own
+  // batch).
   distributed::World* batchnorm_world() const;
 };
 

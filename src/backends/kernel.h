@@ -43,7 +43,9 @@ class Kernel {
 // (a device backend builds its library plans against the context's handles and caches).
 using KernelFactory =
     std::function<std::unique_ptr<Kernel>(const ir::Node&, const ir::Graph&, BackendContext&)>;
-using ContextFactory = std::function<std::shared_ptr<BackendContext>()>;
+// A context is made with the run's backend options (the cuda backend picks its GPU by the
+// world's local rank).
+using ContextFactory = std::function<std::shared_ptr<BackendContext>(const BackendOptions&)>;
 using KernelFn = std::function<void(const KernelArgs&)>;
 // A stateless kernel running `fn` (what add_fn registers), for factories that choose.
 std::unique_ptr<Kernel> make_fn_kernel(KernelFn fn);
@@ -57,7 +59,7 @@ class KernelRegistry {
   // others get a plain BackendContext.
   static void add_context(const std::string& backend, ContextFactory factory);
   // A new context for `backend` (throws an Error saying why, e.g. when there is no GPU).
-  static std::shared_ptr<BackendContext> make_context(const std::string& backend);
+  static std::shared_ptr<BackendContext> make_context(const std::string& backend, const BackendOptions& options = {});
   // Throws Error("backend 'b' has no kernel for op 'o' (node 'n')") when missing.
   static std::unique_ptr<Kernel> make(const std::string& backend, const ir::Node& node,
                                       const ir::Graph& g, BackendContext& ctx);

@@ -53,11 +53,11 @@ void KernelRegistry::add_context(const std::string& backend, ContextFactory fact
   contexts()[backend] = std::move(factory);
 }
 
-std::shared_ptr<BackendContext> KernelRegistry::make_context(const std::string& backend) {
+std::shared_ptr<BackendContext> KernelRegistry::make_context(const std::string& backend, const BackendOptions& options) {
   ensure_builtins();
   if (!table().count(backend)) throw Error("unknown backend '" + backend + "'");
   auto it = contexts().find(backend);
-  return it == contexts().end() ? std::make_shared<BackendContext>() : it->second();
+  return it == contexts().end() ? std::make_shared<BackendContext>() : it->second(options);
 }
 
 std::unique_ptr<Kernel> KernelRegistry::make(const std::string& backend, const ir::Node& node,

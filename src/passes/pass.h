@@ -35,9 +35,11 @@ struct CompileOptions {
   // Training loss: cross-entropy against (1 − ε)·onehot + ε/K, PyTorch's label_smoothing = ε.
   double label_smoothing = 0;
   std::vector<std::string> disabled_passes;
-  // Training under a distributed world of this many ranks (runtime/distributed/world.h): above
-  // 1, every parameter gradient is averaged over the ranks (allreduce_mean nodes, in buckets of
-  // about allreduce_bucket_bytes in backward order) before the optimizer reads it.
+  // Training as one rank of a distributed world of `world_size` ranks (runtime/distributed/
+  // world.h; a job an MPI launcher started, even of one rank): every parameter gradient is
+  // averaged over the ranks (allreduce_mean nodes, in buckets of about allreduce_bucket_bytes in
+  // backward order, each as soon as its gradients are complete) before the optimizer reads it.
+  bool distributed = false;
   int world_size = 1;
   int64_t allreduce_bucket_bytes = int64_t{25} << 20;
   std::string dump_dir;  // non-empty: write the graph after every pass as NN_<pass>.txt

@@ -79,7 +79,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"autodiff", autodiff, true});
     pm.add({"join_channel_gradients", join_channel_gradients, false, true});
     if (opt.optimizer) pm.add({"append_optimizer", append_optimizer, true});
-    if (opt.world_size > 1) pm.add({"allreduce_gradients", allreduce_gradients, true});
+    if (opt.distributed) pm.add({"allreduce_gradients", allreduce_gradients, true});
     pm.add({"fold_gradient_sum", fold_gradient_sum, false, true});
     // The window index first: a pooling whose backward no longer reads its input may take
     // the previous layer's batchnorm apply as its prologue.

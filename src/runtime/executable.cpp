@@ -43,7 +43,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model, const pa
   exe->param_grads_ = std::move(c.param_grads);
   exe->plan_ = std::move(c.plan);
 
-  exe->ctx_ = KernelRegistry::make_context(options.backend);
+  exe->ctx_ = KernelRegistry::make_context(options.backend, backend);
   MemoryBudget* budget = options.memory_budget;
   const std::string graph_name = "the " + std::string(passes::mode_name(options.mode)) + " graph's ";
   if (budget) {
@@ -307,18 +307,19 @@ WeightMap Executable::export_weights() const {
 }
 
 namespace {
-// The values that are some node's running variance (the "running_var" input of batchnorm2d,
-// the fused cbr/cbar and fold_batchnorm, as their schemas name it).
-std::vector<char> running_variances(const ir::Graph& g) {
-  std::vector<char> is_var(static_cast<size_t>(g.num_values()), 0);
+// For every value: whether some node reads it as an input its schema names `name`
+// ("running_var": batchnorm2d's, the fused cbr/cbar's and fold_batchnorm's).
+std::vector<char> read_as(const ir::Graph& g, const std::string& name) {
+  std::vector<char> is(static_cast<size_t>(g.num_values()), 0);
   for (int nid : g.order()) {
     const ir::Node& n = g.node(nid);
     const std::vector<std::string>& names = ir::OpRegistry::get(n.op).inputs;
     for (size_t i = 0; i < n.inputs.size() && i < names.size(); ++i)
-      if (names[i] == "running_var") is_var[static_cast<size_t>(n.inputs[i])] = 1;
+      if (names[i] == name) is[static_cast<size_t>(n.inputs[i])] = 1;
   }
-  return is_var;
+  return is;
 }
+std::vector<char> running_variances(const ir::Graph& g) { return read_as(g, "running_var"); }
 
 // A running variance must be finite and not negative: normalising by the square root of a
 // negative one makes every output NaN.
@@ -331,6 +332,16 @@ void check_variance(const std::string& name, const T* v, int64_t n) {
                   "; a variance must be finite and not negative (the outputs would be NaN)");
 }
 }  // namespace
+
+std::vector<int> running_statistics(const ir::Graph& g) {
+  const std::vector<char> mean = read_as(g, "running_mean"), var = read_as(g, "running_var");
+  std::vector<int> out;
+  for (int v = 0; v < g.num_values(); ++v)
+    if (mean[static_cast<size_t>(v)] || var[static_cast<size_t>(v)]) out.push_back(v);
+  return out;
+}
+
+std::vector<int> Executable::running_statistics() const { return runtime::running_statistics(graph_); }
 
 size_t Executable::import_weights(const WeightMap& weights, bool strict) {
   const std::vector<char> is_var = running_variances(graph_);

@@ -38,6 +38,10 @@ inline passes::CompileOptions default_compile_options(passes::Mode mode) {
   return o;
 }
 
+// The batch normalisations' running statistics of `g`: every value some node reads as its
+// "running_mean" or "running_var" (as the op schemas name them), in value order.
+std::vector<int> running_statistics(const ir::Graph& g);
+
 class Executable {
  public:
   // Runs the standard pipeline for `options.mode` on a copy of `model`, plans memory and
@@ -95,6 +99,8 @@ class Executable {
   int loss() const { return loss_; }      // -1 for inference
   int logits() const { return logits_; }
   const std::vector<std::pair<int, int>>& param_grads() const { return param_grads_; }
+  // The batch normalisations' running statistics (runtime::running_statistics of the graph).
+  std::vector<int> running_statistics() const;
   // (node name, implementation) for every kernel that reports how it runs (Kernel::implementation).
   std::vector<std::pair<std::string, std::string>> kernel_implementations() const;
   int64_t parameter_count() const;

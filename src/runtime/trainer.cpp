@@ -106,7 +106,19 @@ void check_batch_fits(const data::BatchSource& batches, int64_t batch, const cha
 void require_sync_batchnorm_backend(const std::string& backend) {
   if (backend != "cpu" && backend != "cpu_ref")
     throw Error("sync-BN runs on the cpu and cpu_ref backends only: the " + backend +
-                " backend has no collective for batch statistics yet (no NCCL path)");
+                " backend does not sum batch statistics over the ranks yet (its NCCL path averages the gradients only)");
+}
+
+void make_batchnorm_group(BackendOptions& o) {
+  const int k = o.batchnorm_group_size;
+  if (k == 0) return;
+  if (k < 0) throw Error("--bn-group must be a positive number of processes, not " + std::to_string(k));
+  if (!o.sync_batchnorm) throw Error("--bn-group " + std::to_string(k) + " sets the size of sync-BN's groups: it needs --sync-bn");
+  if (!o.world) return;  // one process: its group is itself, as its batch is the global one
+  if (o.world->size() % k != 0)
+    throw Error("--bn-group " + std::to_string(k) + " does not divide the " + std::to_string(o.world->size()) +
+                " processes into equal groups");
+  o.batchnorm_group = o.world->split(o.world->rank() / k);
 }
 
 Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move(config)) {
@@ -118,7 +130,9 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   BackendOptions eval_backend = config_.backend_options;
   eval_backend.winograd = 0;
   if (config_.backend_options.sync_batchnorm) require_sync_batchnorm_backend(config_.compile.backend);
+  make_batchnorm_group(config_.backend_options);
   split_disabled(config_.compile.disabled_passes, train_opt, eval_opt);
+  train_opt.distributed = config_.backend_options.world != nullptr;
   train_opt.world_size = world_size();
   if (!config_.compile.dump_dir.empty()) {
     train_opt.dump_dir = config_.compile.dump_dir + "/train";
@@ -222,9 +236,32 @@ EvalStats Trainer::evaluate(const data::Dataset& ds) {
   return evaluate(mine);
 }
 
+void Trainer::average_running_statistics() {
+  distributed::World* w = config_.backend_options.world.get();
+  if (!w || w->size() < 2 || config_.backend_options.sync_batchnorm || statistics_averaged_at_ == step_) return;
+  statistics_averaged_at_ = step_;
+  const std::vector<int> stats = train_->running_statistics();
+  std::vector<double> sums;  // every statistic of the network, in one collective
+  for (int v : stats) {
+    if (train_->graph().value(v).dtype != DType::f32)
+      throw Error("running statistic '" + train_->graph().value(v).name + "' is not f32");
+    train_->download(v);
+    const TensorView t = train_->host_view(v);
+    sums.insert(sums.end(), t.as<float>(), t.as<float>() + t.numel());
+  }
+  w->sum(sums.data(), sums.size());
+  size_t at = 0;
+  for (int v : stats) {
+    TensorView t = train_->host_view(v);
+    for (int64_t i = 0; i < t.numel(); ++i) t.as<float>()[i] = static_cast<float>(sums[at++] / w->size());
+    train_->upload(v);
+  }
+}
+
 EvalStats Trainer::evaluate(data::BatchSource& batches) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
+  average_running_statistics();
   eval_->copy_weights_from(*train_);
   const int images_id = eval_->value_id("images");
   TensorView images = eval_->host_view(images_id), logits = eval_->host_view(eval_->logits());

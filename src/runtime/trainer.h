@@ -70,9 +70,14 @@ struct EvalStats {
 using BatchCallback = std::function<void(int64_t, int64_t, double, double, double)>;
 
 // Sync-BN (BackendOptions::sync_batchnorm) needs a backend whose batchnorm sums its statistics
-// over the world: cpu and cpu_ref. Any other backend is an Error saying so (cuda has no NCCL
-// path yet); the trainer checks its own, the CLI the requested device before it starts one.
+// over the world: cpu and cpu_ref. Any other backend is an Error saying so (cuda's NCCL path
+// averages gradients only); the trainer checks its own, the CLI the requested device before it
+// starts one.
 void require_sync_batchnorm_backend(const std::string& backend);
+// --bn-group: checks BackendOptions::batchnorm_group_size against the world and makes this
+// rank's group (collective: every rank calls it; the trainer does). Groups are consecutive
+// ranks, rank / K, so a group stays on one machine where the launcher fills machines in turn.
+void make_batchnorm_group(BackendOptions& options);
 
 class Trainer {
  public:
@@ -93,6 +98,13 @@ class Trainer {
   // the step it stands at (0: a new schedule). The compiled executables stay as they are.
   void set_schedule(double lr, double warmup_epochs, int64_t step);
 
+  // Data parallel without sync-BN: each rank's running statistics are its own shard's. This
+  // replaces them on every rank by their mean over the ranks (collective: every rank calls
+  // it), as evaluate() does first and the CLI does before a checkpoint is written; a no-op in
+  // one process, under sync-BN (the statistics are the same everywhere) and when nothing
+  // trained since the last call.
+  void average_running_statistics();
+
   Executable& train_executable() { return *train_; }
   const Executable& train_executable() const { return *train_; }
   const TrainConfig& config() const { return config_; }
@@ -106,6 +118,7 @@ class Trainer {
   TrainConfig config_;
   std::unique_ptr<Executable> train_, eval_;
   int64_t batch_ = 0, step_ = 0;
+  int64_t statistics_averaged_at_ = -1;  // the step average_running_statistics() last ran at
 };
 
 // Fraction of rows of `logits` [rows, classes] whose arg-max equals the label.

@@ -12,7 +12,7 @@ TEST(CpuRefRegistry, EveryOpOfTheSpecHasAKernel) {
                        "batchnorm2d_backward", "relu_backward", "maxpool2d_backward",
                        "avgpool2d_backward", "global_avgpool_backward", "linear_backward_data",
                        "linear_backward_weight", "softmax_cross_entropy_backward", "sgd_update",
-                       "allreduce_mean"};
+                       "allreduce_mean", "allreduce_wait"};
   for (const char* op : ops) EXPECT_TRUE(KernelRegistry::has("cpu_ref", op)) << op;
 }
 

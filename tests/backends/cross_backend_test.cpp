@@ -133,6 +133,7 @@ TEST(CrossBackend, CpuCoversTheSpecAndFusedOps) {
                        "softmax_cross_entropy_backward",
                        "sgd_update",
                        "allreduce_mean",
+                       "allreduce_wait",
                        "cbr",
                        "cbar",
                        "batchnorm_relu_backward",

@@ -2,6 +2,7 @@
 // BackendOptions::deterministic (so two executables choose the same plans), train it a few
 // steps from seeded parameters, images and labels, and return every parameter, momentum and
 // running statistic as bytes, for tests that expect two such runs to agree bit for bit.
+// `backend` may bring more options (a distributed world); deterministic is always set.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -14,8 +15,7 @@ namespace trident::test_support {
 
 inline std::vector<std::vector<std::byte>> train_deterministic_on_gpu(const ir::Graph& model,
                                                                       const passes::CompileOptions& opt, int steps,
-                                                                      int64_t classes) {
-  BackendOptions backend;
+                                                                      int64_t classes, BackendOptions backend = {}) {
   backend.deterministic = true;
   auto exe = runtime::Executable::compile(model, opt, backend);
   exe->init_parameters(5);

@@ -7,7 +7,11 @@
 #   killed  rank 1 is killed by the kernel (CPU-time limit) mid-run: the job ends, non-zero
 #   sync_bn two ranks train with --sync-bn and save; the checkpoint records it, so one process
 #           resumes it with sync-BN (a no-op there, said in a notice) and refuses to resume a
-#           checkpoint without it under --sync-bn; --device cuda refuses it in a sentence
+#           checkpoint without it under --sync-bn; --device cuda refuses it in a sentence;
+#           --bn-group: groups of 1 train and are kept by a resume; without --sync-bn, or a
+#           size that does not divide the processes, a sentence
+#   bench   `mpirun -np 2 trident bench`: rank 0 alone reports, with the images/s per process and
+#           the scaling efficiency against the same step without collectives; --mode infer is refused
 set -u
 mode=$1 trident=$2 mpiexec=$3 work=$4
 rm -rf "$work" && mkdir -p "$work" || exit 1
@@ -58,9 +62,32 @@ sync_bn)
   timeout $limit "$trident" train --resume "$work/plain.safetensors" --sync-bn --epochs 2 --synthetic --train-limit 256 \
     --test-limit 64 --threads 1 >"$work/out.txt" 2>"$work/err.txt" && fail "--sync-bn resumed a checkpoint trained without it"
   grep -q 'trident: error: --sync-bn differs from the checkpoint' "$work/err.txt" || fail "no sentence for the --sync-bn mismatch"
+  timeout $limit "$mpiexec" -np 2 "$trident" $train --epochs 1 --sync-bn --bn-group 1 --save "$work/group.safetensors" \
+    >"$work/out.txt" 2>"$work/err.txt" || fail "two ranks with --bn-group 1 exited with $?"
+  timeout $limit "$trident" train --resume "$work/group.safetensors" --bn-group 2 --epochs 2 --synthetic --train-limit 256 \
+    --test-limit 64 --threads 1 >"$work/out.txt" 2>"$work/err.txt" && fail "--bn-group 2 resumed a run of groups of 1"
+  grep -q 'trident: error: --bn-group differs from the checkpoint' "$work/err.txt" || fail "no sentence for the --bn-group mismatch"
+  timeout $limit "$mpiexec" -np 2 "$trident" $train --epochs 1 --bn-group 2 >"$work/out.txt" 2>"$work/err.txt" \
+    && fail "--bn-group was accepted without --sync-bn"
+  grep -q 'it needs --sync-bn' "$work/err.txt" || fail "no sentence for --bn-group without --sync-bn"
+  timeout $limit "$mpiexec" -np 2 "$trident" $train --epochs 1 --sync-bn --bn-group 3 >"$work/out.txt" 2>"$work/err.txt" \
+    && fail "--bn-group 3 was accepted for 2 processes"
+  grep -q 'does not divide the 2 processes' "$work/err.txt" || fail "no sentence for a group size that does not divide"
   timeout $limit "$trident" $train --epochs 1 --sync-bn --device cuda >"$work/out.txt" 2>"$work/err.txt" \
     && fail "--sync-bn was accepted on cuda"
   grep -q 'trident: error: sync-BN runs on the cpu and cpu_ref backends only' "$work/err.txt" || fail "no sentence for cuda"
+  ;;
+bench)
+  bench="bench --model fmnist_cnn --batch 8 --iterations 3 --warmup 1 --threads 1 --thread-policy fixed"
+  timeout $limit "$mpiexec" -np 2 "$trident" $bench >"$work/out.txt" 2>"$work/err.txt" || fail "two ranks exited with $?"
+  [ "$(grep -c 'images/s with the steps back to back' "$work/out.txt")" = 1 ] || fail "expected rank 0's report alone"
+  grep -Eq '^data parallel over 2 ranks: [0-9.]+ images/s per process, [0-9.]+ in all; scaling efficiency [0-9.]+% against the same step without collectives \([0-9.]+ images/s\)$' \
+    "$work/out.txt" || fail "no data-parallel line"
+  timeout $limit "$mpiexec" -np 2 "$trident" $bench --json >"$work/out.txt" 2>"$work/err.txt" || fail "--json exited with $?"
+  [ "$(wc -l <"$work/out.txt")" = 1 ] || fail "expected one JSON line"
+  grep -q '"world_size":2' "$work/out.txt" && grep -q '"scaling_efficiency":' "$work/out.txt" || fail "the JSON lacks the world"
+  timeout $limit "$mpiexec" -np 2 "$trident" $bench --mode infer >"$work/out.txt" 2>"$work/err.txt" && fail "infer ran under mpirun"
+  grep -q 'under mpirun, bench times data-parallel training' "$work/err.txt" || fail "no sentence for --mode infer"
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac

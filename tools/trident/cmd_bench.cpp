@@ -2,6 +2,8 @@
 // runs of a zoo model, or of one CBR layer, on a device and precision. Prints images/s, ms per
 // iteration (median, p90) and peak device memory; --json prints one object. An iteration ends
 // when its results exist (the device is synchronised), as bench/vs_pytorch.py times PyTorch.
+// Under mpirun it times the data-parallel step on every rank (rank 0 reports) beside the same
+// step without collectives: the images/s per GPU and the scaling efficiency.
 #include <omp.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -20,6 +23,7 @@
 #include "frontend/zoo.h"
 #include "runtime/executable.h"
 #include "runtime/runner.h"
+#include "rank.h"
 
 namespace trident::cli {
 
@@ -75,6 +79,48 @@ void fill_inputs(runtime::Executable& exe, int64_t classes) {
   }
 }
 
+// Seeded parameters and inputs on the device, everything prepared and synchronised.
+void start_inputs(runtime::Executable& exe) {
+  exe.init_parameters(1);
+  fill_inputs(exe, exe.graph().value(exe.logits()).shape.back());
+  exe.prepare();
+  exe.synchronize();
+}
+
+struct Timing {
+  runtime::LatencyStats stats;  // per step, each synchronised
+  double images_per_s = 0;      // from the median step
+  double throughput = 0;        // images/s with the steps back to back
+  double total_s = 0;           // the synchronised steps, in all
+};
+
+// Warm-up, then the steps one by one (each synchronised: the median and p90), then as a
+// training loop runs: the same number back to back, one wait at the end (a device backend
+// queues them, so launch gaps hide behind running kernels).
+Timing time_steps(runtime::Executable& exe, const Options& o) {
+  for (int i = 0; i < o.warmup; ++i) exe.run();
+  exe.synchronize();
+  std::vector<double> seconds;
+  seconds.reserve(static_cast<size_t>(o.iterations));
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.iterations; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    exe.run();
+    exe.synchronize();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  Timing t;
+  t.total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  t.stats = runtime::latency_stats(seconds, o.batch);
+  t.images_per_s = static_cast<double>(o.batch) / (t.stats.p50_ms / 1e3);
+  const auto run_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.iterations; ++i) exe.run();
+  exe.synchronize();
+  const double back_to_back_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  t.throughput = static_cast<double>(o.batch) * o.iterations / std::max(back_to_back_s, 1e-12);
+  return t;
+}
+
 int run_bench(Options o) {
   if (o.mode != "train" && o.mode != "infer") throw Error("--mode must be train or infer, not '" + o.mode + "'");
   if (o.layer.size() != 4) throw Error("--layer takes four numbers: H W C K");
@@ -100,37 +146,33 @@ int run_bench(Options o) {
   opt.optimizer = !layer;  // the layer benchmark times forward+backward; models a full step
   MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
   opt.memory_budget = &budget;
+  distributed::World* world = o.device.backend_options.world.get();
+  if (world && o.mode != "train")
+    throw Error("under mpirun, bench times data-parallel training (--mode train); time inference in one process");
+  // Under mpirun: the same step without collectives first, timed on this rank alone, is the
+  // figure of one GPU that the scaling efficiency is taken against (the N = 1 run, measured on
+  // these very GPUs in this very run).
+  std::optional<Timing> alone;
+  if (world) {
+    BackendOptions single = o.device.backend_options;
+    single.world = nullptr;
+    passes::CompileOptions lone_opt = opt;
+    lone_opt.memory_budget = nullptr;  // gone before the measured executable is compiled
+    std::unique_ptr<runtime::Executable> lone = runtime::Executable::compile(model, lone_opt, single);
+    start_inputs(*lone);
+    alone = time_steps(*lone, o);
+    world->barrier();
+    opt.distributed = true;
+    opt.world_size = world->size();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<runtime::Executable> exe = runtime::Executable::compile(model, opt, o.device.backend_options);
-  exe->init_parameters(1);
-  const int64_t classes = exe->graph().value(exe->logits()).shape.back();
-  fill_inputs(*exe, classes);
-  exe->prepare();
-  exe->synchronize();
+  start_inputs(*exe);
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  for (int i = 0; i < o.warmup; ++i) exe->run();
-  exe->synchronize();
-  std::vector<double> seconds;
-  seconds.reserve(static_cast<size_t>(o.iterations));
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iterations; ++i) {
-    const auto a = std::chrono::steady_clock::now();
-    exe->run();
-    exe->synchronize();
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
-  }
-  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const runtime::LatencyStats stats = runtime::latency_stats(seconds, o.batch);
-  const double median = stats.p50_ms, p90 = stats.p90_ms;
-  const double ips = static_cast<double>(o.batch) / (median / 1e3);
-  // As a training loop runs: the same number of steps back to back, one wait at the end (a
-  // device backend queues them, so launch gaps hide behind running kernels).
-  const auto run_start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iterations; ++i) exe->run();
-  exe->synchronize();
-  const double back_to_back_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-  const double throughput = static_cast<double>(o.batch) * o.iterations / std::max(back_to_back_s, 1e-12);
+  const Timing timed = time_steps(*exe, o);
+  const double median = timed.stats.p50_ms, p90 = timed.stats.p90_ms, total_s = timed.total_s;
+  const double ips = timed.images_per_s, throughput = timed.throughput;
+  const runtime::LatencyStats& stats = timed.stats;
   // Optional: where the time goes, per op kind and per node (each node timed to its completion).
   nlohmann::json prof = nlohmann::json::object(), per_node = nlohmann::json::object();
   if (o.profile > 0) {
@@ -151,6 +193,7 @@ int run_bench(Options o) {
   }
   const size_t peak = exe->context().peak_device_bytes();
   const std::string cache = exe->context().cache_report();
+  if (!is_lead(world)) return 0;  // rank 0 reports for the job
 
   if (o.json) {
     nlohmann::json j = {{"model", o.model}, {"mode", o.mode}, {"batch", o.batch}, {"device", opt.backend == "cuda" ? "cuda" : "cpu"},
@@ -161,6 +204,12 @@ int run_bench(Options o) {
                         {"compile_s", compile_s}, {"peak_device_bytes", peak},
                         {"plan_bytes", exe->total_bytes()}, {"disabled_passes", opt.disabled_passes}};
     if (layer) j["layer"] = o.layer;
+    if (world) {
+      j["world_size"] = world->size();
+      j["alone_throughput_images_per_s"] = alone->throughput;
+      j["scaling_efficiency"] = throughput / alone->throughput;
+      j["job_throughput_images_per_s"] = throughput * world->size();
+    }
     if (o.verbose) j["cache"] = cache;
     if (o.profile > 0) {
       j["profile_ms_per_op"] = prof;
@@ -174,6 +223,11 @@ int run_bench(Options o) {
             << std::setprecision(3) << median << " ms median, " << p90 << " ms p90 (" << o.iterations
             << " iterations after " << o.warmup << " warm-up; compile " << compile_s << " s)\n"
             << std::setprecision(1) << throughput << " images/s with the steps back to back\n";
+  if (world)
+    std::cout << "data parallel over " << world->size() << " ranks: " << std::setprecision(1) << throughput
+              << " images/s per " << (opt.backend == "cuda" ? "GPU" : "process") << ", " << throughput * world->size()
+              << " in all; scaling efficiency " << std::setprecision(1) << 100 * throughput / alone->throughput
+              << "% against the same step without collectives (" << alone->throughput << " images/s)\n";
   if (peak) std::cout << "peak device memory " << std::setprecision(1) << peak / 1048576.0 << " MiB\n";
   std::cout << "planned buffers " << std::setprecision(1) << exe->total_bytes() / 1048576.0 << " MiB\n";
   if (o.verbose && !cache.empty()) std::cout << cache << "\n";
@@ -213,7 +267,10 @@ RunSubcommand add_bench_command(CLI::App& app) {
   add_memory_option(sub, o->max_memory);
   add_compile_flags(sub, o->compile);
   o->app = sub;
-  return [o] { return run_bench(*o); };
+  return [o] {
+    o->device.backend_options.world = distributed::join_world();  // null without mpirun
+    return run_as_rank(o->device.backend_options.world.get(), [&] { return run_bench(*o); });
+  };
 }
 
 }  // namespace trident::cli

@@ -51,6 +51,7 @@ struct Options {
   std::string optimizer = "sgd";  // --optimizer as given; parsed into config.compile.optimizer_kind
   std::string max_memory;
   bool sync_bn = false;  // --sync-bn: batchnorm statistics over the global batch
+  int bn_group = 0;      // --bn-group: ... or over groups of this many processes
   // The data-parallel job this process is one rank of (under mpirun), else null.
   std::shared_ptr<distributed::World> world;
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
@@ -92,6 +93,7 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   adopt("--label-smoothing", o.config.compile.label_smoothing, i.config.compile.label_smoothing);
   adopt("--lr-gamma", o.config.lr_gamma, i.config.lr_gamma);
   adopt("--sync-bn", o.sync_bn, i.config.backend_options.sync_batchnorm);
+  adopt("--bn-group", o.bn_group, i.config.backend_options.batchnorm_group_size);
   std::string theirs = runtime::step_epochs_text(i.config.lr_step_epochs);
   adopt("--lr-steps", o.lr_steps, theirs);
   o.config.lr_step_epochs = i.config.lr_step_epochs;
@@ -227,6 +229,7 @@ int run_train(Options o) {
   o.config.backend_options = o.device.backend_options;
   o.config.backend_options.world = o.world;
   o.config.backend_options.sync_batchnorm = o.sync_bn;
+  o.config.backend_options.batchnorm_group_size = o.bn_group;
   if (o.sync_bn && ranks == 1 && (o.config.compile.backend == "cpu" || o.config.compile.backend == "cpu_ref"))
     err << "trident: notice: --sync-bn has no effect in one process: its batch is the global batch, so batch "
            "norm is the plain one (as PyTorch's SyncBatchNorm)\n";
@@ -321,6 +324,7 @@ int run_train(Options o) {
            << std::endl;
       if (!*log) throw Error("cannot write the metrics file '" + o.log_path + "'");
     }
+    if (!o.save_path.empty()) trainer.average_running_statistics();  // every rank: a collective
     if (!o.save_path.empty() && is_lead(world)) {
       runtime::CheckpointInfo info = runtime::checkpoint_info(trainer);
       info.model = o.model;
@@ -370,6 +374,11 @@ RunSubcommand add_train_command(CLI::App& app) {
   sub->add_flag("--sync-bn", o->sync_bn,
                 "Under mpirun, every batchnorm of training takes its statistics (and its backward sums) over "
                 "the global batch of all processes, as PyTorch's SyncBatchNorm (cpu and cpu_ref backends)");
+  sub->add_option("--bn-group", o->bn_group,
+                  "With --sync-bn: take the statistics over groups of this many consecutive processes instead of all "
+                  "of them (rank / K; it must divide the number of processes)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->type_name("K");
   sub->add_option("--lr-steps", o->lr_steps,
                   "A step schedule instead of the cosine: after the warm-up, multiply the rate by --lr-gamma once each "
                   "of these many epochs is done, e.g. 30,60,80 (as torch's MultiStepLR: 30 lowers it from the 31st epoch)")

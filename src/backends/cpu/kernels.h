@@ -123,7 +123,7 @@ void register_pool_kernels();               // pool.cpp
 void register_linear_kernels();             // linear.cpp
 void register_loss_kernels();               // loss.cpp
 void register_optimizer_kernels();          // optimizer.cpp
-void register_collective_kernels();         // collective.cpp: allreduce_mean
+void register_collective_kernels();         // collective.cpp: allreduce_mean, allreduce_wait
 void register_tensor_kernels();             // tensor_ops.cpp
 void register_fused_cbr_kernels();          // fused_cbr.cpp (cbr, cbar, batchnorm_relu_backward)
 void register_fused_inference_kernels();    // fused_inference.cpp (conv2d_epilogue, fold_batchnorm)

@@ -6,7 +6,7 @@
 namespace trident {
 
 void register_cpu_kernels() {
-  KernelRegistry::add_context(cpu::kBackend, [] { return std::make_shared<cpu::CpuContext>(); });
+  KernelRegistry::add_context(cpu::kBackend, [](const BackendOptions&) { return std::make_shared<cpu::CpuContext>(); });
   cpu::register_conv_kernels();
   cpu::register_batchnorm_kernels();
   cpu::register_elementwise_kernels();

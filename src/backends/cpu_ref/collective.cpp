@@ -1,6 +1,6 @@
-// allreduce_mean on the host backends (cpu_ref, and cpu, which registers the same kernel): sums
-// each bucket over the ranks with the world's collective (MPI_Allreduce), then divides by the
-// world size — one correctly rounded division, exact for any power-of-two world. Tensors that
+// allreduce_mean on the host backends (cpu_ref, and cpu, which registers the same kernels): sums
+// each bucket over the ranks with the world's collective (MPI_Allreduce, which returns when it
+// is done, so allreduce_wait has nothing to wait for), then divides by the world size — one correctly rounded division, exact for any power-of-two world. Tensors that
 // lie back to back in the flat gradient buffer go in one call, so a bucket is one or a few calls.
 #include <algorithm>
 
@@ -50,6 +50,14 @@ class AllreduceMean final : public Kernel {
 
 std::unique_ptr<Kernel> make_allreduce_mean(const ir::Node& node, const ir::Graph&, BackendContext& ctx) {
   return std::make_unique<AllreduceMean>(node, ctx.kernel_options().backend.world.get());
+}
+
+std::unique_ptr<Kernel> make_allreduce_wait(const ir::Node&, const ir::Graph&, BackendContext&) {
+  return make_fn_kernel([](const KernelArgs& args) {
+    for (size_t t = 0; t < args.out.size(); ++t)
+      if (args.out[t].data != args.in[t].data)
+        std::copy_n(static_cast<const char*>(args.in[t].data), args.in[t].bytes(), static_cast<char*>(args.out[t].data));
+  });
 }
 
 }  // namespace trident::cpu_ref

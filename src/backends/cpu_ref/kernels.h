@@ -86,5 +86,7 @@ std::unique_ptr<Kernel> make_decomposed_on(const std::string& backend, const ir:
                                            BackendContext& ctx);
 // allreduce_mean over the context's distributed world (collective.cpp); the cpu backend's too.
 std::unique_ptr<Kernel> make_allreduce_mean(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
+// allreduce_wait: nothing to wait for where allreduce_mean returns finished (collective.cpp).
+std::unique_ptr<Kernel> make_allreduce_wait(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);
 
 }  // namespace trident::cpu_ref

@@ -52,6 +52,7 @@ void register_cpu_ref_kernels() {
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
   KernelRegistry::add("cpu_ref", "allreduce_mean", cpu_ref::make_allreduce_mean);
+  KernelRegistry::add("cpu_ref", "allreduce_wait", cpu_ref::make_allreduce_wait);
   KernelRegistry::add("cpu_ref", "batchnorm2d", cpu_ref::make_batchnorm2d);
   KernelRegistry::add("cpu_ref", "batchnorm2d_backward", cpu_ref::make_batchnorm2d_backward);
   KernelRegistry::add("cpu_ref", "batchnorm_affine", cpu_ref::make_batchnorm_affine);

@@ -1,10 +1,13 @@
 // Device, streams, handles, workspaces and the plan cache of the "cuda" backend.
 #include "backends/cuda/cuda_context.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/verbose.h"
+#include "runtime/distributed/world.h"
 
 namespace trident::cuda {
 
@@ -21,10 +24,29 @@ bool gpu_available(std::string* why) {
   return true;
 }
 
-CudaContext::CudaContext() {
+namespace {
+
+// The GPU a process takes: 0 alone; under a distributed world, the one of its local rank, or the
+// only one it sees where the launcher gave each rank its own (CUDA_VISIBLE_DEVICES per rank).
+int device_for(const distributed::World* world) {
+  if (!world || world->local_size() < 2) return 0;
+  int n = 0;
+  check(cudaGetDeviceCount(&n), "counting the GPUs");
+  if (n == 1) return 0;
+  if (world->local_rank() >= n)
+    throw Error(distributed::rank_text(*world) + " is local rank " + std::to_string(world->local_rank()) + " of " +
+                std::to_string(world->local_size()) + " on its machine, which has only " + std::to_string(n) +
+                " GPUs: start at most one process per GPU");
+  return world->local_rank();
+}
+
+}  // namespace
+
+CudaContext::CudaContext(const BackendOptions& options) {
   std::string why;
   if (!gpu_available(&why)) throw Error("--device cuda needs a GPU: " + why);
-  check(cudaSetDevice(device_), "selecting GPU 0");
+  device_ = device_for(options.world.get());
+  check(cudaSetDevice(device_), "selecting GPU " + std::to_string(device_));
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device_), "reading the GPU's properties");
   sm_count_ = prop.multiProcessorCount;
@@ -33,6 +55,7 @@ CudaContext::CudaContext() {
   prefix_ = "sm" + std::to_string(cc_) + "/cudnn" + std::to_string(cudnnGetVersion()) + "/";
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a CUDA stream");
   check(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "creating a CUDA stream");
+  check(cudaStreamCreateWithFlags(&collective_stream_, cudaStreamNonBlocking), "creating a CUDA stream");
   check(cudnnCreate(&cudnn_), "creating the cuDNN handle");
   check(cudnnSetStream(cudnn_, stream_), "binding cuDNN to its stream");
   check(cudnnCreate(&cudnn_side_), "creating the cuDNN handle");
@@ -44,6 +67,7 @@ CudaContext::~CudaContext() {
   // Destructors must not throw: failures here are ignored (the process is tearing down).
   cudaStreamSynchronize(stream_);
   cudaStreamSynchronize(side_stream_);
+  cudaStreamSynchronize(collective_stream_);
   if (recording_) cudaGraphExecDestroy(recording_);
   for (void* w : workspace_)
     if (w) cudaFree(w);
@@ -56,6 +80,7 @@ CudaContext::~CudaContext() {
   if (cudnn_side_) cudnnDestroy(cudnn_side_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (collective_stream_) cudaStreamDestroy(collective_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -112,6 +137,7 @@ void CudaContext::copy_within(void* dst, const void* src, size_t bytes) {
 
 void CudaContext::synchronize() {
   check(cudaStreamSynchronize(side_stream_), "the step (a kernel on the side stream failed)");
+  check(cudaStreamSynchronize(collective_stream_), "the step (a collective failed)");
   check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");
 }
 

@@ -24,8 +24,9 @@ bool gpu_available(std::string* why = nullptr);
 
 class CudaContext final : public BackendContext {
  public:
-  // Uses device 0 (CUDA_VISIBLE_DEVICES selects another). Throws an Error when there is no GPU.
-  CudaContext();
+  // Uses device 0 (CUDA_VISIBLE_DEVICES selects another); one rank of a distributed world
+  // (options.world) takes the GPU of its local rank. Throws an Error when there is no GPU.
+  explicit CudaContext(const BackendOptions& options = {});
   ~CudaContext() override;
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;
@@ -52,6 +53,9 @@ class CudaContext final : public BackendContext {
   // to dgrad), joined back with events by the kernel that forks it.
   cudaStream_t stream() const { return stream_; }
   cudaStream_t side_stream() const { return side_stream_; }
+  // The stream the collectives (NCCL's all-reduce) run on, beside the backward on stream().
+  cudaStream_t collective_stream() const { return collective_stream_; }
+  int device() const { return device_; }
   cudnnHandle_t cudnn() const { return cudnn_; }            // bound to stream()
   cudnnHandle_t cudnn_side() const { return cudnn_side_; }  // bound to side_stream()
   cublasLtHandle_t cublaslt() const { return cublaslt_; }
@@ -103,7 +107,7 @@ class CudaContext final : public BackendContext {
   cudaGraphExec_t recording_ = nullptr;
   int sm_count_ = 0, cc_ = 0;
   std::string name_, prefix_;
-  cudaStream_t stream_ = nullptr, side_stream_ = nullptr;
+  cudaStream_t stream_ = nullptr, side_stream_ = nullptr, collective_stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr, cudnn_side_ = nullptr;
   cublasLtHandle_t cublaslt_ = nullptr;
   size_t reserved_[2] = {0, 0}, allocated_[2] = {0, 0};

@@ -49,5 +49,6 @@ void register_bn_relu_kernels();            // bn_relu (channel sums, finalize, 
 void register_fused_inference_kernels();    // fold_batchnorm
 void register_precision_kernels();          // cast, cast_group (mixed precision)
 void register_pad_slice_kernels();          // pad2d, channel_slice (ONNX Pad, Slice and Split)
+void register_collective_kernels();         // allreduce_mean, allreduce_wait (NCCL)
 
 }  // namespace trident::cuda

@@ -4,7 +4,7 @@
 namespace trident {
 
 void register_cuda_kernels() {
-  KernelRegistry::add_context(cuda::kBackend, [] { return std::make_shared<cuda::CudaContext>(); });
+  KernelRegistry::add_context(cuda::kBackend, [](const BackendOptions& o) { return std::make_shared<cuda::CudaContext>(o); });
   cuda::register_elementwise_kernels();
   cuda::register_elementwise_fused_kernels();
   cuda::register_tensor_kernels();
@@ -20,6 +20,7 @@ void register_cuda_kernels() {
   cuda::register_fused_inference_kernels();
   cuda::register_precision_kernels();
   cuda::register_pad_slice_kernels();
+  cuda::register_collective_kernels();
 }
 
 }  // namespace trident

@@ -96,6 +96,7 @@ void save_checkpoint(const std::string& path, const Trainer& trainer, const Chec
       {"lr_steps", step_epochs_text(c.lr_step_epochs)},
       {"lr_gamma", number(c.lr_gamma)},
       {"sync_bn", c.backend_options.sync_batchnorm ? "1" : "0"},
+      {"bn_group", std::to_string(c.backend_options.batchnorm_group_size)},
   };
   write_safetensors(path, trainer.train_executable().export_weights(), md);
 }
@@ -153,6 +154,13 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (r.has(kLrGammaLimit.key)) i.config.lr_gamma = r.limited<double>(kLrGammaLimit);
   // Checkpoints written before sync-BN existed trained without it.
   if (r.has("sync_bn")) i.config.backend_options.sync_batchnorm = r.num<int>("sync_bn") != 0;
+  if (r.has("bn_group")) {
+    const int k = r.num<int>("bn_group");
+    if (k < 0 || k > (1 << 20))
+      throw Error("checkpoint '" + path + "' has metadata 'bn_group' = " + std::to_string(k) +
+                  ", but it must be 0 (sync-BN over every process) or a number of processes");
+    i.config.backend_options.batchnorm_group_size = k;
+  }
   if (r.has("lr_steps")) i.config.lr_step_epochs = parse_step_epochs(r.text("lr_steps"), "checkpoint '" + path + "' metadata 'lr_steps'");
   if (i.loss_scale != 1)
     throw Error("checkpoint '" + path + "' has loss scale " + quoted_name(r.text("loss_scale")) +

@@ -1,6 +1,7 @@
 // The MPI world: the one file that includes mpi.h. MPI is initialised when the first world is
-// made and finalised when the last reference to it goes; collectives run on MPI_COMM_WORLD from
-// the thread that initialised it (the trainer's), so MPI_THREAD_FUNNELED suffices. Errors in
+// made and finalised when the last reference to it goes (a split world holds its parent);
+// collectives run on the world's communicator (MPI_COMM_WORLD, or one MPI_Comm_split made) from
+// the thread that initialised MPI (the trainer's), so MPI_THREAD_FUNNELED suffices. Errors in
 // MPI abort the job (MPI_ERRORS_ARE_FATAL, the default), which is what a failed collective
 // should do to a data-parallel run.
 #include <mpi.h>
@@ -16,8 +17,9 @@ namespace trident::distributed {
 
 namespace {
 
-class MpiWorld final : public World {
+class MpiWorld final : public World, public std::enable_shared_from_this<MpiWorld> {
  public:
+  // The job's world: MPI_COMM_WORLD, MPI initialised here unless it already was.
   MpiWorld() {
     int initialised = 0;
     MPI_Initialized(&initialised);
@@ -27,23 +29,35 @@ class MpiWorld final : public World {
         throw Error("MPI_Init_thread failed: this process cannot join the job mpirun started");
       owns_init_ = true;
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_);
-    MPI_Comm_rank(node_, &local_rank_);
-    MPI_Comm_size(node_, &local_size_);
+    describe();
   }
+  // A part of `parent`'s ranks, on the communicator MPI_Comm_split made (owned here).
+  MpiWorld(std::shared_ptr<const MpiWorld> parent, MPI_Comm comm) : parent_(std::move(parent)), comm_(comm) { describe(); }
   ~MpiWorld() override {
     MPI_Comm_free(&node_);
+    if (comm_ != MPI_COMM_WORLD) MPI_Comm_free(&comm_);
     if (owns_init_) MPI_Finalize();
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
+  std::shared_ptr<World> split(int color) override {
+    MPI_Comm part = MPI_COMM_NULL;
+    if (MPI_Comm_split(comm_, color, rank_, &part) != MPI_SUCCESS) throw Error("MPI_Comm_split failed");
+    return std::make_shared<MpiWorld>(shared_from_this(), part);
+  }
   void sum(float* data, size_t count) override { sum_in_place(data, count, MPI_FLOAT); }
   void sum(double* data, size_t count) override { sum_in_place(data, count, MPI_DOUBLE); }
-  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+  void broadcast(void* data, size_t bytes, int root) override {
+    for (auto* p = static_cast<char*>(data); bytes > 0;) {
+      const int n = static_cast<int>(std::min<size_t>(bytes, INT_MAX));
+      MPI_Bcast(p, n, MPI_BYTE, root, comm_);
+      p += n;
+      bytes -= static_cast<size_t>(n);
+    }
+  }
+  void barrier() override { MPI_Barrier(comm_); }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);  // MPI_Abort does not return; this keeps the promise if it ever did
@@ -55,12 +69,23 @@ class MpiWorld final : public World {
   void sum_in_place(T* data, size_t count, MPI_Datatype type) {
     while (count > 0) {
       const int n = static_cast<int>(std::min<size_t>(count, INT_MAX));
-      MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_);
       data += n;
       count -= static_cast<size_t>(n);
     }
   }
 
+  // Rank, size and the ranks of this machine, from the communicator.
+  void describe() {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_);
+    MPI_Comm_rank(node_, &local_rank_);
+    MPI_Comm_size(node_, &local_size_);
+  }
+
+  std::shared_ptr<const MpiWorld> parent_;  // keeps MPI initialised while a split world lives
+  MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   MPI_Comm node_ = MPI_COMM_NULL;
   bool owns_init_ = false;

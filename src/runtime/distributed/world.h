@@ -1,7 +1,7 @@
 // The distributed world: the processes of one data-parallel job, their ranks and the
 // collectives that join them. One interface, so the trainer, the CLI and the collective kernels
-// never see the library underneath (MPI today, in mpi_world.cpp; NCCL on the GPU would build its
-// communicator from this world). A run without a launcher has no world at all (nullptr), and
+// never see the library underneath (MPI, in mpi_world.cpp; the cuda backend builds its NCCL
+// communicator from this world: backends/cuda/nccl_communicator.h). A run without a launcher has no world at all (nullptr), and
 // then trident is the single-process engine it always was: MPI is not even initialised.
 #pragma once
 #include <cstddef>
@@ -23,8 +23,15 @@ class World {
   // reduction is commutative, and MPI's reduction order for one call is the same everywhere).
   virtual void sum(float* data, size_t count) = 0;
   virtual void sum(double* data, size_t count) = 0;
+  // Copies `bytes` bytes from rank `root`'s `data` into every other rank's `data` (how the
+  // NCCL communicator's unique id reaches the ranks).
+  virtual void broadcast(void* data, size_t bytes, int root) = 0;
   // Blocks until every rank has arrived.
   virtual void barrier() = 0;
+  // Collective: the ranks that pass the same `color` form a new world, ranked in this world's
+  // order (--bn-group's sync-BN groups). Its collectives join only them; abort() still ends
+  // the whole job.
+  virtual std::shared_ptr<World> split(int color) = 0;
   // Ends every process of the job with exit status `code`; the caller has printed why.
   [[noreturn]] virtual void abort(int code) = 0;
 };

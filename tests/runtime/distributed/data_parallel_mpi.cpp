@@ -33,9 +33,10 @@ std::shared_ptr<distributed::World> world() {
   return w;
 }
 
-#define REQUIRE_TWO_RANKS()                                                              \
-  if (!world() || world()->size() != 2) GTEST_SKIP() << "needs mpirun -np 2 (this run has " \
-                                                     << (world() ? world()->size() : 1) << " process)"
+#define REQUIRE_RANKS(n)                                                                   \
+  if (!world() || world()->size() != (n)) GTEST_SKIP() << "needs mpirun -np " << (n) << " (this run has " \
+                                                       << (world() ? world()->size() : 1) << " processes)"
+#define REQUIRE_TWO_RANKS() REQUIRE_RANKS(2)
 
 std::vector<std::string> host_backends() {
   std::vector<std::string> out{"cpu_ref"};
@@ -147,6 +148,7 @@ TEST(DataParallel, AveragedGradientIsTheMeanOfTheRanksGradients) {
     o.backend = backend;
     o.optimizer = false;
     passes::CompileOptions distributed_options = o;
+    distributed_options.distributed = true;
     distributed_options.world_size = 2;
     BackendOptions with_world;
     with_world.world = world();
@@ -270,6 +272,97 @@ TEST(DataParallel, SyncBnTwoRanksTrainWhatOneProcessOfTheGlobalBatchTrains) {
       }
       EXPECT_EQ(statistics, 4);  // running mean and variance of bn1 and bn2
     }
+  }
+}
+
+// Without sync-BN each rank's running statistics are its own shard's; evaluation (and the CLI,
+// before a checkpoint) first replaces them on every rank by their mean over the ranks, so both
+// ranks evaluate, and rank 0 saves, the same network. The statistics must have differed, or the
+// case proves nothing.
+TEST(DataParallel, RunningStatisticsAreTheRanksMeanBeforeEvaluation) {
+  REQUIRE_TWO_RANKS();
+  const data::Dataset ds = dataset(6 * kHalf);
+  for (const std::string& backend : host_backends()) {
+    SCOPED_TRACE(backend);
+    runtime::TrainConfig ranked = one_epoch_of_sgd(backend);
+    ranked.backend_options.world = world();
+    runtime::Trainer mine(two_bn_network(kHalf), ranked);
+    train_my_shard(mine, ds);
+    runtime::Executable& exe = mine.train_executable();
+    const std::vector<int> stats = exe.running_statistics();
+    ASSERT_EQ(stats.size(), 4u);  // running mean and variance of bn1 and bn2
+    std::vector<float> own, other;
+    for (int v : stats) {
+      const TensorView t = exe.view(v);
+      own.insert(own.end(), t.as<float>(), t.as<float>() + t.numel());
+    }
+    other = own;  // rank r's statistics travel to rank 1 - r: the sum minus one's own
+    std::vector<float> sum = own;
+    world()->sum(sum.data(), sum.size());
+    for (size_t i = 0; i < other.size(); ++i) other[i] = sum[i] - own[i];
+    double spread = 0;
+    for (size_t i = 0; i < own.size(); ++i) spread = std::max(spread, std::abs(double(own[i]) - other[i]));
+    EXPECT_GT(spread, 1e-4) << "the ranks' statistics were equal before averaging";
+
+    data::BatchIterator eval_batches(ds, kHalf, false, 0, false);
+    mine.evaluate(eval_batches);
+    std::vector<float> after;
+    for (int v : stats) {
+      const TensorView t = exe.view(v);
+      after.insert(after.end(), t.as<float>(), t.as<float>() + t.numel());
+    }
+    std::vector<float> mean(own.size());
+    for (size_t i = 0; i < own.size(); ++i) mean[i] = static_cast<float>((double(own[i]) + other[i]) / 2);
+    expect_close(after, mean, "running statistics after evaluation", false, test_support::Tolerance{1e-7, 1e-6});
+    std::vector<float> both = after;  // the same bits on both ranks: the sum is twice one's own
+    world()->sum(both.data(), both.size());
+    for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(both[i], 2 * after[i]) << i;
+  }
+}
+
+// --bn-group: four ranks in sync-BN groups of two ({0, 1} and {2, 3}, rank / 2). A split world's
+// collectives join only its group; trained with sync-BN in groups, the two ranks of a group hold
+// the same running statistics (bit for bit: the same global sums), and the groups, which saw
+// different rows, hold different ones. Run by its own ctest under `mpirun -np 4`.
+TEST(DataParallelGroups, ASplitWorldSumsOnlyItsGroup) {
+  REQUIRE_RANKS(4);
+  const std::shared_ptr<distributed::World> part = world()->split(world()->rank() / 2);
+  EXPECT_EQ(part->size(), 2);
+  EXPECT_EQ(part->rank(), world()->rank() % 2);
+  double v = world()->rank();
+  part->sum(&v, 1);
+  EXPECT_EQ(v, world()->rank() / 2 * 4 + 1);  // 0 + 1, 2 + 3
+}
+
+TEST(DataParallelGroups, SyncBnInGroupsOfTwoAgreesWithinAGroupAndNotAcross) {
+  REQUIRE_RANKS(4);
+  const data::Dataset ds = dataset(12 * kHalf);  // 3 steps of 4·kHalf
+  for (const std::string& backend : host_backends()) {
+    SCOPED_TRACE(backend);
+    runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
+    cfg.backend_options.world = world();
+    cfg.backend_options.sync_batchnorm = true;
+    cfg.backend_options.batchnorm_group_size = 2;
+    runtime::Trainer mine(two_bn_network(kHalf), cfg);
+    ASSERT_TRUE(mine.config().backend_options.batchnorm_group);
+    data::ShardedBatches shard(std::make_unique<data::BatchIterator>(ds, 4 * kHalf, true, 5, true), world()->rank(), 4,
+                               ds.sample_size());
+    mine.train_epoch(shard, 0, 1);
+    std::vector<float> own;
+    for (int v : mine.train_executable().running_statistics()) {
+      const TensorView t = mine.train_executable().view(v);
+      own.insert(own.end(), t.as<float>(), t.as<float>() + t.numel());
+    }
+    ASSERT_FALSE(own.empty());
+    std::vector<float> group = own, all = own;
+    mine.config().backend_options.batchnorm_group->sum(group.data(), group.size());
+    world()->sum(all.data(), all.size());
+    double across = 0;
+    for (size_t i = 0; i < own.size(); ++i) {
+      EXPECT_EQ(group[i], 2 * own[i]) << "the two ranks of a group differ at " << i;
+      across = std::max(across, std::abs(double(all[i]) - 2.0 * group[i]) / 2);  // |other group − this group|
+    }
+    EXPECT_GT(across, 1e-4) << "both groups hold the same statistics: the groups were not apart";
   }
 }
 
