@@ -20,6 +20,14 @@ class BatchSource {
   // be null), and the count of real rows into `filled` when given. False, writing nothing, once
   // the epoch is exhausted.
   virtual bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) = 0;
+  // Makes next() write only rows [first, first + count) of each batch (batch() becomes count,
+  // `filled` counts the real rows among them), so a data-parallel rank makes only its share
+  // (ShardedBatches); called before the first start_epoch. False, changing nothing, where the
+  // source makes whole batches only.
+  virtual bool keep_rows(int64_t first, int64_t count) {
+    (void)first, (void)count;
+    return false;
+  }
 };
 
 }  // namespace trident::data

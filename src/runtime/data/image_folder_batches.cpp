@@ -19,7 +19,7 @@ int default_image_workers() {
 }
 
 ImageFolderBatches::ImageFolderBatches(ImageFolderSplit split, const ImageStreamOptions& options)
-    : split_(std::move(split)), options_(options) {
+    : split_(std::move(split)), options_(options), rows_(options.batch) {
   const auto& o = options_;
   if (o.image_size < 1 || o.batch < 1 || o.workers < 1 || o.depth < 1)
     throw Error("an image stream needs an image size, batch, worker count and depth of at least 1, not " +
@@ -62,8 +62,23 @@ int64_t ImageFolderBatches::real_rows(int64_t batch_index) const {
 }
 
 bool ImageFolderBatches::can_claim() const {
-  return started_ && next_item_ < batches_per_epoch() * options_.batch &&
-         next_item_ / options_.batch < handed_out_ + options_.depth && !failure_;
+  return started_ && next_item_ < batches_per_epoch() * rows_ && next_item_ / rows_ < handed_out_ + options_.depth &&
+         !failure_;
+}
+
+bool ImageFolderBatches::keep_rows(int64_t first, int64_t count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (started_) throw Error("ImageFolderBatches::keep_rows over " + quoted_name(split_.name) + " was called after start_epoch");
+  if (first < 0 || count < 1 || first + count > options_.batch)
+    throw Error("rows [" + std::to_string(first) + ", " + std::to_string(first + count) + ") are not within a batch of " +
+                std::to_string(options_.batch));
+  first_row_ = first;
+  rows_ = count;
+  for (Slot& s : ring_) {
+    s.images.assign(static_cast<size_t>(rows_ * sample_size()), 0.0f);
+    s.labels.assign(static_cast<size_t>(rows_), 0);
+  }
+  return true;
 }
 
 void ImageFolderBatches::start_epoch(int64_t epoch) {
@@ -87,13 +102,13 @@ bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* f
   if (handed_out_ >= batches_per_epoch()) return false;
   const int64_t b = handed_out_;
   Slot& slot = ring_[static_cast<size_t>(b % options_.depth)];
-  ready_cv_.wait(lock, [&] { return slot.rows_done == options_.batch || failure_; });
+  ready_cv_.wait(lock, [&] { return slot.rows_done == rows_ || failure_; });
   if (failure_) std::rethrow_exception(failure_);
   lock.unlock();
   // No worker writes this slot until handed_out_ moves past b.
   std::memcpy(images_out, slot.images.data(), slot.images.size() * sizeof(float));
   if (labels_out != nullptr) std::memcpy(labels_out, slot.labels.data(), slot.labels.size() * sizeof(int32_t));
-  if (filled != nullptr) *filled = real_rows(b);
+  if (filled != nullptr) *filled = std::clamp<int64_t>(real_rows(b) - first_row_, 0, rows_);
   lock.lock();
   slot.rows_done = 0;
   ++handed_out_;
@@ -105,7 +120,7 @@ bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* f
 int64_t ImageFolderBatches::wait_until_idle() {
   std::unique_lock<std::mutex> lock(mutex_);
   ready_cv_.wait(lock, [this] { return busy_ == 0 && !can_claim(); });
-  return next_item_ - handed_out_ * options_.batch;
+  return next_item_ - handed_out_ * rows_;
 }
 
 int64_t ImageFolderBatches::skipped() const {
@@ -124,7 +139,7 @@ void ImageFolderBatches::work() {
     work_cv_.wait(lock, [this] { return stop_ || can_claim(); });
     if (stop_) return;
     const int64_t item = next_item_++;
-    const int64_t b = item / options_.batch, row = item % options_.batch, generation = generation_,
+    const int64_t b = item / rows_, row = item % rows_, generation = generation_,
                   epoch = epoch_;
     Slot& slot = ring_[static_cast<size_t>(b % options_.depth)];
     ++busy_;
@@ -140,13 +155,14 @@ void ImageFolderBatches::work() {
     if (failure && !failure_) failure_ = failure;
     if (generation == generation_ && !failure) ++slot.rows_done;
     // The consumer waits for a whole batch, start_epoch and wait_until_idle for idleness.
-    if (slot.rows_done == options_.batch || busy_ == 0 || failure) ready_cv_.notify_all();
+    if (slot.rows_done == rows_ || busy_ == 0 || failure) ready_cv_.notify_all();
   }
 }
 
 void ImageFolderBatches::make_row(int64_t batch_index, int64_t row, Slot& slot, int64_t epoch) {
-  // Rows past a padded batch's real ones repeat its real samples cyclically.
-  const int64_t position = batch_index * options_.batch + row % real_rows(batch_index);
+  // `row` of the slot is row first_row_ + row of the batch; rows past a padded batch's real
+  // ones repeat its real samples cyclically.
+  const int64_t position = batch_index * options_.batch + (first_row_ + row) % real_rows(batch_index);
   RgbImage image;
   const int64_t index = decode_readable(position, image);
   float* out = slot.images.data() + row * sample_size();

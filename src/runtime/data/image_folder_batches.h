@@ -47,7 +47,7 @@ class ImageFolderBatches final : public BatchSource {
   ImageFolderBatches(const ImageFolderBatches&) = delete;
   ImageFolderBatches& operator=(const ImageFolderBatches&) = delete;
 
-  int64_t batch() const override { return options_.batch; }
+  int64_t batch() const override { return rows_; }
   int64_t batches_per_epoch() const override;
   // Discards what was made for the previous epoch and sets the workers on this one.
   void start_epoch(int64_t epoch) override;
@@ -55,6 +55,9 @@ class ImageFolderBatches final : public BatchSource {
   // next readable one in the epoch's order and counted in skipped(); an Error when no image of
   // the split can be read, or when a worker failed otherwise.
   bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) override;
+  // Decodes and augments only rows [first, first + count) of each batch of options.batch; the
+  // others are never read. An Error for a range outside the batch or after start_epoch.
+  bool keep_rows(int64_t first, int64_t count) override;
 
   const ImageFolderSplit& split() const { return split_; }
   // Floats per sample: image_size² · 3.
@@ -67,7 +70,7 @@ class ImageFolderBatches final : public BatchSource {
 
   // Blocks until the workers have nothing left they may make (the ring is full, or the epoch is
   // all made), then returns how many samples are made and not yet handed out: at most
-  // depth * batch, which is the bound on memory.
+  // depth * batch(), which is the bound on memory.
   int64_t wait_until_idle();
 
  private:
@@ -95,7 +98,8 @@ class ImageFolderBatches final : public BatchSource {
   std::vector<int64_t> order_;        // written only while no worker is busy
   int64_t epoch_ = 0, generation_ = 0;
   bool started_ = false, stop_ = false;
-  int64_t next_item_ = 0;             // batch * row of the next sample to claim
+  int64_t first_row_ = 0, rows_ = 0;  // the rows of each batch made (keep_rows; all of them)
+  int64_t next_item_ = 0;             // batch * rows_ + row of the next sample to claim
   int64_t handed_out_ = 0;            // batches next() has returned this epoch
   int busy_ = 0;                      // workers making a sample now
   std::exception_ptr failure_;

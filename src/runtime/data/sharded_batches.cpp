@@ -15,11 +15,15 @@ ShardedBatches::ShardedBatches(std::unique_ptr<BatchSource> global, int rank, in
     throw Error("a global batch of " + std::to_string(global_->batch()) + " rows does not split into " +
                 std::to_string(ranks) + " equal shares");
   batch_ = global_->batch() / ranks;
+  // A source that can make only this rank's rows does, and its batches pass through as they are.
+  direct_ = global_->keep_rows(rank_ * batch_, batch_);
+  if (direct_) return;
   images_.resize(static_cast<size_t>(global_->batch() * row_floats_));
   labels_.resize(static_cast<size_t>(global_->batch()));
 }
 
 bool ShardedBatches::next(float* images_out, int32_t* labels_out, int64_t* filled) {
+  if (direct_) return global_->next(images_out, labels_out, filled);
   int64_t global_filled = global_->batch();
   if (!global_->next(images_.data(), labels_.data(), &global_filled)) return false;
   const int64_t first = rank_ * batch_;

@@ -3,7 +3,9 @@
 // seeded order), and rank r takes rows [r·B, (r+1)·B) of each. So the global order, and the
 // schedule's steps per epoch, do not depend on the world size. Evaluation batches are padded
 // as usual; a rank's `filled` counts the real rows of its slice (0 when the last batch ends
-// before it), so counts summed over ranks are the single-process ones.
+// before it), so counts summed over ranks are the single-process ones. A source that can make
+// only some rows of each batch (an image folder: BatchSource::keep_rows) makes only the rank's,
+// so N ranks decode each image once between them, not N times.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -28,6 +30,7 @@ class ShardedBatches final : public BatchSource {
   std::unique_ptr<BatchSource> global_;
   int rank_;
   int64_t batch_, row_floats_;
+  bool direct_ = false;  // the source makes this rank's rows alone (BatchSource::keep_rows)
   std::vector<float> images_;
   std::vector<int32_t> labels_;
 };

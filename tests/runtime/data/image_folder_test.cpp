@@ -3,6 +3,7 @@
 // images skipped and counted, evaluation's padded last batch, known pixels end to end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "runtime/data/image_folder.h"
 #include "runtime/data/image_folder_batches.h"
+#include "runtime/data/sharded_batches.h"
 #include "support/error_of.h"
 #include "support/image_folder.h"
 #include "support/temp_dir.h"
@@ -188,5 +190,48 @@ TEST(ImageFolderBatches, EvaluationPadsTheLastBatchWithKnownPixels) {
       for (int c = 0; c < 3; ++c)
         ASSERT_NEAR(e.images[(y * 12 + x) * 3 + c], (px[((y + 1) * 14 + x + 1) * 3 + c] / 255.0 - n.mean[c]) / n.std[c],
                     1e-5);
+  fs::remove_all(d);
+}
+
+// A data-parallel rank's share: ShardedBatches over an image folder has it make only rows
+// [r·B, (r+1)·B) of each global batch (BatchSource::keep_rows), bit for bit the rows the whole
+// batch holds there — training's shuffled crops and evaluation's padded last batch alike — and
+// no more: the ring holds depth·B samples, not depth·(ranks·B).
+TEST(ImageFolderBatches, ARankMakesOnlyItsRowsOfEachGlobalBatch) {
+  const fs::path d = fresh_temp_dir("stream_shard");
+  write_class_images(d, "train", 3, 7, 20, 16);  // 21 images
+  const ImageFolderSplit s = scan_image_folder(d.string(), "train");
+  for (const bool train : {true, false}) {
+    SCOPED_TRACE(train ? "train" : "eval");
+    ImageFolderBatches whole(s, stream(2, train, 6));
+    const int64_t sample = whole.sample_size();
+    const Epoch all = read_epoch(whole, sample, 1);
+    const size_t batches = all.filled.size();
+    ASSERT_EQ(batches, train ? 3u : 4u);
+    for (int rank = 0; rank < 3; ++rank) {
+      SCOPED_TRACE(rank);
+      ShardedBatches mine(std::make_unique<ImageFolderBatches>(s, stream(2, train, 6)), rank, 3, sample);
+      ASSERT_EQ(mine.batch(), 2);
+      const Epoch part = read_epoch(mine, sample, 1);
+      ASSERT_EQ(part.filled.size(), batches);
+      for (size_t b = 0; b < batches; ++b) {
+        const size_t first = b * 6 + static_cast<size_t>(rank) * 2;
+        EXPECT_EQ(std::memcmp(part.images.data() + b * 2 * sample, all.images.data() + first * sample,
+                              2 * sample * sizeof(float)),
+                  0)
+            << "batch " << b;
+        EXPECT_EQ(part.labels[b * 2], all.labels[first]);
+        EXPECT_EQ(part.labels[b * 2 + 1], all.labels[first + 1]);
+        EXPECT_EQ(part.filled[b], std::clamp<int64_t>(all.filled[b] - rank * 2, 0, 2));
+      }
+    }
+  }
+  ImageFolderBatches two_rows(s, stream(4, true, 6));
+  ASSERT_TRUE(two_rows.keep_rows(2, 2));
+  two_rows.start_epoch(0);
+  EXPECT_EQ(two_rows.wait_until_idle(), 4);  // depth 2 · 2 rows, not 2 · 6
+  EXPECT_EQ(error_of([&] { two_rows.keep_rows(0, 2); }).find("was called after start_epoch") != std::string::npos, true);
+  ImageFolderBatches outside(s, stream(1, true, 6));
+  EXPECT_NE(error_of([&] { outside.keep_rows(5, 2); }).find("are not within a batch of 6"), std::string::npos);
   fs::remove_all(d);
 }
