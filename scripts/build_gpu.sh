@@ -2,7 +2,7 @@
 # Builds the GPU binaries into build-gpu/ so that they start on an H200 machine with an older C
 # library and without oneDNN, protobuf or GoogleTest (docs/GPU.md): CUDA backend only, sm_90,
 # C++ runtime and OpenMP linked statically, stripped. Run scripts/setup.sh once first (it
-# fetches the cudnn-frontend headers). Then send build-gpu/ and run scripts/gpu_check.sh there.
+# fetches the cudnn-frontend headers). Then send build-gpu/ and run build-gpu/tests/gpu_tests there.
 # TRIDENT_GPU_MPI=ON links this machine's libmpi for data-parallel runs under mpirun there; the
 # binaries then need an Open MPI with libmpi.so.40 on that machine's library path (docs/GPU.md).
 set -euo pipefail

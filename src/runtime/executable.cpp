@@ -215,9 +215,12 @@ TensorView Executable::find(const std::string& name) const { return view(value_i
 TensorView Executable::host_view(int value) const {
   TensorView t = view(value);
   if (!ctx_->on_device()) return t;
-  std::vector<std::byte>& h = host_copies_[value];
-  h.resize(t.bytes());
-  t.data = h.data();
+  auto it = host_copies_.find(value);
+  if (it == host_copies_.end()) {
+    auto* p = static_cast<std::byte*>(ctx_->allocate_host_copy(t.bytes()));
+    it = host_copies_.emplace(value, std::unique_ptr<std::byte[], HostFree>(p, HostFree{ctx_.get()})).first;
+  }
+  t.data = it->second.get();
   return t;
 }
 

@@ -124,8 +124,13 @@ class Executable {
   plan::MemoryPlan plan_;
   std::shared_ptr<BackendContext> ctx_;  // declared before the buffers: freed after them
   std::unique_ptr<std::byte[], ContextFree> buffers_[plan::kNumBuffers];
-  // Device backends: the host side of values (a cache, so reading weights stays const).
-  mutable std::map<int, std::vector<std::byte>> host_copies_;
+  // Device backends: the host side of values (a cache, so reading weights stays const), in the
+  // context's host-copy memory (page-locked on the GPU).
+  struct HostFree {
+    BackendContext* ctx;
+    void operator()(std::byte* p) const { ctx->free_host_copy(p); }
+  };
+  mutable std::map<int, std::unique_ptr<std::byte[], HostFree>> host_copies_;
   // The step's kernels. oneDNN fixes a primitive's thread count when it is built, so where the
   // backend's kernels depend on it (the cpu backend) one set is kept per host thread count in
   // use (runtime/host_threads.h), built when that count is first wanted; otherwise one set.

@@ -116,6 +116,26 @@ void CudaContext::free(void* p) {
   }
 }
 
+void* CudaContext::allocate_host_copy(size_t bytes) {
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocDefault) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: fall back to pageable memory, which copies slower but works
+    return allocate_host(bytes);
+  }
+  std::memset(p, 0, bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  pinned_.insert(p);
+  return p;
+}
+
+void CudaContext::free_host_copy(void* p) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pinned_.erase(p)) return free_host(p);
+  }
+  cudaFreeHost(p);
+}
+
 void CudaContext::copy_to_device(void* dst, const void* host_src, size_t bytes) {
   if (!bytes) return;
   check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "a host-to-GPU copy");

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "backends/backend_context.h"
@@ -37,6 +38,8 @@ class CudaContext final : public BackendContext {
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void copy_within(void* dst, const void* src, size_t bytes) override;
+  void* allocate_host_copy(size_t bytes) override;  // cudaHostAlloc (page-locked) + zero fill
+  void free_host_copy(void* p) override;
   void synchronize() override;
   std::string cache_report() const override;
 
@@ -113,6 +116,7 @@ class CudaContext final : public BackendContext {
   size_t reserved_[2] = {0, 0}, allocated_[2] = {0, 0};
   void* workspace_[2] = {nullptr, nullptr};
   std::map<void*, size_t> sizes_;
+  std::set<void*> pinned_;  // host copies cudaHostAlloc gave (the others came from allocate_host)
   std::map<int, StreamFork> forks_;
   size_t live_bytes_ = 0, peak_bytes_ = 0;
   mutable std::mutex mu_;
