@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/printable.h"
+#include "runtime/data/parallel_copy.h"
 #include "runtime/data/random.h"
 
 namespace trident::data {
@@ -106,7 +107,7 @@ bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* f
   if (failure_) std::rethrow_exception(failure_);
   lock.unlock();
   // No worker writes this slot until handed_out_ moves past b.
-  std::memcpy(images_out, slot.images.data(), slot.images.size() * sizeof(float));
+  parallel_copy(images_out, slot.images.data(), slot.images.size() * sizeof(float));
   if (labels_out != nullptr) std::memcpy(labels_out, slot.labels.data(), slot.labels.size() * sizeof(int32_t));
   if (filled != nullptr) *filled = std::clamp<int64_t>(real_rows(b) - first_row_, 0, rows_);
   lock.lock();

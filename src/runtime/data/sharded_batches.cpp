@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "runtime/data/parallel_copy.h"
 
 namespace trident::data {
 
@@ -27,7 +28,7 @@ bool ShardedBatches::next(float* images_out, int32_t* labels_out, int64_t* fille
   int64_t global_filled = global_->batch();
   if (!global_->next(images_.data(), labels_.data(), &global_filled)) return false;
   const int64_t first = rank_ * batch_;
-  std::copy_n(images_.data() + first * row_floats_, batch_ * row_floats_, images_out);
+  parallel_copy(images_out, images_.data() + first * row_floats_, static_cast<size_t>(batch_ * row_floats_) * sizeof(float));
   if (labels_out) std::copy_n(labels_.data() + first, batch_, labels_out);
   if (filled) *filled = std::clamp<int64_t>(global_filled - first, 0, batch_);
   return true;
