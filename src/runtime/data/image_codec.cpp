@@ -71,35 +71,66 @@ struct DecompressGuard {
 
 enum class JpegOutcome { Decoded, LibraryError, Cmyk, TooLarge };
 
+using RegionWanted = std::function<CropBox(int height, int width)>;
+
+// Pixels beyond a wanted rectangle that a partial decode also makes: the fancy (triangle)
+// chroma upsampling reads one neighbour each side, which a cut-off decode lacks at its edges.
+constexpr int kRegionMargin = 2;
+
+// The whole image, or (want given) the wanted rectangle and its margin: rows above it skipped,
+// columns cut to whole MCUs by jpeg_crop_scanline, rows below it never decoded.
 JpegOutcome decode_jpeg_trapped(jpeg_decompress_struct* cinfo, JpegTrap* t, const uint8_t* bytes,
-                                size_t size, RgbImage* out) {
+                                size_t size, const RegionWanted* want, RgbRegion* out) {
   if (setjmp(t->trap.jump)) return JpegOutcome::LibraryError;
   jpeg_mem_src(cinfo, bytes, static_cast<unsigned long>(size));
   jpeg_read_header(cinfo, TRUE);
   if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) return JpegOutcome::Cmyk;
   if (uint64_t{cinfo->image_width} * cinfo->image_height > static_cast<uint64_t>(kMaxImagePixels))
     return JpegOutcome::TooLarge;
+  const int H = static_cast<int>(cinfo->image_height), W = static_cast<int>(cinfo->image_width);
+  out->full_height = H;
+  out->full_width = W;
+  int y0 = 0, y1 = H, x0 = 0, x1 = W;
+  if (want) {
+    const CropBox b = (*want)(H, W);
+    if (b.top >= 0 && b.left >= 0 && b.height > 0 && b.width > 0 && b.top + b.height <= H && b.left + b.width <= W) {
+      y0 = std::max(b.top - kRegionMargin, 0);
+      y1 = std::min(b.top + b.height + kRegionMargin, H);
+      x0 = std::max(b.left - kRegionMargin, 0);
+      x1 = std::min(b.left + b.width + kRegionMargin, W);
+    }
+  }
   cinfo->out_color_space = JCS_RGB;
   jpeg_start_decompress(cinfo);
-  out->width = static_cast<int>(cinfo->output_width);
-  out->height = static_cast<int>(cinfo->output_height);
-  out->pixels.resize(size_t{cinfo->output_width} * cinfo->output_height * 3);
-  while (cinfo->output_scanline < cinfo->output_height) {
-    JSAMPROW row = out->pixels.data() + size_t{cinfo->output_scanline} * cinfo->output_width * 3;
+  JDIMENSION left = static_cast<JDIMENSION>(x0), width = static_cast<JDIMENSION>(x1 - x0);
+  if (x0 > 0 || x1 < W) jpeg_crop_scanline(cinfo, &left, &width);  // widens to whole MCUs
+  if (y0 > 0 && jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(y0)) != static_cast<JDIMENSION>(y0))
+    return JpegOutcome::LibraryError;
+  out->top = y0;
+  out->left = static_cast<int>(left);
+  RgbImage& img = out->image;
+  img.width = static_cast<int>(cinfo->output_width);
+  img.height = y1 - y0;
+  img.pixels.resize(size_t{cinfo->output_width} * static_cast<size_t>(img.height) * 3);
+  while (static_cast<int>(cinfo->output_scanline) < y1) {
+    JSAMPROW row = img.pixels.data() + size_t{cinfo->output_scanline - static_cast<JDIMENSION>(y0)} * cinfo->output_width * 3;
     jpeg_read_scanlines(cinfo, &row, 1);
   }
-  jpeg_finish_decompress(cinfo);
+  if (y1 == H)
+    jpeg_finish_decompress(cinfo);
+  else
+    jpeg_abort_decompress(cinfo);  // the rows below the region are not needed
   return JpegOutcome::Decoded;
 }
 
-RgbImage decode_jpeg(const uint8_t* bytes, size_t size, const std::string& what) {
+RgbRegion decode_jpeg(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted* want) {
   jpeg_decompress_struct cinfo;
   JpegTrap t;
   cinfo.err = t.arm();
   jpeg_create_decompress(&cinfo);
   DecompressGuard guard{&cinfo};
-  RgbImage img;
-  switch (decode_jpeg_trapped(&cinfo, &t, bytes, size, &img)) {
+  RgbRegion img;
+  switch (decode_jpeg_trapped(&cinfo, &t, bytes, size, want, &img)) {
     case JpegOutcome::Decoded: return img;
     case JpegOutcome::LibraryError: throw Error(what + " is not a readable JPEG: " + t.trap.message);
     case JpegOutcome::Cmyk:
@@ -262,22 +293,45 @@ bool has_image_extension(const std::string& name) {
   return lower.ends_with(".jpg") || lower.ends_with(".jpeg") || lower.ends_with(".png");
 }
 
-RgbImage decode_image(const uint8_t* bytes, size_t size, const std::string& what) {
+namespace {
+
+RgbRegion decode_any(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted* want) {
   static constexpr uint8_t kJpeg[] = {0xFF, 0xD8, 0xFF};
   static constexpr uint8_t kPng[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (starts_with(bytes, size, kJpeg, sizeof kJpeg)) return decode_jpeg(bytes, size, what);
-  if (starts_with(bytes, size, kPng, sizeof kPng)) return decode_png(bytes, size, what);
+  if (starts_with(bytes, size, kJpeg, sizeof kJpeg)) return decode_jpeg(bytes, size, what, want);
+  if (starts_with(bytes, size, kPng, sizeof kPng)) {
+    RgbRegion whole;
+    whole.image = decode_png(bytes, size, what);
+    whole.full_height = whole.image.height;
+    whole.full_width = whole.image.width;
+    if (want) (*want)(whole.full_height, whole.full_width);  // asked as for a JPEG; the whole image serves
+    return whole;
+  }
   throw Error(what + " is neither a JPEG nor a PNG (its first bytes are no signature of either)");
 }
 
-RgbImage read_image_file(const std::string& path) {
+RgbRegion read_any(const std::string& path, const RegionWanted* want) {
   const std::string what = quoted_name(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open the image " + what);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw Error("cannot read the image " + what);
-  return decode_image(bytes.data(), bytes.size(), what);
+  return decode_any(bytes.data(), bytes.size(), what, want);
 }
+
+}  // namespace
+
+RgbImage decode_image(const uint8_t* bytes, size_t size, const std::string& what) {
+  return decode_any(bytes, size, what, nullptr).image;
+}
+
+RgbImage read_image_file(const std::string& path) { return read_any(path, nullptr).image; }
+
+RgbRegion decode_image_region(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted& want) {
+  return decode_any(bytes, size, what, &want);
+}
+
+RgbRegion read_image_region(const std::string& path, const RegionWanted& want) { return read_any(path, &want); }
 
 std::vector<uint8_t> encode_png(const uint8_t* pixels, int width, int height, int channels,
                                 const std::vector<uint8_t>& palette) {

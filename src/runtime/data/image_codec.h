@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,19 @@ namespace trident::data {
 struct RgbImage {
   int width = 0, height = 0;
   std::vector<uint8_t> pixels;
+};
+
+// A rectangle of an image in whole pixels.
+struct CropBox {
+  int top = 0, left = 0, height = 0, width = 0;
+  bool operator==(const CropBox&) const = default;
+};
+
+// Part of a decoded image: `image` holds the pixels of the rectangle at (top, left) of an image
+// of full_height x full_width.
+struct RgbRegion {
+  RgbImage image;
+  int full_height = 0, full_width = 0, top = 0, left = 0;
 };
 
 // Decoded images beyond this many pixels are refused (a crafted header must not make every
@@ -31,6 +45,16 @@ RgbImage decode_image(const uint8_t* bytes, size_t size, const std::string& what
 
 // Reads the file at `path` whole and decodes it; an unreadable file is an Error naming it.
 RgbImage read_image_file(const std::string& path);
+
+// Decodes at least the rectangle want(height, width) of the image, asked once the header has
+// given its size (a box outside the image decodes it whole). A JPEG decodes only that part —
+// the rows above it skipped, the columns cut to whole MCUs, a margin of two pixels for the
+// chroma upsampling's neighbours, the rows below never read — so the rectangle's pixels are
+// those of a whole decode, bit for bit, for a fraction of the work (a training crop's); a PNG
+// decodes whole (`want` is still asked). Errors as decode_image and read_image_file.
+RgbRegion decode_image_region(const uint8_t* bytes, size_t size, const std::string& what,
+                              const std::function<CropBox(int height, int width)>& want);
+RgbRegion read_image_region(const std::string& path, const std::function<CropBox(int height, int width)>& want);
 
 // Encoders, for tests and benchmarks that make their own image folders. `channels` bytes per
 // pixel: PNG 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA), or 1 with `palette` (RGB

@@ -164,17 +164,29 @@ void ImageFolderBatches::make_row(int64_t batch_index, int64_t row, Slot& slot, 
   // `row` of the slot is row first_row_ + row of the batch; rows past a padded batch's real
   // ones repeat its real samples cyclically.
   const int64_t position = batch_index * options_.batch + (first_row_ + row) % real_rows(batch_index);
-  RgbImage image;
-  const int64_t index = decode_readable(position, image);
   float* out = slot.images.data() + row * sample_size();
-  if (options_.train)
-    train_transform(image, options_.image_size, augmentation_seed(options_.seed, epoch, index), options_.norm, out);
-  else
+  int64_t index = 0;
+  if (options_.train) {
+    // The crop is drawn from the header's size, and only the crop is decoded.
+    TrainCrop crop;
+    RgbRegion region;
+    index = decode_readable(position, [&](const std::string& file, int64_t i) {
+      const uint64_t seed = augmentation_seed(options_.seed, epoch, i);
+      region = read_image_region(file, [&](int height, int width) {
+        crop = train_crop(height, width, seed);
+        return crop.box;
+      });
+    });
+    train_transform_region(region, crop, options_.image_size, options_.norm, out);
+  } else {
+    RgbImage image;
+    index = decode_readable(position, [&](const std::string& file, int64_t) { image = read_image_file(file); });
     eval_transform(image, options_.image_size, options_.norm, out);
+  }
   slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
 }
 
-int64_t ImageFolderBatches::decode_readable(int64_t position, RgbImage& image) {
+int64_t ImageFolderBatches::decode_readable(int64_t position, const std::function<void(const std::string&, int64_t)>& decode) {
   const int64_t n = split_.count();
   for (int64_t step = 0; step < n; ++step) {
     const int64_t index = order_[static_cast<size_t>((position + step) % n)];
@@ -183,7 +195,7 @@ int64_t ImageFolderBatches::decode_readable(int64_t position, RgbImage& image) {
       if (unreadable_.count(index)) continue;
     }
     try {
-      image = read_image_file(split_.files[static_cast<size_t>(index)]);
+      decode(split_.files[static_cast<size_t>(index)], index);
       return index;
     } catch (const Error& e) {
       std::lock_guard<std::mutex> lock(mutex_);

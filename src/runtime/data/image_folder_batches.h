@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -83,9 +84,9 @@ class ImageFolderBatches final : public BatchSource {
   void work();
   bool can_claim() const;  // caller holds mutex_
   void make_row(int64_t batch_index, int64_t row, Slot& slot, int64_t epoch);
-  // Decodes the image at epoch position `position`, or the next readable one after it; returns
-  // the index of the image decoded.
-  int64_t decode_readable(int64_t position, RgbImage& image);
+  // Calls decode(file, index) on the image at epoch position `position`, or, while it throws an
+  // Error (the image is unreadable), on the next one after it; returns the index it succeeded on.
+  int64_t decode_readable(int64_t position, const std::function<void(const std::string&, int64_t)>& decode);
   int64_t real_rows(int64_t batch_index) const;
 
   const ImageFolderSplit split_;

@@ -144,11 +144,22 @@ uint64_t augmentation_seed(uint64_t seed, int64_t epoch, int64_t index) {
                      static_cast<uint64_t>(index));
 }
 
-void train_transform(const RgbImage& image, int size, uint64_t sample_seed, const Normalisation& norm, float* out) {
+TrainCrop train_crop(int height, int width, uint64_t sample_seed) {
   std::mt19937_64 rng(sample_seed);
-  const CropBox box = random_resized_crop_box(image.height, image.width, rng);
-  const bool flip = uniform01(rng) < 0.5;
-  resample_normalised(image, box, size, size, {0, 0, size, size}, flip, norm, out);
+  TrainCrop crop;
+  crop.box = random_resized_crop_box(height, width, rng);
+  crop.flip = uniform01(rng) < 0.5;
+  return crop;
+}
+
+void train_transform(const RgbImage& image, int size, uint64_t sample_seed, const Normalisation& norm, float* out) {
+  const TrainCrop crop = train_crop(image.height, image.width, sample_seed);
+  resample_normalised(image, crop.box, size, size, {0, 0, size, size}, crop.flip, norm, out);
+}
+
+void train_transform_region(const RgbRegion& region, TrainCrop crop, int size, const Normalisation& norm, float* out) {
+  const CropBox inside{crop.box.top - region.top, crop.box.left - region.left, crop.box.height, crop.box.width};
+  resample_normalised(region.image, inside, size, size, {0, 0, size, size}, crop.flip, norm, out);
 }
 
 int eval_resize_side(int size) { return round_half_even(size / 0.875); }

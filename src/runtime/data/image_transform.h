@@ -17,12 +17,6 @@ struct Normalisation {
 };
 inline constexpr Normalisation kImageNetNormalisation = {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
 
-// A rectangle of an image in whole pixels.
-struct CropBox {
-  int top = 0, left = 0, height = 0, width = 0;
-  bool operator==(const CropBox&) const = default;
-};
-
 // torchvision's RandomResizedCrop.get_params: up to ten draws of an area fraction in
 // [scale_min, scale_max] and a log-uniform aspect ratio in [ratio_min, ratio_max] until the box
 // fits, else the centre crop of the whole image clamped to that ratio range. Python's rounding
@@ -43,6 +37,17 @@ uint64_t augmentation_seed(uint64_t seed, int64_t epoch, int64_t index);
 // Training: RandomResizedCrop(size, scale (0.08, 1), ratio (3/4, 4/3)), then a flip with
 // probability 1/2, drawn in that order from a generator seeded with `sample_seed`.
 void train_transform(const RgbImage& image, int size, uint64_t sample_seed, const Normalisation& norm, float* out);
+
+// The two draws of train_transform for an image of height x width, so that a loader can decode
+// only the crop (decode_image_region) before it resamples it.
+struct TrainCrop {
+  CropBox box;
+  bool flip = false;
+};
+TrainCrop train_crop(int height, int width, uint64_t sample_seed);
+// train_transform of a region decoded for crop.box: the same floats as train_transform of the
+// whole image (the resampling reads only pixels inside the box).
+void train_transform_region(const RgbRegion& region, TrainCrop crop, int size, const Normalisation& norm, float* out);
 
 // The shorter side evaluation resizes to: round(size / 0.875) (256 for 224).
 int eval_resize_side(int size);

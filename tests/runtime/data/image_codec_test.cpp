@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "runtime/data/image_codec.h"
@@ -85,4 +86,67 @@ TEST(ImageCodec, ImageExtensions) {
   EXPECT_TRUE(has_image_extension("b.Png"));
   EXPECT_FALSE(has_image_extension("notes.txt"));
   EXPECT_FALSE(has_image_extension("jpg"));
+}
+
+// A training crop's region: the pixels inside the wanted box are those of the whole decode, bit
+// for bit, for colour (4:2:0 chroma, the encoder's default) and grey JPEGs of sizes that are no
+// multiple of an MCU, boxes anywhere (edges and corners included); the decode covers the box and
+// is smaller than the image when the box is; a box outside the image decodes it whole; a PNG
+// decodes whole and still has `want` asked.
+TEST(ImageCodec, AJpegRegionHoldsTheWholeDecodesPixels) {
+  std::mt19937 rng(4);
+  for (const int channels : {3, 1}) {
+    SCOPED_TRACE(channels);
+    const int W = 203, H = 157;
+    std::vector<uint8_t> px(static_cast<size_t>(W) * H * channels);
+    for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>((i * 7 + (i / 97) * 13) % 251);
+    const std::vector<uint8_t> jpeg = encode_jpeg(px.data(), W, H, channels, 90);
+    const RgbImage whole = decode_image(jpeg.data(), jpeg.size(), "whole");
+    for (int t = 0; t < 300; ++t) {
+      CropBox box;
+      box.top = static_cast<int>(rng() % H);
+      box.left = static_cast<int>(rng() % W);
+      box.height = 1 + static_cast<int>(rng() % (H - box.top));
+      box.width = 1 + static_cast<int>(rng() % (W - box.left));
+      int asked = 0;
+      const RgbRegion r = decode_image_region(jpeg.data(), jpeg.size(), "region", [&](int h, int w) {
+        ++asked;
+        EXPECT_EQ(h, H);
+        EXPECT_EQ(w, W);
+        return box;
+      });
+      ASSERT_EQ(asked, 1);
+      EXPECT_EQ(r.full_height, H);
+      EXPECT_EQ(r.full_width, W);
+      ASSERT_LE(r.top, box.top);
+      ASSERT_LE(r.left, box.left);
+      ASSERT_GE(r.top + r.image.height, box.top + box.height);
+      ASSERT_GE(r.left + r.image.width, box.left + box.width);
+      if (box.height < H / 2) {
+        EXPECT_LT(r.image.height, H);
+      }
+      int differing = 0;
+      for (int y = box.top; y < box.top + box.height; ++y)
+        for (int x = box.left; x < box.left + box.width; ++x)
+          for (int c = 0; c < 3; ++c)
+            differing += r.image.pixels[(static_cast<size_t>(y - r.top) * r.image.width + (x - r.left)) * 3 + c] !=
+                         whole.pixels[(static_cast<size_t>(y) * W + x) * 3 + c];
+      ASSERT_EQ(differing, 0) << "box " << box.height << "x" << box.width << " at (" << box.top << ", " << box.left << ")";
+    }
+    const RgbRegion outside = decode_image_region(jpeg.data(), jpeg.size(), "outside", [](int, int) {
+      return CropBox{-1, 0, 5, 5};
+    });
+    EXPECT_EQ(outside.image.pixels, whole.pixels);
+  }
+  std::vector<uint8_t> rgb(12 * 9 * 3, 77);
+  const std::vector<uint8_t> png = encode_png(rgb.data(), 12, 9, 3);
+  int asked = 0;
+  const RgbRegion r = decode_image_region(png.data(), png.size(), "png", [&](int, int) {
+    ++asked;
+    return CropBox{2, 2, 3, 3};
+  });
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(r.image.pixels, rgb);
+  EXPECT_EQ(r.top, 0);
+  EXPECT_EQ(r.left, 0);
 }

@@ -12,6 +12,8 @@
 
 #include "runtime/data/image_folder.h"
 #include "runtime/data/image_folder_batches.h"
+#include "runtime/data/image_transform.h"
+#include "runtime/data/random.h"
 #include "runtime/data/sharded_batches.h"
 #include "support/error_of.h"
 #include "support/image_folder.h"
@@ -233,5 +235,29 @@ TEST(ImageFolderBatches, ARankMakesOnlyItsRowsOfEachGlobalBatch) {
   EXPECT_EQ(error_of([&] { two_rows.keep_rows(0, 2); }).find("was called after start_epoch") != std::string::npos, true);
   ImageFolderBatches outside(s, stream(1, true, 6));
   EXPECT_NE(error_of([&] { outside.keep_rows(5, 2); }).find("are not within a batch of 6"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// Training decodes only each sample's crop (read_image_region): every sample is bit for bit
+// train_transform of the whole decoded image, with the sample's own seed.
+TEST(ImageFolderBatches, TrainingSamplesAreTheWholeImagesTransform) {
+  const fs::path d = fresh_temp_dir("stream_region");
+  write_class_images(d, "train", 3, 6, 64, 48);  // JPEG and PNG in turn
+  const ImageFolderSplit s = scan_image_folder(d.string(), "train");
+  const ImageStreamOptions o = stream(2, true);
+  ImageFolderBatches src(s, o);
+  const int64_t sample = src.sample_size();
+  const Epoch e = read_epoch(src, sample, 2);
+  const std::vector<int64_t> order = epoch_order(s.count(), true, o.seed, 2);
+  ASSERT_EQ(e.filled.size(), 4u);
+  std::vector<float> want(static_cast<size_t>(sample));
+  for (size_t row = 0; row < e.labels.size(); ++row) {
+    const int64_t index = order[row];
+    train_transform(read_image_file(s.files[static_cast<size_t>(index)]), o.image_size, augmentation_seed(o.seed, 2, index),
+                    o.norm, want.data());
+    EXPECT_EQ(std::memcmp(e.images.data() + row * sample, want.data(), want.size() * sizeof(float)), 0)
+        << "row " << row << ", " << s.files[static_cast<size_t>(index)];
+    EXPECT_EQ(e.labels[row], s.labels[static_cast<size_t>(index)]);
+  }
   fs::remove_all(d);
 }
