@@ -13,8 +13,11 @@
 // they have no backward rule. Each op carries its unfused decomposition.
 //
 // With attribute bias_cancelled (ops/cbr_operands.h) the convolution runs without its bias:
-// the batch mean subtracts it again, so only the running mean sees it.
+// the batch mean subtracts it again, so only the running mean sees it. With attribute
+// relu_max = m > 0 (cbr only) the relu is clipped at m, ReLU6's clip(0, 6); its backward masks
+// with 0 < y < m and reads y itself (no packed mask, no deferred apply).
 #include <algorithm>
+#include <cmath>
 
 #include "core/relu_mask.h"
 #include "ops/cbr_operands.h"
@@ -29,6 +32,7 @@ bool is_cbar(const Node& n) { return n.op == "cbar"; }
 bool is_stats_only(const Node& n) { return n.op == "conv_bn_stats"; }
 
 bool keeps_bit_mask(const Node& n) { return n.attrs.i("relu_mask", 0) != 0; }
+double relu_max(const Node& n) { return n.attrs.f("relu_max", 0.0); }
 
 Attrs conv_attrs(const Attrs& a) { return conv_window_attrs(a); }
 
@@ -66,6 +70,11 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
     throw Error("the residual " + shape_str(in_value(g, n, o.residual).shape) +
                 " must match the convolution output " + shape_str(y.shape));
   if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
+  if (n.attrs.has("relu_max")) {
+    if (n.op != "cbr") throw Error("attribute relu_max (a clipped relu) is cbr's only");
+    if (!(relu_max(n) > 0) || !std::isfinite(relu_max(n))) throw Error("attribute relu_max must be positive and finite");
+    if (keeps_bit_mask(n)) throw Error("a clipped relu's backward masks with 0 < y < relu_max from y, not a packed mask");
+  }
   if (has_cancelled_bias(n) && o.bias < 0) throw Error("attribute 'bias_cancelled' needs a bias input");
   if (has_cancelled_bias(n) && in_value(g, n, o.bias).shape != c)
     throw Error("the bias '" + in_value(g, n, o.bias).name + "' must have shape " + shape_str(c));
@@ -120,7 +129,8 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
     residual = g.add_node1("bn_apply", {residual, n.inputs[o.residual_affine]}, {{"relu", int64_t{0}}},
                            n.name + ".shortcut_bn");
   if (is_cbar(n)) z = g.add_node1("add", {z, residual}, {}, n.name + ".add");
-  const int y = g.add_node1("relu", {z}, {}, n.name + ".relu");
+  const int y = relu_max(n) > 0 ? g.add_node1("clip", {z}, {{"min", 0.0}, {"max", relu_max(n)}}, n.name + ".clip")
+                                 : g.add_node1("relu", {z}, {}, n.name + ".relu");
   std::vector<int> out{y, conv, bn[1], bn[2], bn[3], bn[4]};
   if (keeps_bit_mask(n)) out.push_back(g.add_node1("relu_mask", {y}, {}, n.name + ".mask"));
   return out;
@@ -133,7 +143,7 @@ std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>&
   const CbrOperands o = CbrOperands::of(n);
   std::vector<int> grads(n.inputs.size(), -1);
   if (dys[0] < 0) return grads;
-  Attrs a = copy_attrs(n.attrs, {"eps"});
+  Attrs a = copy_attrs(n.attrs, {"eps", "relu_max"});
   a.set("residual", int64_t{is_cbar(n)});
   const int mask = keeps_bit_mask(n) ? n.outputs.at(cbr_out::relu_mask) : n.outputs[cbr_out::y];
   auto r = g.add_node("batchnorm_relu_backward",
@@ -208,6 +218,8 @@ void register_fused_cbr_ops() {
     const auto &mask = in_value(g, n, in::mask), &dy = in_value(g, n, in::dy), &x = in_value(g, n, in::conv_out);
     expect_rank(x, 4, "conv output");
     expect_same_shape(dy, x, "the gradient and the conv output");
+    if (n.attrs.has("relu_max") && (!(n.attrs.f("relu_max") > 0) || mask.shape.size() == 2 || mask.dtype == DType::i32))
+      throw Error("a clipped relu (relu_max) is masked from its output y, with relu_max positive");
     if (mask.shape.size() == 2) {
       expect_affine(mask, x.shape[3], "the affine that gives the relu mask");
     } else if (mask.dtype == DType::i32) {
@@ -250,7 +262,11 @@ void register_fused_cbr_ops() {
     int mask = n.inputs[in::mask];
     if (g.value(mask).shape.size() == 2)
       mask = g.add_node1("bn_apply", {n.inputs[in::conv_out], mask}, {}, n.name + ".recomputed_output");
-    const int dz = g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {mask, dy}, {}, n.name + ".relu");
+    // A clipped relu's gradient from its output: 0 < y < m exactly where 0 < z < m.
+    Attrs clipped{{"fn", std::string("clip")}, {"min", 0.0}, {"max", n.attrs.f("relu_max", 0.0)}};
+    const int dz = n.attrs.has("relu_max")
+                       ? g.add_node1("activation_backward", {mask, dy}, clipped, n.name + ".clip")
+                       : g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {mask, dy}, {}, n.name + ".relu");
     auto r = g.add_node("batchnorm2d_backward",
                         {n.inputs[in::conv_out], dz, n.inputs[in::gamma], n.inputs[in::saved_mean],
                          n.inputs[in::saved_invstd]},

@@ -172,6 +172,11 @@ void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
       ctx.rejections.push_back({"defer_bn_apply", kPattern, g.node(id).name, not_here});
       continue;
     }
+    if (g.node(id).attrs.has("relu_max")) {
+      ctx.rejections.push_back({"defer_bn_apply", kPattern, g.node(id).name,
+                                "its relu is clipped (ReLU6), which the next convolution's prologue does not apply"});
+      continue;
+    }
     const auto users = g.users();
     std::vector<char> is_output(g.num_values(), 0);
     for (int v : g.outputs()) is_output[v] = 1;

@@ -2,6 +2,7 @@
 // below, in order):
 //
 //   conv2d ──► batchnorm2d ──► relu                         ⇒   cbr
+//   conv2d ──► batchnorm2d ──► clip(0, m)                   ⇒   cbr {relu_max m}   (ReLU6: m = 6)
 //   conv2d ──► batchnorm2d ──► add(·, residual) ──► relu    ⇒   cbar
 //   (each intermediate has exactly one consumer; batchnorm in training mode)
 //
@@ -10,6 +11,7 @@
 #include "ir/op_registry.h"
 #include "ops/cbr_operands.h"
 #include "passes/pass.h"
+#include "passes/relu_bound.h"
 
 namespace trident::passes {
 
@@ -18,6 +20,7 @@ namespace {
 struct Candidate {
   int conv = -1, bn = -1, add = -1, relu = -1;
   int residual = -1;
+  double relu_max = 0;  // the bound of a clip(0, m) in the relu's place; 0: a plain relu
 };
 
 // Returns the empty string when legal, else the reason.
@@ -50,13 +53,15 @@ std::string match(const ir::Graph& g, const std::vector<std::vector<int>>& users
     if (users[relu_in].size() != 1 || is_output[relu_in])
       return "the add output has " + std::to_string(users[relu_in].size() + is_output[relu_in]) +
              " consumers";
-  } else if (next.op != "relu") {
-    return "the batchnorm output feeds '" + next.name + "' (" + next.op + "), not a relu or add";
+  } else if (next.op != "relu" && relu_bound(next) == 0) {
+    return "the batchnorm output feeds '" + next.name + "' (" + next.op + "), not a relu, a clip(0, m) or an add";
   }
   const ir::Node& relu = g.node(users[relu_in][0]);
-  if (relu.op != "relu")
-    return "the add output feeds '" + relu.name + "' (" + relu.op + "), not a relu";
+  if (relu.op != "relu" && c.add >= 0)
+    return "the add output feeds '" + relu.name + "' (" + relu.op + "), not a relu" +
+           (relu_bound(relu) > 0 ? " (a clipped relu after the residual add is not fused)" : "");
   c.relu = relu.id;
+  c.relu_max = relu_bound(relu);
   (void)conv;
   return "";
 }
@@ -77,7 +82,7 @@ void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx) {
     for (int v : g.outputs()) is_output[v] = 1;
     Candidate c;
     std::string reason = match(g, users, is_output, bn_id, c);
-    const std::string pattern = c.add >= 0 ? "conv-bn-add-relu" : "conv-bn-relu";
+    const std::string pattern = c.add >= 0 ? "conv-bn-add-relu" : c.relu_max > 0 ? "conv-bn-clip" : "conv-bn-relu";
     if (!reason.empty()) {
       ctx.rejections.push_back({"fuse_conv_bn_relu", pattern, bn.name, reason});
       continue;
@@ -86,7 +91,8 @@ void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx) {
     const ir::Node bnode = g.node(c.bn);
     const ir::Node relu = g.node(c.relu);
     const bool cbar = c.add >= 0;
-    const ops::CbrParts parts = ops::cbr_parts(conv, bnode, cbar ? c.residual : -1);
+    ops::CbrParts parts = ops::cbr_parts(conv, bnode, cbar ? c.residual : -1);
+    if (c.relu_max > 0) parts.attrs.set("relu_max", c.relu_max);
     // Named after the block: "layer1.0.conv1" + "+bn1+relu1" reads poorly; the conv's name
     // with its pattern suffix is unique and points at the source layer.
     const std::string name = conv.name + (cbar ? ".cbar" : ".cbr");

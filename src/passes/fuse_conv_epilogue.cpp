@@ -12,17 +12,11 @@
 #include <cmath>
 
 #include "passes/pass.h"
+#include "passes/relu_bound.h"
 
 namespace trident::passes {
 
 namespace {
-// A clip that is a ReLU with an upper bound (min 0, finite max): its bound, else 0.
-double relu_bound(const ir::Node& n) {
-  if (n.op != "clip" || !n.attrs.has("min") || n.attrs.f("min") != 0.0 || !n.attrs.has("max")) return 0;
-  const double max = n.attrs.f("max");
-  return max > 0 && std::isfinite(max) ? max : 0;
-}
-
 bool single_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& users, int v) {
   size_t n = users[v].size();
   for (int out : g.outputs()) n += out == v;

@@ -17,6 +17,11 @@ void pack_relu_mask(ir::Graph& g, PassContext& ctx) {
     const ir::Node& n = g.node(id);
     if (n.op != "cbr" && n.op != "cbar" && n.op != "bn_relu") continue;
     if (n.attrs.i("relu_mask", 0) != 0) continue;
+    if (n.attrs.has("relu_max")) {
+      ctx.rejections.push_back({"pack_relu_mask", "relu-bitmask", n.name,
+                                "a clipped relu (ReLU6) masks its gradient with 0 < y < max, read from y"});
+      continue;
+    }
     const int64_t channels = g.value(n.outputs[0]).shape.back();
     if (channels % 8 != 0) {
       ctx.rejections.push_back({"pack_relu_mask", "relu-bitmask", n.name,

@@ -51,7 +51,7 @@ TEST(FuseConvBnRelu, ResidualTailsBecomeCbarAndShortcutsAreRefusedWithAReason) {
   EXPECT_EQ(count_op(g, "add"), 0);
   EXPECT_EQ(count_op(g, "batchnorm2d"), 2);  // the two projection shortcuts
   ASSERT_EQ(rejections.size(), 2u);
-  EXPECT_NE(rejections[0].reason.find("not a relu or add"), std::string::npos) << rejections[0].reason;
+  EXPECT_NE(rejections[0].reason.find("not a relu, a clip(0, m) or an add"), std::string::npos) << rejections[0].reason;
 }
 
 TEST(FuseConvBnRelu, ASecondConsumerOfTheConvOutputBlocksIt) {
@@ -186,3 +186,89 @@ TEST(FuseConvBnRelu, FusedTrainingStepEqualsUnfusedStep) {
     test_support::expect_close(fv, pv, DType::f64, val.name);
   }
 }
+
+// ReLU6 (ONNX Clip(0, 6), as MobileNet v2 exports it) fuses like a relu: a cbr with relu_max;
+// a clip after the residual add is refused with the reason, and so is a clip with a lower bound.
+TEST(FuseConvBnRelu, AClipFromZeroIsACbrWithRelu6) {
+  ir::Graph g;
+  frontend::Builder b(g);
+  int x = b.input("x", {2, 6, 6, 8});
+  int y = b.batchnorm(b.conv(x, 8, 3, 1, 1, {}, "conv1"), "bn1");
+  y = g.add_node1("clip", {y}, {{"min", 0.0}, {"max", 6.0}}, "relu6");
+  int z = b.batchnorm(b.conv(y, 8, 3, 1, 1, {}, "conv2"), "bn2");
+  z = g.add_node1("clip", {b.add(z, y, "add")}, {{"min", 0.0}, {"max", 6.0}}, "add_relu6");
+  int w = b.batchnorm(b.conv(z, 8, 1, 1, 0, {}, "conv3"), "bn3");
+  g.mark_output(g.add_node1("clip", {w}, {{"min", -1.0}, {"max", 6.0}}, "hardtanh"));
+  std::vector<passes::Rejection> rejections;
+  std::vector<passes::FusionRecord> fusions;
+  run_fusion(g, &rejections, &fusions);
+  ASSERT_EQ(count_op(g, "cbr"), 1);
+  for (int id : g.order())
+    if (g.node(id).op == "cbr") EXPECT_EQ(g.node(id).attrs.f("relu_max"), 6.0);
+  ASSERT_EQ(fusions.size(), 1u);
+  EXPECT_EQ(fusions[0].pattern, "conv-bn-clip");
+  EXPECT_EQ(fusions[0].nodes, (std::vector<std::string>{"conv1", "bn1", "relu6"}));
+  ASSERT_EQ(rejections.size(), 2u);
+  EXPECT_NE(rejections[0].reason.find("a clipped relu after the residual add is not fused"), std::string::npos)
+      << rejections[0].reason;
+  EXPECT_NE(rejections[1].reason.find("not a relu, a clip(0, m) or an add"), std::string::npos) << rejections[1].reason;
+}
+
+// A training step of conv → bn → clip(0, m) blocks, fused (cbr with relu_max, its backward
+// masked by 0 < y < m) against the same model unfused, in f64 on cpu_ref and in f32 on the cpu
+// backend: the loss, and after two SGD steps every parameter and running statistic. The bound is
+// 0.5 so that both ends of the clip mask gradients.
+class FusedClipStep : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FusedClipStep, EqualsTheUnfusedStep) {
+  const std::string backend = GetParam();
+  const DType d = backend == "cpu_ref" ? DType::f64 : DType::f32;
+  ir::Graph model;
+  {
+    frontend::Builder b(model, d);
+    int x = b.input("images", {4, 8, 8, 3}, d);
+    int a = b.batchnorm(b.conv(x, 6, 3, 1, 1, {}, "stem"), "stem_bn");
+    a = model.add_node1("clip", {a}, {{"min", 0.0}, {"max", 0.5}}, "stem_relu6");
+    int c = b.batchnorm(b.conv(a, 6, 3, 2, 1, {.bias = true}, "conv"), "bn");
+    c = model.add_node1("clip", {c}, {{"min", 0.0}, {"max", 0.5}}, "relu6");
+    model.mark_output(b.linear(b.flatten(b.global_avgpool(c)), 5, true, "fc"));
+  }
+  passes::CompileOptions fused_opt;
+  fused_opt.mode = passes::Mode::Train;
+  fused_opt.backend = backend;
+  passes::CompileOptions plain_opt = fused_opt;
+  plain_opt.disabled_passes = {"fuse_conv_bn_relu"};
+  auto fused = runtime::Executable::compile(model, fused_opt);
+  auto plain = runtime::Executable::compile(model, plain_opt);
+  EXPECT_EQ(count_op(fused->graph(), "cbr"), 2);
+  EXPECT_EQ(count_op(plain->graph(), "cbr"), 0);
+  fused->init_parameters(5);
+  plain->init_parameters(5);
+  auto values = [d](TensorView v) {
+    std::vector<double> out(static_cast<size_t>(v.numel()));
+    for (int64_t i = 0; i < v.numel(); ++i) out[i] = d == DType::f64 ? v.as<double>()[i] : v.as<float>()[i];
+    return out;
+  };
+  for (auto* exe : {fused.get(), plain.get()}) {
+    Rng r(1);
+    TensorView img = exe->find("images"), lab = exe->find("labels");
+    for (int64_t i = 0; i < img.numel(); ++i) {
+      const double v = r.uniform(-1, 1);
+      if (d == DType::f64) img.as<double>()[i] = v; else img.as<float>()[i] = static_cast<float>(v);
+    }
+    for (int64_t i = 0; i < lab.numel(); ++i) lab.as<int32_t>()[i] = static_cast<int32_t>(i % 5);
+    if (d == DType::f64) exe->find("lr").as<double>()[0] = 0.1; else exe->find("lr").as<float>()[0] = 0.1f;
+  }
+  for (int step = 0; step < 2; ++step) {
+    fused->run();
+    plain->run();
+    test_support::expect_close(values(fused->view(fused->loss())), values(plain->view(plain->loss())), d, "loss");
+  }
+  for (int v = 0; v < plain->graph().num_values(); ++v) {
+    const ir::Value& val = plain->graph().value(v);
+    if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
+    test_support::expect_close(values(fused->find(val.name)), values(plain->view(v)), d, val.name);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FusedClipStep, ::testing::Values("cpu_ref", "cpu"));

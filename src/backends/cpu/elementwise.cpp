@@ -21,31 +21,38 @@ int64_t common_numel(const ir::Node& node, const ir::Graph& g) {
   return n;
 }
 
-dnnl::eltwise_forward::primitive_desc relu_forward_pd(const memory::desc& md, algorithm alg) {
-  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, alg, md, 0.f, 0.f);
+// A relu, or with relu_max > 0 the relu clipped there (ReLU6): oneDNN's clip_v2, whose backward
+// from its output passes dy where 0 < y < relu_max, as the clip's own gradient does.
+algorithm relu_algorithm(float relu_max) {
+  return relu_max > 0 ? algorithm::eltwise_clip_v2_use_dst_for_bwd : algorithm::eltwise_relu_use_dst_for_bwd;
+}
+
+dnnl::eltwise_forward::primitive_desc relu_forward_pd(const memory::desc& md, algorithm alg, float relu_max = 0) {
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, alg, md, 0.f, relu_max);
   return dnnl::eltwise_forward::primitive_desc(d, user_scratchpad_attr(),
                                                OnednnContext::instance().engine());
 }
 
 }  // namespace
 
-void append_relu(PrimitiveKernel& k, int64_t n, const Operand& x, const Operand& y) {
+void append_relu(PrimitiveKernel& k, int64_t n, const Operand& x, const Operand& y, float relu_max) {
   const memory::desc md = flat_md(n);
-  k.add_step(OnednnContext::instance().get(Signature("relu").add("n", n).str(), [&] {
-     return relu_forward_pd(md, algorithm::eltwise_relu);
+  k.add_step(OnednnContext::instance().get(Signature("relu").add("n", n).add("max", static_cast<double>(relu_max)).str(), [&] {
+     return relu_max > 0 ? relu_forward_pd(md, relu_algorithm(relu_max), relu_max)
+                         : relu_forward_pd(md, algorithm::eltwise_relu);
    }))
       .bind(DNNL_ARG_SRC, md, x)
       .bind(DNNL_ARG_DST, md, y);
 }
 
 void append_relu_backward(PrimitiveKernel& k, int64_t n, const Operand& y, const Operand& dy,
-                          const Operand& dx) {
+                          const Operand& dx, float relu_max) {
   const memory::desc md = flat_md(n);
-  k.add_step(OnednnContext::instance().get(Signature("relu_bwd_use_dst").add("n", n).str(), [&] {
-     dnnl::eltwise_backward::desc d(algorithm::eltwise_relu_use_dst_for_bwd, md, md, 0.f, 0.f);
-     return dnnl::eltwise_backward::primitive_desc(
-         d, user_scratchpad_attr(), OnednnContext::instance().engine(),
-         relu_forward_pd(md, algorithm::eltwise_relu_use_dst_for_bwd));
+  k.add_step(OnednnContext::instance().get(Signature("relu_bwd_use_dst").add("n", n).add("max", static_cast<double>(relu_max)).str(), [&] {
+     const algorithm alg = relu_algorithm(relu_max);
+     dnnl::eltwise_backward::desc d(alg, md, md, 0.f, relu_max);
+     return dnnl::eltwise_backward::primitive_desc(d, user_scratchpad_attr(), OnednnContext::instance().engine(),
+                                                   relu_forward_pd(md, alg, relu_max));
    }))
       .bind(DNNL_ARG_DST, md, y)
       .bind(DNNL_ARG_DIFF_DST, md, dy)

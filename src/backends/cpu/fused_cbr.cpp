@@ -36,9 +36,12 @@ class FusedForward final : public PrimitiveKernel {
                           in(i::running_var), out(o::y), out(o::saved_mean), out(o::saved_invstd),
                           out(o::running_mean), out(o::running_var), std::nullopt};
     if (cancelled) bn.cancelled_bias = in(operands.bias);
-    // cbr: the relu runs inside the batchnorm pass; cbar: inside the residual add's pass.
-    bn_.emplace(*this, node, y, bn, /*fuse_relu=*/!cbar);
+    // cbr: the relu runs inside the batchnorm pass; cbar: inside the residual add's pass; a
+    // clipped relu (relu_max, ReLU6) as a step of its own over y.
+    const float relu_max = static_cast<float>(node.attrs.f("relu_max", 0.0));
+    bn_.emplace(*this, node, y, bn, /*fuse_relu=*/!cbar && relu_max == 0);
     if (cbar) append_add(*this, trident::numel(y), out(o::y), in(operands.residual), out(o::y), /*relu_after=*/true);
+    if (relu_max > 0) append_relu(*this, trident::numel(y), out(o::y), out(o::y), relu_max);
   }
 
   void run(const KernelArgs& args) override {
@@ -51,7 +54,8 @@ class FusedForward final : public PrimitiveKernel {
 };
 
 // batchnorm_relu_backward: inputs y, dy, conv_out, gamma, saved_mean, saved_invstd,
-// [dy_other]; outputs dconv, dgamma, dbeta, [dresidual]. dz = (dy [+ dy_other])·(y > 0) goes
+// [dy_other]; outputs dconv, dgamma, dbeta, [dresidual]. dz = (dy [+ dy_other])·(y > 0) (with
+// relu_max: 0 < y < relu_max) goes
 // to dresidual when there is one (it is exactly the residual's gradient), else to a
 // kernel-owned buffer; the sum of two gradients is made there first and masked in place.
 class FusedBackward final : public PrimitiveKernel {
@@ -73,11 +77,12 @@ class FusedBackward final : public PrimitiveKernel {
       // The same bytes described as NHWC for the batchnorm step.
       dz_nhwc = memory(nhwc_md(x), OnednnContext::instance().engine(), flat.get_data_handle());
     }
+    const float relu_max = static_cast<float>(node.attrs.f("relu_max", 0.0));
     if (node.inputs.size() > i::dy_other) {
       append_add(*this, n, in(i::dy), in(i::dy_other), dz_flat);
-      append_relu_backward(*this, n, in(i::mask), dz_flat, dz_flat);
+      append_relu_backward(*this, n, in(i::mask), dz_flat, dz_flat, relu_max);
     } else {
-      append_relu_backward(*this, n, in(i::mask), in(i::dy), dz_flat);
+      append_relu_backward(*this, n, in(i::mask), in(i::dy), dz_flat, relu_max);
     }
     bwd_.emplace(*this, node, x,
                  BnBackwardOperands{in(i::conv_out), dz_nhwc, in(i::gamma), in(i::saved_mean), in(i::saved_invstd),

@@ -105,10 +105,11 @@ class BnBackward {
   memory var_;
 };
 
-// elementwise.cpp: element-wise steps over `numel` elements (in place allowed).
-void append_relu(PrimitiveKernel& k, int64_t numel, const Operand& x, const Operand& y);
+// elementwise.cpp: element-wise steps over `numel` elements (in place allowed). relu_max > 0:
+// the relu clipped at relu_max (ReLU6), its backward passing dy where 0 < y < relu_max.
+void append_relu(PrimitiveKernel& k, int64_t numel, const Operand& x, const Operand& y, float relu_max = 0);
 void append_relu_backward(PrimitiveKernel& k, int64_t numel, const Operand& y, const Operand& dy,
-                          const Operand& dx);
+                          const Operand& dx, float relu_max = 0);
 // relu_after: y = relu(a + b) in one pass (a relu post-op on the binary primitive).
 void append_add(PrimitiveKernel& k, int64_t numel, const Operand& a, const Operand& b,
                 const Operand& y, bool relu_after = false);

@@ -94,7 +94,7 @@ class BatchNormForward final : public Kernel {
 // dconv, dgamma, dbeta, [dresidual]): the same kernels, the fused op adding dy_other to dy
 // when it has one and masking the gradient with y > 0 first — y itself, its packed bits
 // (an i32 mask input, core/relu_mask.h), or the affine [2, C] f32 that recomputes y from
-// conv_out (defer_bn_apply).
+// conv_out (defer_bn_apply). With relu_max (a clipped relu, ReLU6) the mask is 0 < y < relu_max.
 template <bool FusedRelu>
 class BatchNormBackward final : public Kernel {
  public:
@@ -122,7 +122,10 @@ class BatchNormBackward final : public Kernel {
       mask_row_bytes_ = relu_mask_words(C) * 4;
     } else if (FusedRelu) {
       activations.push_back(0);
+      relu_max_ = static_cast<float>(node.attrs.f("relu_max", 0.0));
     }
+    if (node.attrs.has("relu_max") && !(relu_max_ > 0))
+      fail(node, "a clipped relu (relu_max) is masked from its output y, with relu_max positive");
     if (two_gradients_) activations.push_back(inputs);
     for (size_t i : activations) {
       expect_dtype(node, input_value(node, g, i), x.dtype, "input");
@@ -155,6 +158,7 @@ class BatchNormBackward final : public Kernel {
       args.relu_bits_row_bytes = mask_row_bytes_;
     } else if (FusedRelu) {
       args.relu_output = a.in[0].data;
+      args.relu_max = relu_max_;
     }
     args.dx = a.out[0].data;
     args.dresidual = residual_ ? a.out[3].data : nullptr;
@@ -176,6 +180,7 @@ class BatchNormBackward final : public Kernel {
   CudaContext& ctx_;
   bool residual_ = false, two_gradients_ = false, bit_mask_ = false, affine_mask_ = false;
   int64_t mask_row_bytes_ = 0;
+  float relu_max_ = 0.f;  // a clipped relu's bound (ReLU6), 0 for a plain relu
   ElemType act_ = ElemType::f32;
   ElemType gamma_t_{}, mean_t_{}, invstd_t_{}, dgamma_t_{}, dbeta_t_{};
   device::ChannelReductionPlan plan_;

@@ -9,10 +9,12 @@
 //      deterministic channel-sums kernel;
 //   2. finalize: batch mean/invstd, saved and running statistics, per-channel scale/shift;
 //   3. apply: y = relu(conv_out·scale + shift [+ residual, or a projection shortcut's raw
-//      conv output through its batchnorm affine]), and with attribute relu_mask its
+//      conv output through its batchnorm affine]) (the relu clipped at relu_max for ReLU6),
+//      and with attribute relu_mask its
 //      packed 1-bit mask (core/relu_mask.h) in the same pass. conv_bn_stats stops before it:
 //      its finalize writes scale/shift to its affine output for the next convolution.
-// The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0 or the bits.
+// The pre-relu value is never stored: batchnorm_relu_backward masks with y > 0 (0 < y < relu_max)
+// or the bits.
 #include <array>
 #include <iomanip>
 #include <optional>
@@ -50,6 +52,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     const size_t base_inputs =
         (cbar_ ? 7 : 6) + (operands_.x_affine >= 0 ? 1 : 0) + (operands_.residual_affine >= 0 ? 1 : 0);
     bit_mask_ = node.attrs.i("relu_mask", 0) != 0;
+    relu_max_ = static_cast<float>(node.attrs.f("relu_max", 0.0));
     // exact_affine (defer_bn_apply, for a max pooling's prologue): every reader of the affine is
     // one of trident's kernels, which take f32, so it is not rounded to f16 values for cuDNN.
     round_affine_ = stats_only_ && node.attrs.i("exact_affine", 0) == 0;
@@ -329,6 +332,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     apply.rows = rows;
     apply.channels = K;
     apply.relu = true;
+    apply.relu_max = relu_max_;
     apply.sm_count = ctx_->sm_count();
     if (bit_mask_) {
       apply.mask = a.out[kReluMask].data;
@@ -344,6 +348,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
   ops::CbrOperands operands_;
   size_t outputs_ = 6;
   int64_t mask_row_bytes_ = 0;
+  float relu_max_ = 0.f;  // a clipped relu (ReLU6): the apply clips there too
   device::ElemType io_ = device::ElemType::f32;
   std::array<device::ElemType, 6> in_types_{}, out_types_{};
   ConvProblem problem_;

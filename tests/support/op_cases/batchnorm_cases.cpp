@@ -3,6 +3,8 @@
 // (relu output, packed mask or affine form; ± residual gradient; one or two incoming gradients) and
 // fold_batchnorm, and the fused bn_relu (training ± packed mask, inference). Channel counts that do not fill a tile (3, 10, 17) and row counts that do not
 // fill a block.
+#include <algorithm>
+
 #include "core/relu_mask.h"
 #include "support/op_cases/family.h"
 
@@ -51,9 +53,10 @@ ir::Graph bn_backward(DType d, const Shape& s, double eps, bool gamma_parameter)
 
 // two_gradients: the incoming gradient arrives as dy + dy_other (fold_gradient_sum's form); packed:
 // the mask is the 1-bit relu mask (random bits) instead of y; affine: the mask is recomputed from
-// conv_out through the layer's affine (defer_bn_apply).
+// conv_out through the layer's affine (defer_bn_apply); relu_max > 0: y is a clipped relu's
+// output (ReLU6's form), masked by 0 < y < relu_max.
 ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual, bool two_gradients = false, bool packed = false,
-                           bool affine = false, bool gamma_parameter = false) {
+                           bool affine = false, bool gamma_parameter = false, double relu_max = 0) {
   ir::Graph g;
   const Shape c{s[3]};
   const int mask = affine   ? g.add_input("affine", {2, s[3]})
@@ -63,9 +66,15 @@ ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual, bool two_grad
   const int gamma = gamma_parameter ? g.add_parameter("gamma", c, {}, d) : g.add_input("gamma", c, d);
   std::vector<int> in{mask, dy, conv_out, gamma, g.add_input("saved_mean", c, d), g.add_input("saved_invstd", c, d)};
   if (two_gradients) in.push_back(g.add_input("dy_other", s, d));
-  g.add_node("batchnorm_relu_backward", in, {{"eps", 1e-5}, {"residual", int64_t{residual}}}, "brb");
+  Attrs a{{"eps", 1e-5}, {"residual", int64_t{residual}}};
+  if (relu_max > 0) a.set("relu_max", relu_max);
+  g.add_node("batchnorm_relu_backward", in, a, "brb");
   return g;
 }
+
+// A clipped relu's output: in [0, 1], with exact zeros and exact ones (the clipped elements).
+double clipped_at_one(double v) { return std::clamp(v, 0.0, 1.0); }
+double clipped_at_half(double v) { return std::clamp(v, 0.0, 0.5); }
 
 // One bn_relu node "bnr" (ops/bn_relu.cpp); packed: training keeps the 1-bit relu mask.
 ir::Graph bn_relu(DType d, const Shape& s, bool training, bool packed = false) {
@@ -148,6 +157,38 @@ void add_batchnorm_cases(std::vector<OpCase>& cases) {
       map_values(r, g, {"saved_invstd"}, positive);
     };
     cases.push_back(std::move(dec));
+  }
+
+  // The clipped relu's backward (cbr with relu_max, ReLU6): y clipped at 1, so both bounds
+  // mask elements; per element on small integers, against the decomposition, and on reals.
+  for (const Shape& s : {Shape{2, 8, 8, 8}, Shape{3, 5, 5, 6}}) {
+    const std::string t = tag(s);
+    OpCase c = per_element("batchnorm_relu_backward_clipped_" + t,
+                           [=](DType d) { return bn_relu_backward(d, s, false, false, false, false, true, 1.0); },
+                           {"gamma", "saved_invstd"});
+    c.prepare = [](GraphRunner& r, const ir::Graph& g) {
+      map_values(r, g, {"y"}, clipped_at_one);
+      map_values(r, g, {"gamma", "saved_invstd"}, positive);
+    };
+    cases.push_back(std::move(c));
+    OpCase dec = decomposition_case("batchnorm_relu_backward_clipped_" + t, [=](DType d) {
+      return bn_relu_backward(d, s, false, true, false, false, true, 1.0);
+    });
+    dec.prepare = [](GraphRunner& r, const ir::Graph& g) {
+      map_values(r, g, {"y"}, clipped_at_one);
+      map_values(r, g, {"saved_invstd"}, positive);
+    };
+    cases.push_back(std::move(dec));
+    for (bool two : {false, true}) {
+      OpCase real = make("batchnorm_relu_backward_clipped_reals_" + t + (two ? "_two_dy" : ""),
+                         [=](DType d) { return bn_relu_backward(d, s, false, two, false, false, false, 0.5); }, 30,
+                         brb_outputs(false));
+      real.prepare = [](GraphRunner& r, const ir::Graph& g) {
+        map_values(r, g, {"y"}, clipped_at_half);
+        map_values(r, g, {"saved_invstd"}, positive);
+      };
+      cases.push_back(std::move(real));
+    }
   }
 
   // bn_relu against its decomposition (batchnorm2d → relu [→ relu_mask]) and, in the

@@ -68,8 +68,10 @@ ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
 }
 
 // cbr / cbar: inputs x, w, gamma, beta, running_mean, running_var, [residual], [b].
-// bias_cancelled: the training batch mean cancels the bias (passes/cancel_conv_bias.cpp).
-ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d, bool bias_cancelled = false) {
+// bias_cancelled: the training batch mean cancels the bias (passes/cancel_conv_bias.cpp);
+// relu_max > 0: the relu clipped there (ReLU6's cbr).
+ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d, bool bias_cancelled = false,
+                double relu_max = 0) {
   ir::Graph g;
   std::vector<int> in{g.add_input("x", c.x, d), g.add_parameter("w", c.w, {}, d)};
   const Shape ch{c.w[0]};
@@ -78,6 +80,7 @@ ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d, bool
   if (bias) in.push_back(g.add_parameter("b", ch, {}, d));
   ir::Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"eps", 1e-5}, {"momentum", 0.1}};
   if (bias_cancelled) a.set("bias_cancelled", int64_t{1});
+  if (relu_max > 0) a.set("relu_max", relu_max);
   g.add_node(op, in, a, "block");
   return g;
 }
@@ -222,6 +225,7 @@ void add_conv_cases(std::vector<OpCase>& cases) {
     Window w;
     bool bias;
     bool bias_cancelled = false;
+    double relu_max = 0;
   };
   const NamedFused blocks[] = {
       {"Cbr", "cbr", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, false},
@@ -232,17 +236,21 @@ void add_conv_cases(std::vector<OpCase>& cases) {
       // mean with it.
       {"CbrCancelledBias", "cbr", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, true, true},
       {"CbarCancelledBias1x1", "cbar", {{3, 6, 6, 16}, {16, 1, 1, 16}, {1, 1}, {0, 0}}, true, true},
+      // Clipped relus (ReLU6's form): at 1 the batch-normalised values clip often, at 6 rarely.
+      {"CbrClip1", "cbr", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, false, false, 1.0},
+      {"CbrClip6Bias", "cbr", {{2, 9, 9, 3}, {6, 3, 3, 3}, {2, 2}, {1, 1}}, true, false, 6.0},
   };
   for (const NamedFused& n : blocks) {
     const Window w = n.w;
     const bool bias = n.bias, cancelled = n.bias_cancelled;
+    const double relu_max = n.relu_max;
     const std::string op = n.op;
-    OpCase c = exact_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d, cancelled); });
+    OpCase c = exact_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d, cancelled, relu_max); });
     c.prepare = make_positive({"gamma", "running_var"});
     cases.push_back(std::move(c));
     // Forward on random reals: conv, batch statistics, running statistics, y.
-    cases.push_back(
-        decomposition_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d, cancelled); }));
+    cases.push_back(decomposition_case(op + "_" + n.name,
+                                       [=](DType d) { return fused(op, w, bias, d, cancelled, relu_max); }));
   }
 }
 

@@ -77,6 +77,7 @@ struct BatchNormBackwardArgs {
   const void* relu_bits = nullptr;    // or its packed mask (core/relu_mask.h), or null
   int64_t relu_bits_row_bytes = 0;    // bytes of one row of the packed mask
   const float* relu_affine = nullptr; // or the affine [2, C] that recomputes y from x, or null
+  float relu_max = 0.f;               // > 0 (with relu_output): a clipped relu, masked by 0 < y < relu_max
   void* dx = nullptr;
   void* dresidual = nullptr;          // or null
   ChannelTensor gamma, saved_mean, saved_invstd, dgamma, dbeta;

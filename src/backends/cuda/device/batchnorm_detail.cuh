@@ -121,7 +121,8 @@ __device__ __forceinline__ void add_gradient(const uint4& other, float (&dz)[kWi
 // (core/relu_mask.h: bit c % 8 of byte c / 8 of a row of row_bytes bytes), or the layer's
 // affine (scale[C], shift[C]), from which y = relu(x·scale + shift), rounded to T, is
 // recomputed from the batchnorm input x as the next convolution's prologue computed it
-// (defer_bn_apply). None of them: no mask.
+// (defer_bn_apply). None of them: no mask. With relu_max > 0 the relu was clipped there
+// (ReLU6) and y's mask is 0 < y < relu_max.
 template <class T>
 struct MaskSource {
   const T* y = nullptr;
@@ -129,7 +130,11 @@ struct MaskSource {
   int64_t row_bytes = 0;
   const float* affine = nullptr;
   int64_t channels = 0;
+  float relu_max = 0.f;
   __host__ __device__ bool any() const { return y || bits || affine; }
+  __device__ __forceinline__ bool passes(float y_value) const {
+    return y_value > 0.f && (relu_max <= 0.f || y_value < relu_max);
+  }
   __device__ __forceinline__ bool recomputed_on(float x, int64_t c) const {
     const float v = __fadd_rn(__fmul_rn(x, affine[c]), affine[channels + c]);
     return to_float(from_float<T>(v)) > 0.f;
@@ -137,7 +142,7 @@ struct MaskSource {
   __device__ __forceinline__ bool on(int64_t m, int64_t c, int64_t i, float x) const {
     if (bits) return (bits[m * row_bytes + c / 8] >> (c % 8)) & 1u;
     if (affine) return recomputed_on(x, c);
-    return to_float(y[i]) > 0.f;
+    return passes(to_float(y[i]));
   }
   // The bits of channels c0, c0 + 1, … of row m from bit 0 on (c0 % 8 plus the vector's
   // width stays within one byte: widths are 4 or 8 and c0 a multiple of the width).
@@ -184,7 +189,7 @@ __device__ __forceinline__ void mask_gradient(const MaskSource<T>& mask, const u
   to_floats<T>(y, yf);
 #pragma unroll
   for (int j = 0; j < kWidth<T>; ++j)
-    if (!(yf[j] > 0.f)) dz[j] = 0.f;
+    if (!mask.passes(yf[j])) dz[j] = 0.f;
 }
 
 // What the backward's statistics and apply both read, typed: x, dy, dy_other (or null) and
@@ -201,7 +206,7 @@ template <class T>
 BackwardInputs<T> backward_inputs(const BatchNormBackwardArgs& a, int64_t C) {
   return {static_cast<const T*>(a.x), static_cast<const T*>(a.dy), static_cast<const T*>(a.dy_other),
           {static_cast<const T*>(a.relu_output), static_cast<const unsigned char*>(a.relu_bits), a.relu_bits_row_bytes,
-           a.relu_affine, C}};
+           a.relu_affine, C, a.relu_max}};
 }
 
 // ---- launch geometry ----------------------------------------------------------------------
