@@ -6,7 +6,7 @@
 
 #include "backends/cpu_ref/kernels.h"
 #include "core/error.h"
-#include "runtime/distributed/world.h"
+#include "runtime/distributed/bucket_runs.h"
 
 namespace trident::cpu_ref {
 
@@ -15,27 +15,18 @@ namespace {
 class AllreduceMean final : public Kernel {
  public:
   AllreduceMean(const ir::Node& node, distributed::World* world) : world_(world) {
-    const int64_t expected = node.attrs.i("world_size");
-    if (!world_)
-      throw Error("node '" + node.name + "' (allreduce_mean) averages over " + std::to_string(expected) +
-                  " ranks, but this executable has no distributed world; run it under mpirun");
-    if (world_->size() != expected)
-      throw Error("node '" + node.name + "' (allreduce_mean) was compiled for " + std::to_string(expected) +
-                  " ranks, but the world has " + std::to_string(world_->size()));
+    const std::string problem = distributed::world_size_problem(world_, node.attrs.i("world_size"));
+    if (!problem.empty()) throw Error("node '" + node.name + "' (allreduce_mean) " + problem);
   }
   void run(const KernelArgs& args) override {
-    std::vector<std::pair<float*, size_t>> spans;  // (start, elements), in address order
+    std::vector<std::pair<float*, size_t>> spans;  // (start, elements)
     for (size_t t = 0; t < args.out.size(); ++t) {
       const size_t n = static_cast<size_t>(args.out[t].numel());
       if (args.out[t].data != args.in[t].data) std::copy_n(args.in[t].as<float>(), n, args.out[t].as<float>());
       spans.push_back({args.out[t].as<float>(), n});
     }
-    std::sort(spans.begin(), spans.end());
     const float size = static_cast<float>(world_->size());
-    for (size_t i = 0; i < spans.size();) {
-      float* start = spans[i].first;
-      size_t count = spans[i].second;
-      for (++i; i < spans.size() && spans[i].first == start + count; ++i) count += spans[i].second;
+    for (const auto& [start, count] : distributed::contiguous_runs(std::move(spans))) {
       world_->sum(start, count);
 #pragma omp parallel for simd schedule(static)
       for (size_t k = 0; k < count; ++k) start[k] /= size;

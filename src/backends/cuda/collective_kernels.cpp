@@ -11,7 +11,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/nccl_communicator.h"
-#include "runtime/distributed/world.h"
+#include "runtime/distributed/bucket_runs.h"
 
 namespace trident::cuda {
 
@@ -24,19 +24,14 @@ class AllreduceMeanKernel final : public Kernel {
       fail(node, "needs as many outputs as inputs, and at least one");
     for (size_t i = 0; i < node.inputs.size(); ++i) expect_dtype(node, input_value(node, g, i), DType::f32, "a gradient");
     distributed::World* world = ctx.kernel_options().backend.world.get();
-    const int64_t expected = node.attrs.i("world_size");
-    if (!world)
-      fail(node, "averages over " + std::to_string(expected) +
-                     " ranks, but this executable has no distributed world; run it under mpirun");
-    if (world->size() != expected)
-      fail(node, "was compiled for " + std::to_string(expected) + " ranks, but the world has " +
-                     std::to_string(world->size()));
+    const std::string problem = distributed::world_size_problem(world, node.attrs.i("world_size"));
+    if (!problem.empty()) fail(node, problem);
     comm_ = nccl_communicator(*world, ctx.device());
     fork_ = ctx.stream_fork(node.outputs[0]);
   }
 
   void run(const KernelArgs& a) override {
-    std::vector<std::pair<float*, size_t>> spans;  // (start, elements), in address order, runs merged
+    std::vector<std::pair<float*, size_t>> spans;  // (start, elements)
     for (size_t t = 0; t < a.out.size(); ++t) {
       const size_t n = static_cast<size_t>(a.out[t].numel());
       if (a.out[t].data != a.in[t].data)
@@ -44,14 +39,7 @@ class AllreduceMeanKernel final : public Kernel {
               "copying a gradient to its averaged place");
       spans.push_back({a.out[t].as<float>(), n});
     }
-    std::sort(spans.begin(), spans.end());
-    std::vector<std::pair<float*, size_t>> runs;
-    for (const auto& s : spans) {
-      if (!runs.empty() && runs.back().first + runs.back().second == s.first)
-        runs.back().second += s.second;
-      else
-        runs.push_back(s);
-    }
+    const std::vector<std::pair<float*, size_t>> runs = distributed::contiguous_runs(std::move(spans));
     check(cudaEventRecord(fork_.fork, ctx_->stream()), "forking the all-reduce onto the collective stream");
     check(cudaStreamWaitEvent(ctx_->collective_stream(), fork_.fork, 0), "forking the all-reduce onto the collective stream");
     try {

@@ -50,12 +50,7 @@ class MpiWorld final : public World, public std::enable_shared_from_this<MpiWorl
   void sum(float* data, size_t count) override { sum_in_place(data, count, MPI_FLOAT); }
   void sum(double* data, size_t count) override { sum_in_place(data, count, MPI_DOUBLE); }
   void broadcast(void* data, size_t bytes, int root) override {
-    for (auto* p = static_cast<char*>(data); bytes > 0;) {
-      const int n = static_cast<int>(std::min<size_t>(bytes, INT_MAX));
-      MPI_Bcast(p, n, MPI_BYTE, root, comm_);
-      p += n;
-      bytes -= static_cast<size_t>(n);
-    }
+    in_pieces(static_cast<char*>(data), bytes, [&](char* p, int n) { MPI_Bcast(p, n, MPI_BYTE, root, comm_); });
   }
   void barrier() override { MPI_Barrier(comm_); }
   [[noreturn]] void abort(int code) override {
@@ -65,14 +60,18 @@ class MpiWorld final : public World, public std::enable_shared_from_this<MpiWorl
 
  private:
   // MPI counts are ints: a longer span goes in pieces of at most INT_MAX elements.
-  template <class T>
-  void sum_in_place(T* data, size_t count, MPI_Datatype type) {
+  template <class T, class Call>
+  static void in_pieces(T* data, size_t count, Call call) {
     while (count > 0) {
       const int n = static_cast<int>(std::min<size_t>(count, INT_MAX));
-      MPI_Allreduce(MPI_IN_PLACE, data, n, type, MPI_SUM, comm_);
+      call(data, n);
       data += n;
       count -= static_cast<size_t>(n);
     }
+  }
+  template <class T>
+  void sum_in_place(T* data, size_t count, MPI_Datatype type) {
+    in_pieces(data, count, [&](T* p, int n) { MPI_Allreduce(MPI_IN_PLACE, p, n, type, MPI_SUM, comm_); });
   }
 
   // Rank, size and the ranks of this machine, from the communicator.
