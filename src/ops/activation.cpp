@@ -20,7 +20,8 @@ constexpr FnName kFns[] = {{ActivationFn::sigmoid, "sigmoid"},
                            {ActivationFn::silu, "silu"},
                            {ActivationFn::hardsigmoid, "hardsigmoid"},
                            {ActivationFn::hardswish, "hardswish"},
-                           {ActivationFn::clip, "clip"}};
+                           {ActivationFn::clip, "clip"}, {ActivationFn::gelu, "gelu"},
+                           {ActivationFn::gelu_tanh, "gelu_tanh"}};
 
 std::vector<TypeInfo> same_as_input(const Node& n, const Graph& g) {
   expect_float(in_value(g, n, 0), "input");
@@ -42,7 +43,7 @@ ActivationParams activation_params(const ir::Attrs& a) {
   bool known = false;
   for (const FnName& f : kFns)
     if (fn == f.name) p.fn = f.fn, known = true;
-  if (!known) throw Error("unknown activation '" + fn + "' (sigmoid, silu, hardsigmoid, hardswish, clip)");
+  if (!known) throw Error("unknown activation '" + fn + "' (sigmoid, silu, hardsigmoid, hardswish, gelu, gelu_tanh, clip)");
   p.alpha = static_cast<float>(a.f("alpha", 1.0 / 6.0));
   p.beta = static_cast<float>(a.f("beta", 0.5));
   if (!std::isfinite(p.alpha) || !std::isfinite(p.beta)) throw Error("attributes 'alpha' and 'beta' must be finite");
@@ -54,7 +55,8 @@ ActivationParams activation_params(const ir::Attrs& a) {
 
 void register_activation_ops() {
   ir::OpDef act = op_def("activation", {"x"}, {"y"},
-                         "a point-wise function: fn = sigmoid, silu, hardsigmoid (alpha, beta) or hardswish");
+                         "a point-wise function: fn = sigmoid, silu, hardsigmoid (alpha, beta), hardswish, gelu or "
+                         "gelu_tanh");
   act.infer = [](const Node& n, const Graph& g) {
     if (activation_params(n.attrs).fn == ActivationFn::clip) throw Error("clip is its own op; use op clip");
     return same_as_input(n, g);

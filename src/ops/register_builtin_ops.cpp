@@ -22,6 +22,7 @@ void register_bn_apply_ops();
 void register_collective_ops();
 void register_bn_relu_ops();
 void register_pad_ops();
+void register_layernorm_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -47,6 +48,7 @@ void register_builtin_ops() {
   ops::register_collective_ops();
   ops::register_bn_relu_ops();
   ops::register_pad_ops();
+  ops::register_layernorm_ops();
 }
 
 }  // namespace trident::ir

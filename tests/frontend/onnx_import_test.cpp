@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -129,7 +130,27 @@ TEST(OnnxImport, SmallModelsMatchOnnxruntimeFusedAndUnfused) {
           ++checked;
         }
   }
-  EXPECT_EQ(checked, 176);  // 44 (model, batch) references, on 2 backends, fused and unfused
+  EXPECT_EQ(checked, 196);  // 49 (model, batch) references, on 2 backends, fused and unfused
+}
+
+// ConvNeXt's block in its three exported forms (the TorchScript exporter's composites at opset 13,
+// LayerNormalization with Erf GELU at 17, Gelu and the dynamo pooling at 20) becomes the same
+// graph: two layernorms over channels, one GELU, the MatMuls as 1×1 convolutions, no transposes.
+TEST(OnnxImport, ConvNextBlocksBecomeLayerNormGeluAndConvolutions) {
+  REQUIRE_MODELS();
+  for (const char* file : {"convnext_block_op13.onnx", "convnext_block_op17.onnx", "convnext_block_op20.onnx"}) {
+    const auto imp = frontend::import_onnx((kDir / file).string());
+    std::map<std::string, int> ops;
+    for (int nid : imp.graph.order()) {
+      const auto& n = imp.graph.node(nid);
+      ++ops[n.op == "activation" ? "activation " + n.attrs.s("fn") : n.op];
+    }
+    EXPECT_EQ(ops["layernorm"], 2) << file;
+    EXPECT_EQ(ops["activation gelu"], 1) << file;
+    EXPECT_EQ(ops["conv2d"], 4) << file;  // stem, depthwise, and the two per-pixel MatMuls
+    EXPECT_EQ(ops["linear"], 1) << file;
+    EXPECT_EQ(ops.size(), 8u) << file;  // + mul (layer scale), add (residual), global_avgpool, flatten
+  }
 }
 
 TEST(OnnxImport, ImportedGraphHasTridentLayouts) {
@@ -240,6 +261,7 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
       {"flatten_then_relu.onnx", {"Relu", "H*W > 1", "Gemm or MatMul"}},
       {"shuffle_view_read.onnx", {"Relu", "5-D view of a channel shuffle"}},
       {"lone_transpose.onnx", {"Transpose", "only as the middle of a channel shuffle"}},
+      {"channels_last_read.onnx", {"Relu", "channels-last Transpose(0,2,3,1) view"}},
       {"shape_gather.onnx", {"Gather", "is computed", "shape arithmetic"}},
       {"shape_div.onnx", {"Div", "only on integer constants"}},
       {"shape_div_by_zero.onnx", {"Div", "divides by zero"}},

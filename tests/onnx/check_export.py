@@ -84,8 +84,8 @@ def check(label, model, weight_args, x):
     counters = [k for k in sd if k.endswith(".num_batches_tracked")]
     # Every tensor of the state dict is the initializer of its name (a per-channel factor of a
     # Mul is stored [C, 1, 1] under NAME.per_channel); the exporter's own constants (Clip's
-    # bounds, a channel shuffle's shapes, a Pad's counts and value, a Slice's bounds) are the only
-    # other initializers.
+    # bounds, a channel shuffle's shapes, a Pad's counts and value, a Slice's bounds, GELU's
+    # coefficients) are the only other initializers.
     same = True
     for k, v in sd.items():
         if k in counters:
@@ -94,7 +94,8 @@ def check(label, model, weight_args, x):
         same = same and init is not None and init.size == v.size and np.array_equal(init.reshape(v.shape), v)
     own = {k for k in inits if k not in sd and not (k.endswith(".per_channel") and k[:-12] in sd)}
     same = same and all(k.endswith((".min", ".max", ".split_shape", ".merge_shape", ".pads", ".value", ".starts",
-                                    ".ends", ".axes")) for k in own)
+                                    ".ends", ".axes", ".gelu.one", ".gelu.half", ".gelu.sqrt_half", ".gelu.cubic",
+                                    ".gelu.sqrt_two_over_pi")) for k in own)
     ok = same and meta.get("format") == "pt" and len(counters) == len(bns) and all(sd[k].shape == () for k in counters)
     print(f"{'ok  ' if ok else 'FAIL'} {label}: state dict = ONNX initializers ({len(inits)}) + {len(counters)} counters")
     if not ok:
@@ -124,7 +125,7 @@ def main():
                           ("vgg_head_op13", (3, 8, 10)), ("exported_head_op18", (3, 6, 6)),
                           ("mobile_block_op18", (3, 12, 12)), ("efficient_block_op13", (3, 9, 9)),
                           ("shuffle_block_op18", (3, 6, 6)), ("pad_block_op13", (3, 8, 8)),
-                          ("split_block_op18", (3, 6, 6)),
+                          ("split_block_op18", (3, 6, 6)), ("convnext_block_op17", (3, 8, 8)),
                           ("resnet18_bn", (3, 224, 224))):
             path = os.path.join(MODELS, name + ".onnx")
             x = rng.standard_normal((2, *chw), np.float32)

@@ -329,6 +329,62 @@ def exported_head(opset):
     return n.model("input", y, opset, ["N", 3, 6, 6], 2)
 
 
+def convnext_block(opset):
+    """ConvNeXt's block as PyTorch's exporters write it: a 7x7 depthwise Conv, Transpose(0,2,3,1) to
+    channels-last, LayerNorm over the channels, MatMul [C,4C] + Add bias, GELU, MatMul back + bias,
+    Transpose(0,3,1,2), the layer scale (Mul by [C,1,1]) and the residual Add; then the head's
+    LayerNorm2d and Gemm. LayerNorm is the LayerNormalization op from opset 17 and, before it, the
+    TorchScript exporter's ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add; GELU is the Gelu op from
+    opset 20 and Div(√2)/Erf/Add/Mul/Mul before it. At opset 20 the pooling is the dynamo exporter's
+    ReduceMean → Reshape [-1] → Gather(arange) for batch 1."""
+    n = Net(9)
+    c = 8
+
+    def scalar(hint, v):  # as the TorchScript exporter writes them: Constant nodes, not initializers
+        return n.node("Constant", [], hint, value=numpy_helper.from_array(np.float32(v)))
+
+    def layernorm(x, name, eps=1e-6):
+        g = n.init(name + ".weight", n.rng.uniform(0.5, 1.5, c).astype(np.float32))
+        b = n.init(name + ".bias", (n.rng.standard_normal(c) * 0.1).astype(np.float32))
+        if opset >= 17:
+            return n.node("LayerNormalization", [x, g, b], axis=-1, epsilon=eps)
+        if name == "head_norm":  # a weight shared through an Identity, as the TorchScript exporter writes it
+            g = n.node("Identity", [g])
+        mean = n.node("ReduceMean", [x], axes=[-1])
+        d = n.node("Sub", [x, mean])
+        var = n.node("ReduceMean", [n.node("Pow", [d, scalar("two", 2)])], axes=[-1])
+        std = n.node("Sqrt", [n.node("Add", [var, scalar("eps", eps)])])
+        return n.node("Add", [n.node("Mul", [n.node("Div", [d, std]), g]), b])
+
+    def gelu(x):
+        if opset >= 20:
+            return n.node("Gelu", [x])
+        e = n.node("Erf", [n.node("Div", [x, scalar("sqrt2", np.sqrt(2))])])
+        y = n.node("Mul", [x, n.node("Add", [e, scalar("one", 1)])])
+        return n.node("Mul", [y, scalar("half", 0.5)])
+
+    x = n.conv("input", "stem", 3, c, 2, stride=2, bias=True)
+    y = n.conv(x, "dw", c, c, 7, pad=3, bias=True, group=c)
+    y = layernorm(n.node("Transpose", [y], perm=[0, 2, 3, 1]), "norm")
+    y = n.node("Add", [n.node("MatMul", [y, n.init("fc1.w", n.weight((c, 4 * c), c))]),
+                       n.init("fc1.b", (n.rng.standard_normal(4 * c) * 0.1).astype(np.float32))])
+    y = gelu(y)
+    y = n.node("Add", [n.node("MatMul", [y, n.init("fc2.w", n.weight((4 * c, c), 4 * c))]),
+                       n.init("fc2.b", (n.rng.standard_normal(c) * 0.1).astype(np.float32))])
+    y = n.node("Transpose", [y], perm=[0, 3, 1, 2])
+    y = n.node("Add", [n.node("Mul", [y, n.init("scale", n.rng.uniform(0.5, 1.5, (c, 1, 1)).astype(np.float32))]), x])
+    if opset >= 20:
+        y = n.node("ReduceMean", [y, n.init("axes", np.array([-1, -2], np.int64))], keepdims=1)
+        flat = n.node("Reshape", [y, n.init("flat", np.array([-1], np.int64))])
+        y = n.node("Gather", [flat, n.init("strided", np.arange(c, dtype=np.int64).reshape(1, c, 1, 1))], axis=0)
+    else:
+        y = n.node("GlobalAveragePool", [y])
+    y = n.node("Transpose", [layernorm(n.node("Transpose", [y], perm=[0, 2, 3, 1]), "head_norm")], perm=[0, 3, 1, 2])
+    y = n.node("Flatten", [y], axis=1)
+    y = n.node("Gemm", [y, n.init("fc.w", n.weight((5, c), c)), n.init("fc.b", np.zeros(5, np.float32))], transB=1)
+    return n.model("input", y, opset, ["N", 3, 8, 8], 2)
+
+
 def flatten_then_relu(opset=13):
     """A flatten of H*W > 1 read by something other than Gemm/MatMul: refused, with a reason."""
     n = Net(5)
@@ -354,14 +410,22 @@ def shape_misuse(kind):
 
 
 def shuffle_misuse(relu_on_view):
-    """A channel shuffle's 5-D view read by a Relu, or a Transpose that is no shuffle's: refused."""
+    """A channel shuffle's 5-D view read by a Relu, or a Transpose that is no shuffle's nor a
+    channels-last permute: refused."""
     n = Net(7)
     x = n.conv("input", "c1", 3, 4, 3, pad=1)
     if relu_on_view:
         v = n.node("Reshape", [x, n.init("split_shape", np.array([-1, 2, 2, 4, 4], np.int64))])
         y = n.node("Relu", [v])
         return n.model("input", y, 13, ["N", 3, 4, 4], 5)
-    return n.model("input", n.node("Transpose", [x], perm=[0, 2, 3, 1]), 13, ["N", 3, 4, 4], 4)
+    return n.model("input", n.node("Transpose", [x], perm=[0, 1, 3, 2]), 13, ["N", 3, 4, 4], 4)
+
+
+def channels_last_misuse():
+    """A channels-last view (Transpose(0,2,3,1)) read by a Relu: refused with the readers it may have."""
+    n = Net(8)
+    x = n.node("Transpose", [n.conv("input", "c1", 3, 4, 3, pad=1)], perm=[0, 2, 3, 1])
+    return n.model("input", n.node("Relu", [x]), 13, ["N", 3, 4, 4], 4)
 
 
 def resnet(depth, fold_bn, opset=17):
@@ -482,6 +546,7 @@ def corrupt(out_dir, good_path):
     files["flatten_then_relu.onnx"] = flatten_then_relu().SerializeToString()
     files["shuffle_view_read.onnx"] = shuffle_misuse(True).SerializeToString()
     files["lone_transpose.onnx"] = shuffle_misuse(False).SerializeToString()
+    files["channels_last_read.onnx"] = channels_last_misuse().SerializeToString()
     for kind in ("gather", "div", "div_by_zero"):
         files[f"shape_{kind}.onnx"] = shape_misuse(kind).SerializeToString()
     for kind in ("pad_reflect", "pad_channels", "slice_height", "slice_step", "split_width"):
@@ -532,6 +597,9 @@ def main():
         save(f"dynamic_shapes_op{opset}", dynamic_shapes(opset), [1, 3], (3, 6, 6), "small")
         save(f"pad_block_op{opset}", pad_block(opset), [1, 2], (3, 8, 8), "small")
         save(f"split_block_op{opset}", split_block(opset), [1, 3], (3, 6, 6), "small")
+    for opset in (13, 17):
+        save(f"convnext_block_op{opset}", convnext_block(opset), [1, 2], (3, 8, 8), "small")
+    save("convnext_block_op20", convnext_block(20), [1], (3, 8, 8), "small", external=True)
     save("bn_training_op15", bn_training(), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):

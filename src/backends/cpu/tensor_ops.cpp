@@ -10,6 +10,8 @@ void register_tensor_kernels() {
   add_kernel<RefLoop<cpu_ref::mul_reduce>>("mul_reduce");
   add_kernel<RefLoop<cpu_ref::activation>>("activation");
   add_kernel<RefLoop<cpu_ref::activation_backward>>("activation_backward");
+  add_kernel<RefLoop<cpu_ref::layernorm>>("layernorm");
+  add_kernel<RefLoop<cpu_ref::layernorm_backward>>("layernorm_backward");
   add_kernel<RefLoop<cpu_ref::clip>>("clip");
   add_kernel<RefLoop<cpu_ref::concat>>("concat");
   add_kernel<RefLoop<cpu_ref::resize_channels>>("resize_channels");

@@ -46,6 +46,10 @@ void avgpool2d_backward(const KernelArgs& args);
 void global_avgpool(const KernelArgs& args);
 void global_avgpool_backward(const KernelArgs& args);
 
+// layernorm.cpp
+void layernorm(const KernelArgs& args);
+void layernorm_backward(const KernelArgs& args);
+
 // linear.cpp
 void linear(const KernelArgs& args);
 void linear_backward_data(const KernelArgs& args);

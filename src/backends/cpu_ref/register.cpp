@@ -29,6 +29,8 @@ void register_cpu_ref_kernels() {
       {"avgpool2d_backward", cpu_ref::avgpool2d_backward},
       {"global_avgpool", cpu_ref::global_avgpool},
       {"global_avgpool_backward", cpu_ref::global_avgpool_backward},
+      {"layernorm", cpu_ref::layernorm},
+      {"layernorm_backward", cpu_ref::layernorm_backward},
       {"linear", cpu_ref::linear},
       {"linear_backward_data", cpu_ref::linear_backward_data},
       {"linear_backward_weight", cpu_ref::linear_backward_weight},

@@ -50,5 +50,6 @@ void register_fused_inference_kernels();    // fold_batchnorm
 void register_precision_kernels();          // cast, cast_group (mixed precision)
 void register_pad_slice_kernels();          // pad2d, channel_slice (ONNX Pad, Slice and Split)
 void register_collective_kernels();         // allreduce_mean, allreduce_wait (NCCL)
+void register_layernorm_kernels();          // layernorm and its backward
 
 }  // namespace trident::cuda

@@ -21,6 +21,7 @@ void register_cuda_kernels() {
   cuda::register_precision_kernels();
   cuda::register_pad_slice_kernels();
   cuda::register_collective_kernels();
+  cuda::register_layernorm_kernels();
 }
 
 }  // namespace trident

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,29 @@ class Importer {
   void alias(const onnx::NodeProto& n);  // Identity, Dropout (inference)
   void unary(const onnx::NodeProto& n, const std::string& op);
 
+  // ---- onnx_layernorm.cpp: ConvNeXt's ops, channels-last views, the exporters' composites ----
+  void layer_normalization(const onnx::NodeProto& n);  // LayerNormalization over the last axis
+  void gelu(const onnx::NodeProto& n);                 // Gelu (opset 20), exact or tanh
+  // Transpose (0,2,3,1) of an [N,C,H,W] activation (a channels-last view) or (0,3,1,2) of such a
+  // view (the activation again); false for any other Transpose of an activation.
+  bool transpose_channels_last(const onnx::NodeProto& n);
+  // Input i: its value, and whether the name is a channels-last view of it.
+  int view_input(const onnx::NodeProto& n, int i, bool& channels_last) const;
+  // Output i is `value`, or a channels-last view of it; named after the ONNX output.
+  void define_view(const onnx::NodeProto& n, int i, int value, bool channels_last);
+  int emit_layernorm(const onnx::NodeProto& n, int x, bool channels_last, const Const& gamma, const Const* beta,
+                     double eps);
+  bool reshape_to_flat(const onnx::NodeProto& n);   // Reshape(x, [-1]): remembered for gather_from_flat
+  bool gather_from_flat(const onnx::NodeProto& n);  // the as_strided identity over such a flat view
+  // GELU through Erf and LayerNorm as separate nodes (the TorchScript exporter's forms).
+  struct Composite {
+    std::string kind;   // "gelu" or "layernorm"
+    std::string x;      // the ONNX name of its input
+    std::string gamma, beta;
+    double eps = 0;
+  };
+  void find_composites(const onnx::GraphProto& graph);
+  void convert_composite(const onnx::NodeProto& last, const Composite& c);
   // ---- onnx_pad_slice.cpp: Pad, Split, and Slice of an activation's channels ----
   void pad(const onnx::NodeProto& n);
   void split(const onnx::NodeProto& n);
@@ -152,6 +176,13 @@ class Importer {
     int64_t groups = 1;
   };
   std::map<std::string, ShuffleView> shuffle_split_, shuffle_transposed_;
+  // Channels-last views ([N,H,W,C] in ONNX: the same NHWC tensor in trident) and 1-D flattens of
+  // an activation, by ONNX name, with the activation they view (onnx_layernorm.cpp).
+  std::map<std::string, int> channels_last_, flat_views_;
+  // The composites find_composites() recognised, by the index of their last node, and the
+  // indices of their other nodes, which are not converted.
+  std::map<int, Composite> composites_;
+  std::set<int> inside_composite_;
   // pad2d nodes made from a Pad, by output value, until a Conv or pooling absorbs one.
   struct PendingPad {
     int node = -1, x = -1;      // the pad2d node and the activation it pads

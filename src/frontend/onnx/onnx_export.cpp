@@ -103,6 +103,32 @@ class Writer {
     return nm;
   }
 
+  // GELU at opset 17 (ONNX's Gelu op is opset 20), as PyTorch's TorchScript exporter writes it:
+  // x·(1 + erf(x/√2))/2, or the tanh form x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))/2.
+  void gelu(const ir::Node& n, ops::ActivationFn fn, const std::string& out) {
+    const std::string x = name(n.inputs[0]), p = out + ".gelu";
+    const std::string one = constant(p + ".one", {1.f}, {}), half = constant(p + ".half", {0.5f}, {});
+    std::string inner = x;
+    if (fn == ops::ActivationFn::gelu) {
+      emit(n, "Mul", {x, constant(p + ".sqrt_half", {static_cast<float>(ops::kSqrtHalf)}, {})}, {p + ".scaled"}, ".scaled");
+      emit(n, "Erf", {p + ".scaled"}, {p + ".erf"}, ".erf");
+      inner = p + ".erf";
+    } else {
+      emit(n, "Mul", {x, x}, {p + ".square"}, ".square");
+      emit(n, "Mul", {p + ".square", x}, {p + ".cube"}, ".cube");
+      emit(n, "Mul", {p + ".cube", constant(p + ".cubic", {static_cast<float>(ops::kGeluCubic)}, {})}, {p + ".cubic_term"},
+           ".cubic_term");
+      emit(n, "Add", {x, p + ".cubic_term"}, {p + ".sum"}, ".sum");
+      emit(n, "Mul", {p + ".sum", constant(p + ".sqrt_two_over_pi", {static_cast<float>(ops::kSqrtTwoOverPi)}, {})},
+           {p + ".scaled"}, ".scaled");
+      emit(n, "Tanh", {p + ".scaled"}, {p + ".tanh"}, ".tanh");
+      inner = p + ".tanh";
+    }
+    emit(n, "Add", {inner, one}, {p + ".plus_one"}, ".plus_one");
+    emit(n, "Mul", {x, p + ".plus_one"}, {p + ".product"}, ".product");
+    emit(n, "Mul", {p + ".product", half}, {out});
+  }
+
   std::string int_constant(const std::string& nm, const std::vector<int64_t>& values) {
     auto* init = graph_->add_initializer();
     init->set_name(nm);
@@ -208,6 +234,19 @@ class Writer {
       return;
     }
     if (n.op == "relu") return void(emit(n, "Relu", {name(n.inputs[0])}, {out}));
+    if (n.op == "layernorm") {  // over channels: NCHW permuted to channels-last and back, as ConvNeXt does
+      const std::vector<std::string> params{param(n, n.inputs[1]), param(n, n.inputs[2])};
+      if (x.size() != 4) {
+        real(emit(n, "LayerNormalization", {name(n.inputs[0]), params[0], params[1]}, {out}), "epsilon",
+             n.attrs.f("eps", 1e-5));
+        return;
+      }
+      const std::string last = out + ".channels_last", normed = out + ".normalised";
+      ints(emit(n, "Transpose", {name(n.inputs[0])}, {last}, ".to_channels_last"), "perm", {0, 2, 3, 1});
+      real(emit(n, "LayerNormalization", {last, params[0], params[1]}, {normed}, ".layernorm"), "epsilon",
+           n.attrs.f("eps", 1e-5));
+      return void(ints(emit(n, "Transpose", {normed}, {out}), "perm", {0, 3, 1, 2}));
+    }
     if (n.op == "add") return void(emit(n, "Add", {name(n.inputs[0]), name(n.inputs[1])}, {out}));
     if (n.op == "mul") {
       const Shape& b = g_.value(n.inputs[1]).shape;
@@ -236,6 +275,9 @@ class Writer {
         real(h, "beta", p.beta);
         return;
       }
+      if (p.fn == ops::ActivationFn::gelu || p.fn == ops::ActivationFn::gelu_tanh) return gelu(n, p.fn, out);
+      if (p.fn != ops::ActivationFn::sigmoid && p.fn != ops::ActivationFn::hardswish)
+        fail(n, std::string("activation ") + ops::activation_fn_name(p.fn) + " has no ONNX form here");
       return void(emit(n, p.fn == ops::ActivationFn::sigmoid ? "Sigmoid" : "HardSwish", {name(n.inputs[0])}, {out}));
     }
     if (n.op == "clip") {

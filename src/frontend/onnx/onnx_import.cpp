@@ -63,7 +63,13 @@ OnnxImport Importer::run(const onnx::ModelProto& model) {
     for (const auto& in : n.input()) ++uses_[in];
   for (const auto& o : graph.output()) ++uses_[o.name()];
   read_input(graph);
-  for (const auto& n : graph.node()) convert(n);
+  find_composites(graph);
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (inside_composite_.count(i)) continue;
+    const auto c = composites_.find(i);
+    if (c != composites_.end()) convert_composite(graph.node(i), c->second);
+    else convert(graph.node(i));
+  }
   mark_outputs(graph);
   return std::move(out_);
 }
@@ -121,6 +127,9 @@ void Importer::mark_outputs(const onnx::GraphProto& graph) {
   std::set<int> seen;
   for (const auto& o : graph.output()) {
     auto it = values_.find(o.name());
+    if (channels_last_.count(o.name()))
+      throw Error(label_ + ": graph output " + quoted_name(o.name()) + " is a channels-last Transpose(0,2,3,1) view, "
+                  "which trident keeps only inside a network (permute it back to [N,C,H,W])");
     if (it == values_.end())
       throw Error(label_ + ": graph output " + quoted_name(o.name()) + " is not produced by any supported node");
     ir::Value& v = out_.graph.value(it->second);
@@ -153,6 +162,8 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "AveragePool") pool(n, false);
   else if (t == "GlobalAveragePool") unary(n, "global_avgpool");
   else if (t == "ReduceMean") reduce_mean(n);
+  else if (t == "LayerNormalization") layer_normalization(n);
+  else if (t == "Gelu") gelu(n);
   else if (t == "Shape") shape(n);
   else if (t == "Gather") gather(n);
   else if (t == "Unsqueeze") unsqueeze(n);
@@ -274,6 +285,12 @@ int Importer::activation(const onnx::NodeProto& n, int i) const {
               "as Reshape [N,g,C/g,H,W] → Transpose(0,2,1,3,4) → Reshape [N,C,H,W]");
     if (is_const(n.input(i)))
       fail(n, "input " + quoted_name(n.input(i)) + " is a constant where trident expects a computed tensor");
+    if (channels_last_.count(n.input(i)))
+      fail(n, "reads " + quoted_name(n.input(i)) + ", a channels-last Transpose(0,2,3,1) view; trident reads such "
+              "views only in LayerNormalization, MatMul, Add, Gelu and the Transpose(0,3,1,2) back");
+    if (flat_views_.count(n.input(i)))
+      fail(n, "reads " + quoted_name(n.input(i)) + ", a 1-D flatten of an activation; trident reads it only in the "
+              "identity Gather of a pooled [N,C,1,1] tensor");
     fail(n, "input " + quoted_name(n.input(i)) + " is neither an initializer nor an earlier node's output (missing initializer?)");
   }
   if (chw_flattened_.count(it->second) && n.op_type() != "Gemm" && n.op_type() != "MatMul")

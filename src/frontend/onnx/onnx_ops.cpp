@@ -248,12 +248,17 @@ void Importer::add(const onnx::NodeProto& n) {
   allow_attrs(n, {});
   expect_io(n, 2, 2, 1);
   if (!is_const(n.input(0)) && !is_const(n.input(1))) {
-    emit(n, "add", {activation(n, 0), activation(n, 1)}, {});
+    bool cl0 = false, cl1 = false;
+    const int a = view_input(n, 0, cl0), b = view_input(n, 1, cl1);
+    if (cl0 != cl1) fail(n, "adds a channels-last view to an [N,C,H,W] tensor");
+    define_view(n, 0, emit(n, "add", {a, b}, {}, 0)[0], cl0);
     return;
   }
-  // MatMul + Add(bias), as PyTorch exports a Linear without Gemm: the bias joins the linear.
+  // MatMul + Add(bias), as PyTorch exports a Linear without Gemm: the bias joins the linear (or
+  // the 1×1 convolution of a MatMul over a channels-last view).
   const int ci = is_const(n.input(0)) ? 0 : 1;
-  const int x = activation(n, 1 - ci);
+  bool cl = false;
+  const int x = view_input(n, 1 - ci, cl);
   const Const& b = constant_of(n, ci);
   auto it = bare_linear_.find(x);
   const int64_t out_features = out_.graph.value(x).shape.back();
@@ -263,8 +268,8 @@ void Importer::add(const onnx::NodeProto& n) {
     fail(n, "bias " + quoted_name(b.name) + " must be float32 with " + std::to_string(out_features) + " values");
   out_.graph.node(it->second).inputs.push_back(weight(n, b, "vector", {out_features}, b.f));
   bare_linear_.erase(it);
-  define(n, 0, x);
   out_.graph.value(x).name = printable(n.output(0));
+  define_view(n, 0, x, cl);
 }
 
 void Importer::mul(const onnx::NodeProto& n) {
@@ -309,7 +314,7 @@ void Importer::flatten(const onnx::NodeProto& n) {
 void Importer::reshape(const onnx::NodeProto& n) {
   allow_attrs(n, {"allowzero"});
   expect_io(n, 2, 2, 1);
-  if (reshape_for_shuffle(n)) return;
+  if (reshape_for_shuffle(n) || reshape_to_flat(n)) return;
   const int x = activation(n, 0);
   const Const& s = constant_of(n, 1);
   if (s.is_float || s.dims.size() != 1) fail(n, "shape " + quoted_name(s.name) + " must be a 1-D int64 tensor");
@@ -377,8 +382,20 @@ void Importer::gemm(const onnx::NodeProto& n) {
 void Importer::matmul(const onnx::NodeProto& n) {
   allow_attrs(n, {});
   expect_io(n, 2, 2, 1);
-  const int x = activation(n, 0);
+  bool cl = false;
+  const int x = view_input(n, 0, cl);
   const Const& b = constant_of(n, 1);
+  if (cl) {
+    // [N,H,W,C]·[C,K] per pixel: a 1×1 convolution of the NHWC tensor, weights [K,1,1,C].
+    const int64_t c = out_.graph.value(x).shape.back();
+    if (!b.is_float || b.dims.size() != 2 || b.dims[0] != c)
+      fail(n, "B " + quoted_name(b.name) + " must be a float32 [" + std::to_string(c) + ", K] matrix");
+    const int w = weight(n, b, "conv1x1_from_kn", {b.dims[1], 1, 1, c}, transpose2d(b));
+    const auto outs = emit(n, "conv2d", {x, w}, {{"stride", Shape{1, 1}}, {"padding", Shape{0, 0}}}, 0);
+    bare_linear_[outs[0]] = out_.graph.value(outs[0]).producer;
+    define_view(n, 0, outs[0], true);
+    return;
+  }
   if (out_.graph.value(x).shape.size() != 2) fail(n, "input A must be 2-D [N, features]");
   if (!b.is_float || b.dims.size() != 2) fail(n, "B " + quoted_name(b.name) + " must be a 2-D float32 tensor");
   std::string layout = "linear_from_kn";

@@ -68,6 +68,7 @@ void Importer::shape(const onnx::NodeProto& n) {
 void Importer::gather(const onnx::NodeProto& n) {
   allow_attrs(n, {"axis"});
   expect_io(n, 2, 2, 1);
+  if (gather_from_flat(n)) return;  // the dynamo exporter's as_strided identity (onnx_layernorm.cpp)
   const Const& data = integer_const(n, 0, "data");
   const Const& idx = integer_const(n, 1, "indices");
   if (data.dims.size() != 1) fail(n, "gathers from " + quoted_name(data.name) + ", which is not 1-D");

@@ -56,10 +56,11 @@ bool Importer::reshape_for_shuffle(const onnx::NodeProto& n) {
 void Importer::transpose(const onnx::NodeProto& n) {
   allow_attrs(n, {"perm"});
   expect_io(n, 1, 1, 1);
+  if (transpose_channels_last(n)) return;  // ConvNeXt's permutes (onnx_layernorm.cpp)
   const auto split = shuffle_split_.find(n.input(0));
   if (split == shuffle_split_.end())
     fail(n, "Transpose is supported only as the middle of a channel shuffle (Reshape [N,g,C/g,H,W] → Transpose(0,2,1,3,4) "
-            "→ Reshape [N,C,H,W])");
+            "→ Reshape [N,C,H,W]) and as the channels-last permutes (0,2,3,1) and (0,3,1,2) of a 4-D activation");
   if (attr_ints(n, "perm") != std::vector<int64_t>{0, 2, 1, 3, 4})
     fail(n, "perm " + shape_str(attr_ints(n, "perm")) + " is not a channel shuffle's (0,2,1,3,4)");
   shuffle_transposed_[n.output(0)] = split->second;
