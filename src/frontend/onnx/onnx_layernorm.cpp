@@ -158,7 +158,10 @@ bool Importer::gather_from_flat(const onnx::NodeProto& n) {
   const Shape xs = out_.graph.value(view->second).shape;
   const Shape onnx_dims = xs.size() == 4 ? Shape{xs[0], xs[3], xs[1], xs[2]} : xs;
   const Const& idx = constant_of(n, 1);
-  bool identity = !idx.is_float && attr_int(n, "axis", 0) == 0 && idx.dims == onnx_dims &&
+  // The indices are written for the model's own batch; compiled for another, the same identity.
+  Shape want = onnx_dims;
+  if (!idx.dims.empty() && idx.dims[0] == model_batch_) want[0] = model_batch_;
+  bool identity = !idx.is_float && attr_int(n, "axis", 0) == 0 && idx.dims == want &&
                   (xs.size() != 4 || (xs[1] == 1 && xs[2] == 1));  // NCHW order is NHWC order only at 1×1
   for (size_t k = 0; identity && k < idx.i.size(); ++k) identity = idx.i[k] == static_cast<int64_t>(k);
   if (!identity)

@@ -327,7 +327,9 @@ void Importer::reshape(const onnx::NodeProto& n) {
     fail(n, "allowzero with a zero extent is not supported");
   int64_t d0 = s.i[0] == 0 ? onnx_dims[0] : s.i[0];
   int64_t d1 = s.i[1] == 0 ? onnx_dims[1] : s.i[1];
-  if (d0 == model_batch_ && xs[0] != model_batch_ && s.i[1] == -1) d0 = xs[0];  // batch override
+  // Batch override: a flatten written for the model's own batch (-1 features, or the dynamo
+  // exporter's fixed [batch, features]) flattens the batch being compiled.
+  if (d0 == model_batch_ && xs[0] != model_batch_ && (s.i[1] == -1 || d1 == total / xs[0])) d0 = xs[0];
   if (d0 == -1 && d1 > 0 && total % d1 == 0) d0 = total / d1;
   if (d1 == -1 && d0 > 0 && total % d0 == 0) d1 = total / d0;
   // d1 comes from the file and may be near 2^63: compare by division, never by d0 * d1.
@@ -449,10 +451,14 @@ void Importer::alias(const onnx::NodeProto& n) {
   if (dropout) allow_attrs(n, {"seed", "ratio", "is_test"});
   else allow_attrs(n, {});
   expect_io(n, 1, dropout ? 3 : 1, 1);
-  if (dropout && has_input(n, 2)) {
+  if (dropout && has_input(n, 2)) {  // training_mode: a training-mode export says true
     const Const& t = constant_of(n, 2);
-    if (t.numel() != 1 || (t.is_float ? t.f[0] != 0 : t.i[0] != 0))
-      fail(n, "training_mode=true is not supported (trident imports dropout for inference)");
+    if (t.numel() != 1 || t.is_float) fail(n, "training_mode must be one bool");
+    if (t.i[0] != 0 && !options_.train && !dropout_noticed_) {
+      out_.notices.push_back("Dropout (first at node '" + node_name(n) + "') is exported in training mode; trident "
+                             "runs it as the identity of inference");
+      dropout_noticed_ = true;
+    }
   }
   if (dropout && options_.train && !dropout_noticed_) {
     out_.notices.push_back("Dropout (first at node '" + node_name(n) + "') trains as an identity: trident has no "

@@ -89,9 +89,18 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where, const Ex
       expect_count(t.int32_data_size(), "int32_data");
       c.i.assign(t.int32_data().begin(), t.int32_data().end());
     }
+  } else if (type == onnx::TensorProto::BOOL && !is_external) {
+    // A flag (Dropout's training_mode in a training-mode export): one byte an element, or int32_data.
+    if (!raw.empty() || t.int32_data_size() == 0) {
+      expect_count(static_cast<int64_t>(raw.size()), "raw data");
+      for (unsigned char b : raw) c.i.push_back(b != 0);
+    } else {
+      expect_count(t.int32_data_size(), "int32_data");
+      for (int32_t v : t.int32_data()) c.i.push_back(v != 0);
+    }
   } else {
     throw Error(what + " has element type " + type_name(type) +
-                "; trident reads float32 weights and int64/int32 shapes only");
+                "; trident reads float32 weights, int64/int32 shapes and bool flags only");
   }
   return c;
 }
