@@ -40,7 +40,11 @@ int run_explain(Options o) {
   passes::CompileOptions& opt = o.compile;
   opt.mode = o.mode == "infer" ? passes::Mode::Infer : passes::Mode::Train;
   if (o.batch == 0) o.batch = runtime::default_batch(opt.mode == passes::Mode::Train);
-  ir::Graph model = onnx ? frontend::import_onnx(o.model, {o.batch}).graph : frontend::build_model(o.model, {o.batch});
+  // An ONNX model explained for training is imported as train imports it (batchnorms in training form).
+  frontend::OnnxOptions import;
+  import.batch = o.batch;
+  import.train = opt.mode == passes::Mode::Train;
+  ir::Graph model = onnx ? frontend::import_onnx(o.model, import).graph : frontend::build_model(o.model, {o.batch});
   // The report is made for the pipeline of the device asked for. --device cuda on a machine
   // without a usable GPU still compiles the graph for the cuda pipeline (no kernels are built).
   std::string no_gpu;
