@@ -76,6 +76,20 @@ TEST(OnnxInferCli, MatchesOnnxruntimeReference) {
   GTEST_SKIP() << "conv_bn_relu_op13 is not among the ONNX test models";
 }
 
+// explain --mode train imports an ONNX model as train does: an eval export's batchnorm takes its
+// training form, so the report shows the training fusion (here Conv → BN → Clip(0, 6), ReLU6's
+// cbr) instead of an autodiff failure.
+TEST(OnnxInferCli, ExplainForTrainingShowsTheTrainingFusions) {
+  const fs::path model = fs::path(TRIDENT_ONNX_MODELS) / "mobile_block_op13.onnx";
+  if (!fs::exists(model)) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
+  const Result e = run("explain " + model.string() + " --mode train --json");
+  ASSERT_EQ(e.code, 0) << e.output;
+  const nlohmann::json j = nlohmann::json::parse(e.output);
+  bool cbr = false;
+  for (const auto& f : j["fusions"]) cbr = cbr || f["pattern"] == "conv-bn-clip";
+  EXPECT_TRUE(cbr) << e.output;
+}
+
 // A model with a symbolic batch whose Conv output has 2^64 elements at --batch 65536: explain
 // and infer refuse it with a sentence instead of planning a buffer from a wrapped count.
 TEST(OnnxInferCli, ABatchThatOverflowsAnOutputIsOneSentence) {
