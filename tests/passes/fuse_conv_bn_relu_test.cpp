@@ -27,6 +27,18 @@ void run_fusion(ir::Graph& g, std::vector<passes::Rejection>* rejections = nullp
   if (fusions) *fusions = ctx.fusions;
 }
 
+// The same model compiled for training on `backend` twice: with every pass, and with
+// fuse_conv_bn_relu disabled.
+std::pair<std::unique_ptr<runtime::Executable>, std::unique_ptr<runtime::Executable>> fused_and_plain(
+    const ir::Graph& model, const std::string& backend = "cpu_ref") {
+  passes::CompileOptions fused_opt;
+  fused_opt.mode = passes::Mode::Train;
+  fused_opt.backend = backend;
+  passes::CompileOptions plain_opt = fused_opt;
+  plain_opt.disabled_passes = {"fuse_conv_bn_relu"};
+  return {runtime::Executable::compile(model, fused_opt), runtime::Executable::compile(model, plain_opt)};
+}
+
 }  // namespace
 
 TEST(FuseConvBnRelu, DefaultModelBecomesThreeCbrNodes) {
@@ -153,12 +165,7 @@ TEST(FuseConvBnRelu, FusedTrainingStepEqualsUnfusedStep) {
     b.pop();
     model.mark_output(b.linear(b.flatten(b.global_avgpool(c)), 5, true, "fc"));
   }
-  passes::CompileOptions fused_opt;
-  fused_opt.mode = passes::Mode::Train;
-  passes::CompileOptions plain_opt = fused_opt;
-  plain_opt.disabled_passes = {"fuse_conv_bn_relu"};
-  auto fused = runtime::Executable::compile(model, fused_opt);
-  auto plain = runtime::Executable::compile(model, plain_opt);
+  auto [fused, plain] = fused_and_plain(model);
   EXPECT_EQ(count_op(fused->graph(), "cbr"), 1);
   EXPECT_EQ(count_op(fused->graph(), "cbar"), 1);
   EXPECT_EQ(count_op(plain->graph(), "cbr") + count_op(plain->graph(), "cbar"), 0);
@@ -233,13 +240,7 @@ TEST_P(FusedClipStep, EqualsTheUnfusedStep) {
     c = model.add_node1("clip", {c}, {{"min", 0.0}, {"max", 0.5}}, "relu6");
     model.mark_output(b.linear(b.flatten(b.global_avgpool(c)), 5, true, "fc"));
   }
-  passes::CompileOptions fused_opt;
-  fused_opt.mode = passes::Mode::Train;
-  fused_opt.backend = backend;
-  passes::CompileOptions plain_opt = fused_opt;
-  plain_opt.disabled_passes = {"fuse_conv_bn_relu"};
-  auto fused = runtime::Executable::compile(model, fused_opt);
-  auto plain = runtime::Executable::compile(model, plain_opt);
+  auto [fused, plain] = fused_and_plain(model, backend);
   EXPECT_EQ(count_op(fused->graph(), "cbr"), 2);
   EXPECT_EQ(count_op(plain->graph(), "cbr"), 0);
   fused->init_parameters(5);
