@@ -93,6 +93,49 @@ TEST(TorchLayout, WhichTensorsConvert) {
   for (const auto& [name, c] : resnet.conversions) EXPECT_EQ(c.kind, TorchLayout::Kind::conv_weight) << name;
 }
 
+// A 1×1 convolution imported from a MatMul over channels-last features is nn.Linear in PyTorch:
+// its state-dict weight is [K, C] (the same bytes as trident's [K, 1, 1, C]), its ONNX weight an
+// OIHW Conv weight; a real 1×1 convolution stays OIHW in both.
+TEST(TorchLayout, PerPixelLinearIsAnOutInMatrix) {
+  ir::Graph g;
+  const int x = g.add_input("x", {1, 2, 2, 3});
+  const int lw = g.add_parameter("fc.weight", {4, 1, 1, 3}, {ir::Init::Zeros});
+  const int cw = g.add_parameter("pw.weight", {5, 1, 1, 4}, {ir::Init::Zeros});
+  const ir::Attrs one_by_one{{"stride", Shape{1, 1}}, {"padding", Shape{0, 0}}};
+  ir::Attrs from_matmul = one_by_one;
+  from_matmul.set("from_matmul", int64_t{1});
+  const int y = g.add_node1("conv2d", {x, lw}, from_matmul, "fc");
+  g.add_node1("conv2d", {y, cw}, one_by_one, "pw");
+  const TorchLayout layout = torch_layout(g);
+  EXPECT_EQ(layout.conversions.at("fc.weight").kind, TorchLayout::Kind::pointwise_linear);
+  EXPECT_EQ(layout.conversions.at("pw.weight").kind, TorchLayout::Kind::conv_weight);
+  EXPECT_EQ(torch_shape(layout, "fc.weight", {4, 1, 1, 3}), (Shape{4, 3}));
+  EXPECT_EQ(torch_shape(layout, "pw.weight", {5, 1, 1, 4}), (Shape{5, 4, 1, 1}));
+
+  const WeightMap ours{{"fc.weight", iota({4, 1, 1, 3})}, {"pw.weight", iota({5, 1, 1, 4})}};
+  const WeightMap sd = to_torch_state_dict(layout, ours, 0);
+  ASSERT_EQ(sd.at("fc.weight").shape, (Shape{4, 3}));
+  for (int64_t k = 0; k < 4; ++k)
+    for (int64_t c = 0; c < 3; ++c) EXPECT_EQ(at(sd.at("fc.weight"), k * 3 + c), at(ours.at("fc.weight"), k * 3 + c));
+  EXPECT_EQ(to_onnx_tensor(layout, "fc.weight", ours.at("fc.weight")).shape, (Shape{4, 3, 1, 1}));
+  EXPECT_EQ(to_onnx_tensor(layout, "pw.weight", ours.at("pw.weight")).shape, (Shape{5, 4, 1, 1}));
+  const WeightMap back = from_torch_state_dict(layout, sd, "sd");
+  EXPECT_EQ(back.at("fc.weight").shape, (Shape{4, 1, 1, 3}));
+  EXPECT_EQ(back.at("fc.weight").data, ours.at("fc.weight").data);
+  EXPECT_EQ(back.at("pw.weight").data, ours.at("pw.weight").data);
+  EXPECT_TRUE(is_torch_state_dict(layout, g, sd, {}));     // [K, C] fits only PyTorch's layout
+  EXPECT_FALSE(is_torch_state_dict(layout, g, ours, {}));  // [K, 1, 1, C] only trident's
+
+  WeightMap bad = sd;
+  bad["fc.weight"] = iota({4, 3, 1, 1});
+  try {
+    from_torch_state_dict(layout, bad, "bad.safetensors");
+    FAIL() << "a 4-D weight for a linear layer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[out, in] matrix of a linear layer"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TorchLayout, StateDictRoundTripAndCounters) {
   const ir::Graph model = frontend::build_model("fmnist_cnn", {1});
   const TorchLayout layout = torch_layout(model);

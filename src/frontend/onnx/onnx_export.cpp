@@ -91,7 +91,7 @@ class Writer {
   // A parameter in its ONNX layout (conv weights OIHW, flattened columns NCHW-ordered), once.
   const std::string& param(const ir::Node& n, int v) {
     if (written_.insert(v).second) {
-      const HostTensor out = runtime::to_torch_tensor(layout_, name(v), weight(n, v));
+      const HostTensor out = runtime::to_onnx_tensor(layout_, name(v), weight(n, v));
       initializer(name(v), out, out.shape);
     }
     return name(v);

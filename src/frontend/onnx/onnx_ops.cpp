@@ -393,7 +393,9 @@ void Importer::matmul(const onnx::NodeProto& n) {
     if (!b.is_float || b.dims.size() != 2 || b.dims[0] != c)
       fail(n, "B " + quoted_name(b.name) + " must be a float32 [" + std::to_string(c) + ", K] matrix");
     const int w = weight(n, b, "conv1x1_from_kn", {b.dims[1], 1, 1, c}, transpose2d(b));
-    const auto outs = emit(n, "conv2d", {x, w}, {{"stride", Shape{1, 1}}, {"padding", Shape{0, 0}}}, 0);
+    // from_matmul: a state dict gives this weight as nn.Linear's [K, C] (checkpoint/torch_layout.h).
+    const auto outs = emit(n, "conv2d", {x, w},
+                           {{"stride", Shape{1, 1}}, {"padding", Shape{0, 0}}, {"from_matmul", int64_t{1}}}, 0);
     bare_linear_[outs[0]] = out_.graph.value(outs[0]).producer;
     define_view(n, 0, outs[0], true);
     return;

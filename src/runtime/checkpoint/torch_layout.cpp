@@ -44,8 +44,16 @@ std::string counter_of(const std::string& bn_weight) {
   return stem + kCounterSuffix;
 }
 
+// [K, 1, 1, C] and [K, C] hold the same bytes in the same order: only the shape changes.
+HostTensor reshaped(HostTensor t, Shape shape) {
+  t.shape = std::move(shape);
+  return t;
+}
+
 HostTensor converted(const TorchLayout::Conversion& c, const HostTensor& t, bool to_torch) {
   if (c.kind == TorchLayout::Kind::conv_weight) return to_torch ? ohwi_to_oihw(t) : oihw_to_ohwi(t);
+  if (c.kind == TorchLayout::Kind::pointwise_linear)
+    return to_torch ? reshaped(t, {t.shape.at(0), t.shape.at(3)}) : reshaped(t, {t.shape.at(0), 1, 1, t.shape.at(1)});
   return to_torch ? hwc_columns_to_chw(t, c.C, c.H, c.W) : chw_columns_to_hwc(t, c.C, c.H, c.W);
 }
 
@@ -60,7 +68,10 @@ TorchLayout torch_layout(const ir::Graph& g) {
   for (int id : g.order()) {
     const ir::Node& n = g.node(id);
     if (n.op == "conv2d" && n.inputs.size() >= 2) {
-      layout.conversions[g.value(n.inputs[1]).name] = {TorchLayout::Kind::conv_weight};
+      const bool linear = n.attrs.i("from_matmul", 0) != 0 && g.value(n.inputs[1]).shape.size() == 4 &&
+                          g.value(n.inputs[1]).shape[1] == 1 && g.value(n.inputs[1]).shape[2] == 1;
+      layout.conversions[g.value(n.inputs[1]).name] = {linear ? TorchLayout::Kind::pointwise_linear
+                                                              : TorchLayout::Kind::conv_weight};
     } else if (n.op == "linear" && n.inputs.size() >= 2) {
       const int flatten = flatten_feeding(g, n.inputs[0]);
       if (flatten < 0) continue;
@@ -77,12 +88,19 @@ Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shap
   const auto it = layout.conversions.find(name);
   if (it == layout.conversions.end()) return shape;
   if (it->second.kind == TorchLayout::Kind::conv_weight && shape.size() == 4) return {shape[0], shape[3], shape[1], shape[2]};
+  if (it->second.kind == TorchLayout::Kind::pointwise_linear && shape.size() == 4) return {shape[0], shape[3]};
   return shape;  // a column permutation keeps the matrix's shape
 }
 
 HostTensor to_torch_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t) {
   const auto c = layout.conversions.find(name);
   return c == layout.conversions.end() ? t : converted(c->second, t, true);
+}
+
+HostTensor to_onnx_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t) {
+  const auto c = layout.conversions.find(name);
+  if (c != layout.conversions.end() && c->second.kind == TorchLayout::Kind::pointwise_linear) return ohwi_to_oihw(t);
+  return to_torch_tensor(layout, name, t);
 }
 
 WeightMap to_torch_state_dict(const TorchLayout& layout, const WeightMap& weights, int64_t batches_tracked) {
@@ -110,12 +128,17 @@ WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& stat
       out[name] = t;
       continue;
     }
-    const bool conv = c->second.kind == TorchLayout::Kind::conv_weight;
-    if (conv ? t.shape.size() != 4 : t.shape.size() != 2 || t.shape[1] != c->second.C * c->second.H * c->second.W)
+    const auto kind = c->second.kind;
+    const int64_t features = c->second.C * c->second.H * c->second.W;
+    const bool fits = kind == TorchLayout::Kind::conv_weight      ? t.shape.size() == 4
+                      : kind == TorchLayout::Kind::pointwise_linear ? t.shape.size() == 2
+                                                                    : t.shape.size() == 2 && t.shape[1] == features;
+    if (!fits)
       throw Error("'" + file + "' (a PyTorch state dict) has " + quoted_name(name) + " of shape " + shape_str(t.shape) +
-                  (conv ? ", not a 4-D OIHW convolution weight"
-                        : ", not the [out, " + std::to_string(c->second.C * c->second.H * c->second.W) +
-                              "] matrix the model's flattened features need"));
+                  (kind == TorchLayout::Kind::conv_weight        ? ", not a 4-D OIHW convolution weight"
+                   : kind == TorchLayout::Kind::pointwise_linear ? ", not the 2-D [out, in] matrix of a linear layer"
+                                                                 : ", not the [out, " + std::to_string(features) +
+                                                                       "] matrix the model's flattened features need"));
     out[name] = converted(c->second, t, false);
   }
   return out;

@@ -1,7 +1,9 @@
 // PyTorch's layouts for a model's weights, so weights move between trident and PyTorch (a
 // state dict in safetensors) and out to ONNX: convolution weights OIHW instead of OHWI,
 // classifier columns in the NCHW flatten order where a linear layer reads a flattened feature
-// map, and a num_batches_tracked counter beside every batchnorm. Which tensor needs which
+// map, a per-pixel linear layer (an nn.Linear over channels-last features, which trident runs as
+// a 1×1 convolution) as PyTorch's [out, in] matrix, and a num_batches_tracked counter beside
+// every batchnorm. Which tensor needs which
 // conversion follows from the model graph (the convolution that reads it, the flatten that
 // feeds the linear layer), never from a tensor's name or a file's extension.
 #pragma once
@@ -16,7 +18,10 @@
 namespace trident::runtime {
 
 struct TorchLayout {
-  enum class Kind { conv_weight, flattened_columns };
+  // pointwise_linear: a 1×1 convolution imported from a MatMul over channels-last features
+  // (attribute from_matmul); [K, 1, 1, C] in trident, nn.Linear's [K, C] in a state dict, and
+  // an OIHW [K, C, 1, 1] Conv weight in ONNX.
+  enum class Kind { conv_weight, flattened_columns, pointwise_linear };
   struct Conversion {
     Kind kind = Kind::conv_weight;
     int64_t C = 0, H = 0, W = 0;  // flattened_columns: the feature map the linear layer reads
@@ -42,6 +47,10 @@ WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& stat
 
 // One model tensor `name` (trident's layout) in PyTorch's layout; unchanged if it has no conversion.
 HostTensor to_torch_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t);
+
+// One model tensor `name` in the layout of trident's ONNX export (which writes every
+// convolution as a Conv): as to_torch_tensor, except pointwise_linear weights are OIHW.
+HostTensor to_onnx_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t);
 
 // The PyTorch shape of a model tensor whose trident shape is `shape`.
 Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shape& shape);
