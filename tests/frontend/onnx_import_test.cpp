@@ -156,6 +156,9 @@ TEST(OnnxImport, ConvNextBlocksBecomeLayerNormGeluAndConvolutions) {
     EXPECT_EQ(runtime::torch_shape(layout, "fc1.w", imp.weights.at("fc1.w").shape), (Shape{32, 8})) << file;
     EXPECT_EQ(runtime::torch_shape(layout, "fc2.w", imp.weights.at("fc2.w").shape), (Shape{8, 32})) << file;
     EXPECT_EQ(runtime::torch_shape(layout, "stem.weight", imp.weights.at("stem.weight").shape).size(), 4u) << file;
+    // The layer scale is [C] to trident's mul and [C, 1, 1] in the file, as in torchvision's state dict.
+    EXPECT_EQ(imp.weights.at("scale").shape, (Shape{8})) << file;
+    EXPECT_EQ(runtime::torch_shape(layout, "scale", imp.weights.at("scale").shape), (Shape{8, 1, 1})) << file;
   }
 }
 

@@ -136,6 +136,45 @@ TEST(TorchLayout, PerPixelLinearIsAnOutInMatrix) {
   }
 }
 
+// A per-channel factor the model declared as [C, 1, 1] (ConvNeXt's layer scale; the importer
+// marks the mul with factor_dims) is [C] to trident and [C, 1, 1] in a state dict and in ONNX;
+// a [C] one from an older export still loads. An unmarked factor keeps its shape.
+TEST(TorchLayout, PerChannelFactorKeepsTheShapeTheModelDeclared) {
+  ir::Graph g;
+  const int x = g.add_input("x", {1, 2, 2, 3});
+  const int scale = g.add_parameter("layer_scale", {3}, {ir::Init::Ones});
+  const int plain = g.add_parameter("plain_scale", {3}, {ir::Init::Ones});
+  const int y = g.add_node1("mul", {x, scale}, {{"factor_dims", Shape{3, 1, 1}}}, "scaled");
+  g.add_node1("mul", {y, plain}, {}, "scaled_again");
+  const TorchLayout layout = torch_layout(g);
+  ASSERT_EQ(layout.conversions.count("layer_scale"), 1u);
+  EXPECT_EQ(layout.conversions.at("layer_scale").kind, TorchLayout::Kind::channel_factor);
+  EXPECT_EQ(layout.conversions.count("plain_scale"), 0u);
+  EXPECT_EQ(torch_shape(layout, "layer_scale", {3}), (Shape{3, 1, 1}));
+
+  const WeightMap ours{{"layer_scale", iota({3})}, {"plain_scale", iota({3})}};
+  const WeightMap sd = to_torch_state_dict(layout, ours, 0);
+  EXPECT_EQ(sd.at("layer_scale").shape, (Shape{3, 1, 1}));
+  EXPECT_EQ(sd.at("layer_scale").data, ours.at("layer_scale").data);
+  EXPECT_EQ(sd.at("plain_scale").shape, (Shape{3}));
+  EXPECT_EQ(to_onnx_tensor(layout, "layer_scale", ours.at("layer_scale")).shape, (Shape{3, 1, 1}));
+  EXPECT_TRUE(is_torch_state_dict(layout, g, sd, {}));
+  EXPECT_FALSE(is_torch_state_dict(layout, g, ours, {}));
+  const WeightMap back = from_torch_state_dict(layout, sd, "sd");
+  EXPECT_EQ(back.at("layer_scale").shape, (Shape{3}));
+  EXPECT_EQ(back.at("layer_scale").data, ours.at("layer_scale").data);
+  EXPECT_EQ(from_torch_state_dict(layout, ours, "older").at("layer_scale").shape, (Shape{3}));
+
+  WeightMap bad = sd;
+  bad["layer_scale"] = iota({1, 3});
+  try {
+    from_torch_state_dict(layout, bad, "bad.safetensors");
+    FAIL() << "a [1, 3] layer scale was accepted for a [3, 1, 1] one";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("per-channel factor of shape [3,1,1]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TorchLayout, StateDictRoundTripAndCounters) {
   const ir::Graph model = frontend::build_model("fmnist_cnn", {1});
   const TorchLayout layout = torch_layout(model);

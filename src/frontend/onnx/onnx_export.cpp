@@ -251,6 +251,9 @@ class Writer {
     if (n.op == "mul") {
       const Shape& b = g_.value(n.inputs[1]).shape;
       std::string rhs = name(n.inputs[1]);
+      const auto declared = layout_.conversions.find(rhs);
+      if (declared != layout_.conversions.end() && declared->second.kind == runtime::TorchLayout::Kind::channel_factor)
+        return void(emit(n, "Mul", {name(n.inputs[0]), param(n, n.inputs[1])}, {out}));  // in the shape it came in
       if (ops::mul_broadcast(x, b) == ops::MulBroadcast::channel) {  // one per channel: [C, 1, 1] in NCHW
         const ir::ValueRole role = g_.value(n.inputs[1]).role;
         if (role != ir::ValueRole::Parameter && role != ir::ValueRole::State)

@@ -297,7 +297,13 @@ void Importer::mul(const onnx::NodeProto& n) {
   if (!s.is_float || !(s.numel() == 1 || per_channel))
     fail(n, "constant " + quoted_name(s.name) + " " + shape_str(s.dims) + " must be a float32 scalar or hold one value per channel");
   std::vector<float> v = s.numel() == 1 ? std::vector<float>(c, s.f[0]) : s.f;
-  emit(n, "mul", {x, weight(n, s, "channel_vector", {c}, std::move(v))}, {});
+  const int factor = weight(n, s, "channel_vector", {c}, std::move(v));
+  // factor_dims: the factor's shape in the model's own state dict (ConvNeXt's layer scale is
+  // [C, 1, 1]) where it holds the same C values in another shape (checkpoint/torch_layout.h).
+  if (per_channel && s.numel() > 1 && s.dims != Shape{c})
+    emit(n, "mul", {x, factor}, {{"factor_dims", s.dims}});
+  else
+    emit(n, "mul", {x, factor}, {});
 }
 
 void Importer::flatten(const onnx::NodeProto& n) {

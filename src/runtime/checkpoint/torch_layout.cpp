@@ -54,6 +54,7 @@ HostTensor converted(const TorchLayout::Conversion& c, const HostTensor& t, bool
   if (c.kind == TorchLayout::Kind::conv_weight) return to_torch ? ohwi_to_oihw(t) : oihw_to_ohwi(t);
   if (c.kind == TorchLayout::Kind::pointwise_linear)
     return to_torch ? reshaped(t, {t.shape.at(0), t.shape.at(3)}) : reshaped(t, {t.shape.at(0), 1, 1, t.shape.at(1)});
+  if (c.kind == TorchLayout::Kind::channel_factor) return to_torch ? reshaped(t, c.dims) : reshaped(t, {numel(c.dims)});
   return to_torch ? hwc_columns_to_chw(t, c.C, c.H, c.W) : chw_columns_to_hwc(t, c.C, c.H, c.W);
 }
 
@@ -77,6 +78,12 @@ TorchLayout torch_layout(const ir::Graph& g) {
       if (flatten < 0) continue;
       const Shape& in = g.value(g.node(flatten).inputs[0]).shape;
       layout.conversions[g.value(n.inputs[1]).name] = {TorchLayout::Kind::flattened_columns, in[3], in[1], in[2]};
+    } else if (n.op == "mul" && n.inputs.size() == 2 && n.attrs.has("factor_dims")) {
+      const ir::Value& f = g.value(n.inputs[1]);
+      const Shape dims = n.attrs.ints("factor_dims");
+      const bool weight = f.role == ir::ValueRole::Parameter || f.role == ir::ValueRole::State;
+      if (weight && f.shape.size() == 1 && numel(dims) == f.shape[0])
+        layout.conversions[f.name] = {TorchLayout::Kind::channel_factor, 0, 0, 0, dims};
     } else if (n.op == "batchnorm2d" && n.inputs.size() >= 2) {
       layout.batch_counters.push_back(counter_of(g.value(n.inputs[1]).name));
     }
@@ -89,6 +96,7 @@ Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shap
   if (it == layout.conversions.end()) return shape;
   if (it->second.kind == TorchLayout::Kind::conv_weight && shape.size() == 4) return {shape[0], shape[3], shape[1], shape[2]};
   if (it->second.kind == TorchLayout::Kind::pointwise_linear && shape.size() == 4) return {shape[0], shape[3]};
+  if (it->second.kind == TorchLayout::Kind::channel_factor && shape.size() == 1) return it->second.dims;
   return shape;  // a column permutation keeps the matrix's shape
 }
 
@@ -132,11 +140,14 @@ WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& stat
     const int64_t features = c->second.C * c->second.H * c->second.W;
     const bool fits = kind == TorchLayout::Kind::conv_weight      ? t.shape.size() == 4
                       : kind == TorchLayout::Kind::pointwise_linear ? t.shape.size() == 2
+                      : kind == TorchLayout::Kind::channel_factor   ? t.shape == c->second.dims || t.shape == Shape{numel(c->second.dims)}
                                                                     : t.shape.size() == 2 && t.shape[1] == features;
     if (!fits)
       throw Error("'" + file + "' (a PyTorch state dict) has " + quoted_name(name) + " of shape " + shape_str(t.shape) +
                   (kind == TorchLayout::Kind::conv_weight        ? ", not a 4-D OIHW convolution weight"
                    : kind == TorchLayout::Kind::pointwise_linear ? ", not the 2-D [out, in] matrix of a linear layer"
+                   : kind == TorchLayout::Kind::channel_factor   ? ", not the model's per-channel factor of shape " +
+                                                                       shape_str(c->second.dims)
                                                                  : ", not the [out, " + std::to_string(features) +
                                                                        "] matrix the model's flattened features need"));
     out[name] = converted(c->second, t, false);

@@ -2,7 +2,8 @@
 // state dict in safetensors) and out to ONNX: convolution weights OIHW instead of OHWI,
 // classifier columns in the NCHW flatten order where a linear layer reads a flattened feature
 // map, a per-pixel linear layer (an nn.Linear over channels-last features, which trident runs as
-// a 1×1 convolution) as PyTorch's [out, in] matrix, and a num_batches_tracked counter beside
+// a 1×1 convolution) as PyTorch's [out, in] matrix, a per-channel factor in the shape the model
+// declared it (ConvNeXt's layer scale, [C, 1, 1]), and a num_batches_tracked counter beside
 // every batchnorm. Which tensor needs which
 // conversion follows from the model graph (the convolution that reads it, the flatten that
 // feeds the linear layer), never from a tensor's name or a file's extension.
@@ -20,11 +21,14 @@ namespace trident::runtime {
 struct TorchLayout {
   // pointwise_linear: a 1×1 convolution imported from a MatMul over channels-last features
   // (attribute from_matmul); [K, 1, 1, C] in trident, nn.Linear's [K, C] in a state dict, and
-  // an OIHW [K, C, 1, 1] Conv weight in ONNX.
-  enum class Kind { conv_weight, flattened_columns, pointwise_linear };
+  // an OIHW [K, C, 1, 1] Conv weight in ONNX. channel_factor: the [C] factor of a per-channel
+  // mul that the imported model declared in another shape of C values (attribute factor_dims,
+  // e.g. [C, 1, 1]); that shape in a state dict and in ONNX, the same bytes.
+  enum class Kind { conv_weight, flattened_columns, pointwise_linear, channel_factor };
   struct Conversion {
     Kind kind = Kind::conv_weight;
     int64_t C = 0, H = 0, W = 0;  // flattened_columns: the feature map the linear layer reads
+    Shape dims;                   // channel_factor: PyTorch's shape
   };
   std::map<std::string, Conversion> conversions;  // by tensor name; others are the same in both
   std::vector<std::string> model_tensors;         // the model's parameters and running statistics
