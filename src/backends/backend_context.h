@@ -14,6 +14,7 @@
 #include <string>
 
 #include "backends/backend_options.h"
+#include "backends/input_lane.h"
 
 namespace trident {
 
@@ -75,6 +76,12 @@ class BackendContext {
   virtual std::optional<uint64_t> free_device_bytes() const { return std::nullopt; }
   // The workspaces the kernels built so far reserved, allocated when they first run.
   virtual size_t workspace_bytes() const { return 0; }
+  // A lane that copies batches of `bytes` to the device while a step runs (input_lane.h); null
+  // on host backends, whose tensors are written in place. It must not outlive this context.
+  virtual std::unique_ptr<InputLane> make_input_lane(size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
 
  private:
   KernelOptions kernel_options_;

@@ -236,6 +236,16 @@ void Executable::download(int value) const {
   ctx_->copy_to_host(h.data, view(value).data, h.bytes());
 }
 
+std::unique_ptr<InputLane> Executable::make_input_lane(int value) { return ctx_->make_input_lane(view(value).bytes()); }
+
+void Executable::take_input(InputLane& lane, int value) {
+  const TensorView t = view(value);
+  if (lane.bytes() != t.bytes())
+    throw Error("an input lane of " + std::to_string(lane.bytes()) + " bytes cannot fill '" + graph_.value(value).name +
+                "' of " + std::to_string(t.bytes()) + " bytes");
+  lane.deliver(t.data);
+}
+
 void Executable::synchronize() { ctx_->synchronize(); }
 
 namespace {

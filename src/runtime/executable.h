@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/backend_options.h"
+#include "backends/input_lane.h"
 #include "backends/kernel.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
@@ -76,6 +77,11 @@ class Executable {
   TensorView host_view(int value) const;
   void upload(int value);
   void download(int value) const;
+  // Batches for `value` sent while a step runs (backends/input_lane.h): a lane on device
+  // backends, null on host ones; take_input() queues the lane's last batch into the value
+  // before the next run(). The lane must not outlive this executable.
+  std::unique_ptr<InputLane> make_input_lane(int value);
+  void take_input(InputLane& lane, int value);
   // Waits for every queued kernel (device backends run asynchronously).
   void synchronize();
   bool on_device() const { return ctx_->on_device(); }

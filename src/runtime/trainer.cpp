@@ -1,9 +1,11 @@
 // The training loop. One executable step does forward, backward and the optimizer step; the loop
-// only copies a batch in, sets the learning rate, and reads the loss and logits back.
+// only gets a batch in, sets the learning rate, and reads the loss and logits back. On a device
+// the next batch is fetched and copied there while the step runs (an input lane).
 #include "runtime/trainer.h"
 #include "runtime/train_limits.h"
 #include "core/printable.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <omp.h>
@@ -168,10 +170,9 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   // to the backend; loss and logits come back after each step.
   const int images_id = train_->value_id("images"), labels_id = train_->value_id("labels"),
             lr_id = train_->value_id("lr");
-  TensorView images = train_->host_view(images_id), labels = train_->host_view(labels_id),
-             lr = train_->host_view(lr_id), loss = train_->host_view(train_->loss()),
-             logits = train_->host_view(train_->logits());
-  if (images.dtype != DType::f32) throw Error("training from data needs an f32 model");
+  if (train_->graph().value(images_id).dtype != DType::f32) throw Error("training from data needs an f32 model");
+  TensorView labels = train_->host_view(labels_id), lr = train_->host_view(lr_id),
+             loss = train_->host_view(train_->loss()), logits = train_->host_view(train_->logits());
   check_batch_fits(batches, batch_, "training");
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = per_epoch * epochs_total;
@@ -180,45 +181,79 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   for (int64_t e : config_.lr_step_epochs) milestones.push_back(e * per_epoch);
   const int64_t classes = logits.shape[1];
 
+  // With a lane, batch k + 1 is fetched into one of its host buffers (its labels into
+  // ahead_labels[(k + 1) % 2]) and sent while step k runs; without, into the input's host copy.
+  if (config_.upload_ahead && train_->on_device() && !lane_) lane_ = train_->make_input_lane(images_id);
+  InputLane* lane = config_.upload_ahead ? lane_.get() : nullptr;
+  TensorView images = lane ? TensorView{} : train_->host_view(images_id);
+  std::vector<int32_t> ahead_labels[2];
+  if (lane) ahead_labels[0].resize(batch_), ahead_labels[1].resize(batch_);
+  int slot = 0;
+  auto fetch = [&] {
+    if (!lane) return batches.next(images.as<float>(), labels.as<int32_t>());
+    if (!batches.next(static_cast<float*>(lane->host_buffer()), ahead_labels[slot].data())) return false;
+    lane->send();
+    return true;
+  };
+
   batches.start_epoch(epoch);
   EpochStats st;
   st.epoch = epoch;
   double loss_sum = 0;
   int64_t correct = 0, seen = 0, done = 0, threads_sum = 0;
-  // The time next() takes is the time the step waited for data (a copy, for in-memory data).
-  auto next_batch = [&] {
+  // The first fetch holds up the step either way; later ones only without a lane, whose wait the
+  // lane measures on the device instead.
+  auto waited_fetch = [&] {
     const auto asked = clock::now();
-    const bool got = batches.next(images.as<float>(), labels.as<int32_t>());
+    const bool got = fetch();
     st.data_wait_seconds += std::chrono::duration<double>(clock::now() - asked).count();
     return got;
   };
-  while (next_batch()) {
-    st.lr = milestones.empty() ? learning_rate(step_, total, warmup, config_.lr)
-                               : step_learning_rate(step_, warmup, config_.lr, milestones, config_.lr_gamma);
-    lr.as<float>()[0] = static_cast<float>(st.lr);
-    for (int id : {images_id, labels_id, lr_id}) train_->upload(id);
-    train_->run();
-    if (!train_->on_device()) threads_sum += omp_get_max_threads();
-    train_->download(train_->loss());
-    train_->download(train_->logits());
-    ++step_;
-    ++done;
-    // Over every rank's rows: each rank's loss is its batch's mean, and the batches are equal.
-    double step_sums[2] = {loss.as<float>()[0],
-                           static_cast<double>(count_correct(logits.as<float>(), labels.as<int32_t>(), batch_, classes))};
-    if (distributed::World* w = config_.backend_options.world.get()) w->sum(step_sums, 2);
-    const double l = step_sums[0] / world_size();
-    if (!std::isfinite(l))
-      throw Error("the loss became " + std::to_string(l) + " at step " + std::to_string(step_) +
-                  "; lower the learning rate (--lr)");
-    loss_sum += l;
-    correct += static_cast<int64_t>(step_sums[1]);
-    seen += global_batch();
-    if (on_batch) {
-      const double secs = std::chrono::duration<double>(clock::now() - start).count();
-      on_batch(done, per_epoch, loss_sum / done, static_cast<double>(correct) / seen,
-               seen / std::max(secs, 1e-9));
+  try {
+    bool have = waited_fetch();
+    while (have) {
+      st.lr = milestones.empty() ? learning_rate(step_, total, warmup, config_.lr)
+                                 : step_learning_rate(step_, warmup, config_.lr, milestones, config_.lr_gamma);
+      lr.as<float>()[0] = static_cast<float>(st.lr);
+      if (lane) std::copy(ahead_labels[slot].begin(), ahead_labels[slot].end(), labels.as<int32_t>());
+      for (int id : {labels_id, lr_id}) train_->upload(id);
+      if (lane)
+        train_->take_input(*lane, images_id);
+      else
+        train_->upload(images_id);
+      train_->run();
+      if (!train_->on_device()) threads_sum += omp_get_max_threads();
+      if (lane) {
+        lane->mark_step_end();
+        slot ^= 1;
+        have = fetch();  // beside the running step
+      }
+      train_->download(train_->loss());
+      train_->download(train_->logits());
+      if (lane) st.data_wait_seconds += lane->device_wait_seconds();
+      ++step_;
+      ++done;
+      // Over every rank's rows: each rank's loss is its batch's mean, and the batches are equal.
+      double step_sums[2] = {loss.as<float>()[0],
+                             static_cast<double>(count_correct(logits.as<float>(), labels.as<int32_t>(), batch_, classes))};
+      if (distributed::World* w = config_.backend_options.world.get()) w->sum(step_sums, 2);
+      const double l = step_sums[0] / world_size();
+      if (!std::isfinite(l))
+        throw Error("the loss became " + std::to_string(l) + " at step " + std::to_string(step_) +
+                    "; lower the learning rate (--lr)");
+      loss_sum += l;
+      correct += static_cast<int64_t>(step_sums[1]);
+      seen += global_batch();
+      if (on_batch) {
+        const double secs = std::chrono::duration<double>(clock::now() - start).count();
+        on_batch(done, per_epoch, loss_sum / done, static_cast<double>(correct) / seen,
+                 seen / std::max(secs, 1e-9));
+      }
+      if (!lane) have = waited_fetch();
     }
+  } catch (...) {
+    lane_.reset();  // a batch may be in flight: a later epoch starts with a new lane
+    throw;
   }
   st.seconds = std::chrono::duration<double>(clock::now() - start).count();
   st.loss = done ? loss_sum / done : 0;

@@ -36,6 +36,10 @@ struct TrainConfig {
   // the gradients over the ranks, and the metrics are summed over them (each rank feeds its own
   // shard: data/sharded_batches.h).
   BackendOptions backend_options;
+  // On a device, fetch the next batch and copy it there while the step runs (an input lane:
+  // backends/input_lane.h); off, each batch is fetched and uploaded between two steps. The
+  // parameters after any number of steps are the same either way.
+  bool upload_ahead = true;
 };
 
 // The learning rate at a step: linear warm-up over `warmup` steps from base/10, then cosine
@@ -55,7 +59,10 @@ struct EpochStats {
   double seconds = 0, images_per_second = 0;
   double lr = 0;                  // at the epoch's last step
   double mean_threads = 0;        // host threads per step, averaged (fewer under contention)
-  double data_wait_seconds = 0;   // of `seconds`, spent waiting for the next batch
+  // Of `seconds`, the time the step waited for its batch: the time fetching it took where it is
+  // fetched between steps; with upload_ahead on a device, the time from the end of a step to
+  // the arrival of the next batch on the device (and the first fetch of the epoch).
+  double data_wait_seconds = 0;
 };
 
 struct EvalStats {
@@ -117,6 +124,7 @@ class Trainer {
  private:
   TrainConfig config_;
   std::unique_ptr<Executable> train_, eval_;
+  std::unique_ptr<InputLane> lane_;  // the training images' (upload_ahead on a device); freed first
   int64_t batch_ = 0, step_ = 0;
   int64_t statistics_averaged_at_ = -1;  // the step average_running_statistics() last ran at
 };

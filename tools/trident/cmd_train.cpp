@@ -406,6 +406,10 @@ RunSubcommand add_train_command(CLI::App& app) {
                   "Image folders: threads decoding and augmenting images (default: the cores but one); the batches "
                   "do not depend on it")
       ->check(CLI::Range(1, 256));
+  sub->add_flag("!--no-upload-ahead", o->config.upload_ahead,
+                "On the GPU, fetch each batch and upload it between two steps instead of while the step "
+                "before it runs (the parameters are the same; the epoch line's wait for data is then the "
+                "fetch's time)");
   sub->add_flag("--synthetic", o->data.synthetic, "Train on synthetic data of the model's input shape");
   sub->add_option("--train-limit", o->data.train_limit, "Read only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--test-limit", o->data.test_limit, "Read only the first N test (image folders: val) images (0: all)")->check(CLI::NonNegativeNumber);

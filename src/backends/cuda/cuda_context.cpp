@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_input_lane.h"
 #include "backends/cuda/verbose.h"
 #include "runtime/distributed/world.h"
 
@@ -260,6 +261,8 @@ void CudaContext::discard_recording() {
   cudaGraphExecDestroy(recording_);
   recording_ = nullptr;
 }
+
+std::unique_ptr<InputLane> CudaContext::make_input_lane(size_t bytes) { return make_cuda_input_lane(*this, bytes); }
 
 CudaContext& cuda_context(BackendContext& ctx) {
   auto* c = dynamic_cast<CudaContext*>(&ctx);

@@ -104,6 +104,7 @@ class CudaContext final : public BackendContext {
   std::optional<uint64_t> free_device_bytes() const override;
   size_t workspace_bytes() const override;
   size_t live_bytes() const { return live_bytes_; }
+  std::unique_ptr<InputLane> make_input_lane(size_t bytes) override;  // cuda_input_lane.h
 
  private:
   int device_ = 0;

@@ -1,0 +1,128 @@
+// How the next batch reaches the GPU while a step runs. Per batch b (host buffer b % 2):
+//   copy stream:    wait taken, host[b % 2] -> staging, record landed[b % 2]
+//   compute stream: wait landed[b % 2], staging -> input, record taken, ... the step ...
+// so the staging buffer is rewritten only after the step before has copied it out, a host
+// buffer only after the copy that read it (host_buffer() waits on its landed event), and the
+// step reads its input only after it landed. The landed events and the step-end marks carry
+// timing, so the device's wait for a batch is the time between the two on the device's clock.
+#include "backends/cuda/cuda_input_lane.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_context.h"
+
+namespace trident::cuda {
+namespace {
+
+class CudaInputLane final : public InputLane {
+ public:
+  CudaInputLane(CudaContext& ctx, size_t bytes) : ctx_(ctx), bytes_(bytes) {
+    try {
+      check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating the input copy stream");
+      for (int i = 0; i < 2; ++i) {
+        check(cudaEventCreate(&landed_[i]), "creating a CUDA event");
+        check(cudaEventCreate(&step_end_[i]), "creating a CUDA event");
+        host_[i] = ctx_.allocate_host_copy(std::max<size_t>(bytes_, 1));
+      }
+      check(cudaEventCreateWithFlags(&taken_, cudaEventDisableTiming), "creating a CUDA event");
+      staging_ = ctx_.allocate(std::max<size_t>(bytes_, 1));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~CudaInputLane() override { release(); }
+  CudaInputLane(const CudaInputLane&) = delete;
+  CudaInputLane& operator=(const CudaInputLane&) = delete;
+
+  size_t bytes() const override { return bytes_; }
+
+  void* host_buffer() override {
+    const int i = next_host_;
+    if (sent_[i]) check(cudaEventSynchronize(landed_[i]), "the copy of an earlier batch to the GPU");
+    return host_[i];
+  }
+
+  void send() override {
+    if (undelivered_) throw Error("an input lane was sent a batch before the one before it was delivered");
+    const int i = next_host_;
+    if (delivered_any_) check(cudaStreamWaitEvent(copy_stream_, taken_, 0), "ordering a batch's copy to the GPU");
+    check(cudaMemcpyAsync(staging_, host_[i], bytes_, cudaMemcpyHostToDevice, copy_stream_),
+          "copying a batch to the GPU");
+    check(cudaEventRecord(landed_[i], copy_stream_), "recording a batch's arrival on the GPU");
+    sent_[i] = undelivered_ = true;
+    last_sent_ = i;
+    next_host_ = 1 - i;
+  }
+
+  void deliver(void* dst) override {
+    if (!undelivered_) throw Error("an input lane was asked to deliver a batch it was not sent");
+    const cudaStream_t s = ctx_.stream();
+    check(cudaStreamWaitEvent(s, landed_[last_sent_], 0), "waiting for a batch to reach the GPU");
+    check(cudaMemcpyAsync(dst, staging_, bytes_, cudaMemcpyDeviceToDevice, s), "moving a batch into the step's input");
+    check(cudaEventRecord(taken_, s), "recording that a batch was taken");
+    delivered_any_ = true;
+    undelivered_ = false;
+    // The wait to measure: from the step marked before this delivery to this batch's landing.
+    pending_ = marks_ > 0 ? Wait{(marks_ - 1) % 2, last_sent_} : Wait{};
+  }
+
+  void mark_step_end() override {
+    check(cudaEventRecord(step_end_[marks_ % 2], ctx_.stream()), "marking the end of a step");
+    ++marks_;
+  }
+
+  double device_wait_seconds() override {
+    const Wait w = pending_;
+    pending_ = Wait{};
+    if (w.mark < 0) return 0;
+    check(cudaEventSynchronize(landed_[w.landed]), "the copy of a batch to the GPU");
+    check(cudaEventSynchronize(step_end_[w.mark]), "the step before a batch");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, step_end_[w.mark], landed_[w.landed]), "timing the wait for a batch");
+    return std::max(0.0, static_cast<double>(ms) / 1e3);
+  }
+
+ private:
+  struct Wait {
+    int mark = -1, landed = -1;
+  };
+
+  void release() {
+    if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+    if (staging_) cudaStreamSynchronize(ctx_.stream());  // a delivery may still read the staging buffer
+    for (int i = 0; i < 2; ++i) {
+      if (host_[i]) ctx_.free_host_copy(host_[i]);
+      if (landed_[i]) cudaEventDestroy(landed_[i]);
+      if (step_end_[i]) cudaEventDestroy(step_end_[i]);
+      host_[i] = nullptr, landed_[i] = step_end_[i] = nullptr;
+    }
+    if (taken_) cudaEventDestroy(taken_);
+    if (staging_) ctx_.free(staging_);
+    if (copy_stream_) cudaStreamDestroy(copy_stream_);
+    taken_ = nullptr, staging_ = nullptr, copy_stream_ = nullptr;
+  }
+
+  CudaContext& ctx_;
+  const size_t bytes_;
+  cudaStream_t copy_stream_ = nullptr;
+  void* host_[2] = {nullptr, nullptr};
+  void* staging_ = nullptr;
+  cudaEvent_t landed_[2] = {nullptr, nullptr}, step_end_[2] = {nullptr, nullptr}, taken_ = nullptr;
+  bool sent_[2] = {false, false}, delivered_any_ = false, undelivered_ = false;
+  int next_host_ = 0, last_sent_ = -1;
+  int64_t marks_ = 0;
+  Wait pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<InputLane> make_cuda_input_lane(CudaContext& ctx, size_t bytes) {
+  return std::make_unique<CudaInputLane>(ctx, bytes);
+}
+
+}  // namespace trident::cuda

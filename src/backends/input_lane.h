@@ -1,0 +1,35 @@
+// Feeding a device while it trains: the next batch is written into page-locked host memory and
+// copied to the device on a stream of its own while the current step still runs, so neither the
+// loader's work nor the bus's time lies between two steps. The executable's input tensor keeps
+// its one address (a recorded step reads it there), so a batch lands in a staging buffer first
+// and moves into the input at the start of its step, a device-to-device copy that costs a
+// fraction of the bus's time. Host backends have no lane: their batches are written in place.
+#pragma once
+#include <cstddef>
+
+namespace trident {
+
+class InputLane {
+ public:
+  virtual ~InputLane() = default;
+
+  // Bytes of one batch, as the lane was made for.
+  virtual size_t bytes() const = 0;
+  // Where to write the next batch: one of two page-locked host buffers, in turn. Blocks, when
+  // needed, until the copy that last read the returned buffer has finished.
+  virtual void* host_buffer() = 0;
+  // Starts copying the last host_buffer() to the device, beside whatever runs there; the copy
+  // waits for the batch before it to have been taken by deliver().
+  virtual void send() = 0;
+  // Queues, before any work queued after it: wait for the last send() to land, then copy it into
+  // `dst` (bytes() of the backend's memory).
+  virtual void deliver(void* dst) = 0;
+  // Marks the end of the work queued so far (a step): the time from there to the landing of the
+  // next batch delivered is time the device sat waiting for data.
+  virtual void mark_step_end() = 0;
+  // Seconds the device waited, before the last deliver(), for that batch to land after the step
+  // marked before it; 0 when it had landed in time or no step was marked. Waits for the batch.
+  virtual double device_wait_seconds() = 0;
+};
+
+}  // namespace trident

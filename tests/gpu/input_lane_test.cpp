@@ -1,0 +1,97 @@
+// The cuda input lane (backends/input_lane.h) and the training loop that uses it: batches sent
+// while a step runs arrive whole and in order, its host buffers are page-locked and taken in
+// turn, and training with the next batch uploaded ahead gives bit for bit the parameters of
+// uploading each batch between steps. Skipped, with the reason, without a GPU.
+#include <gtest/gtest.h>
+
+#ifdef TRIDENT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "frontend/zoo.h"
+#include "runtime/data/dataset.h"
+#include "runtime/executable.h"
+#include "runtime/trainer.h"
+#include "support/gpu_compare.h"
+
+namespace trident {
+namespace {
+
+std::unique_ptr<runtime::Executable> small_training_step() {
+  passes::CompileOptions o = runtime::default_compile_options(passes::Mode::Train);
+  o.backend = "cuda";
+  return runtime::Executable::compile(frontend::build_model("fmnist_cnn", {.batch = 8}), o, BackendOptions{});
+}
+
+TEST(CudaInputLane, DeliversEachBatchWholeAndInOrder) {
+  TRIDENT_REQUIRE_GPU();
+  auto exe = small_training_step();
+  const int images = exe->value_id("images");
+  std::unique_ptr<InputLane> lane = exe->make_input_lane(images);
+  ASSERT_NE(lane, nullptr) << "the cuda backend has an input lane";
+  const TensorView h = exe->host_view(images);
+  ASSERT_EQ(lane->bytes(), h.bytes());
+  Rng rng(3);
+  std::vector<std::vector<float>> batches(5, std::vector<float>(static_cast<size_t>(h.numel())));
+  for (auto& b : batches)
+    for (float& v : b) v = static_cast<float>(rng.uniform(-1, 1));
+  void* previous = nullptr;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    void* host = lane->host_buffer();
+#ifdef TRIDENT_HAVE_CUDA
+    cudaPointerAttributes attr{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attr, host), cudaSuccess);
+    EXPECT_EQ(attr.type, cudaMemoryTypeHost) << "a lane's host buffer is pageable memory";
+#endif
+    EXPECT_NE(host, previous) << "two host buffers, taken in turn";
+    previous = host;
+    std::memcpy(host, batches[k].data(), lane->bytes());
+    lane->send();
+    EXPECT_THROW(lane->send(), Error) << "a second send would overwrite the undelivered batch";
+    exe->take_input(*lane, images);
+    exe->download(images);
+    EXPECT_EQ(std::memcmp(h.data, batches[k].data(), h.bytes()), 0) << "batch " << k;
+    lane->mark_step_end();
+    EXPECT_GE(lane->device_wait_seconds(), 0.0);
+  }
+  EXPECT_THROW(exe->take_input(*lane, images), Error) << "nothing was sent since the last delivery";
+  EXPECT_THROW(exe->take_input(*lane, exe->value_id("labels")), Error) << "a lane fills a tensor of its own size";
+}
+
+// Two runs of the same training, f32 with cuDNN's first plans (so both run the same engines, and
+// recorded steps equal direct ones bit for bit: network_test.cpp).
+TEST(CudaInputLane, UploadingAheadTrainsTheSameParametersAsUploadingBetweenSteps) {
+  TRIDENT_REQUIRE_GPU();
+  const data::Dataset ds = data::make_synthetic(384, 28, 28, 1, 10, 5);
+  auto train = [&](bool ahead, std::vector<runtime::EpochStats>& epochs) {
+    runtime::TrainConfig cfg;
+    cfg.compile.backend = "cuda";
+    cfg.backend_options.autotune = false;
+    cfg.upload_ahead = ahead;
+    runtime::Trainer t(frontend::build_model("fmnist_cnn", {64}), cfg);
+    data::BatchIterator it(ds, 64, true, 1, true);
+    for (int e = 0; e < 2; ++e) epochs.push_back(t.train_epoch(it, e, 2));
+    return t.train_executable().export_weights();
+  };
+  std::vector<runtime::EpochStats> ahead_epochs, between_epochs;
+  const WeightMap ahead = train(true, ahead_epochs), between = train(false, between_epochs);
+  ASSERT_EQ(ahead.size(), between.size());
+  for (const auto& [name, t] : ahead) {
+    ASSERT_TRUE(between.count(name)) << name;
+    EXPECT_EQ(t.data, between.at(name).data) << name << " differs after two epochs";
+  }
+  for (size_t e = 0; e < ahead_epochs.size(); ++e) {
+    EXPECT_EQ(ahead_epochs[e].loss, between_epochs[e].loss) << "epoch " << e;
+    EXPECT_EQ(ahead_epochs[e].accuracy, between_epochs[e].accuracy) << "epoch " << e;
+    EXPECT_GE(ahead_epochs[e].data_wait_seconds, 0.0);
+    EXPECT_LE(ahead_epochs[e].data_wait_seconds, ahead_epochs[e].seconds);
+  }
+}
+
+}  // namespace
+}  // namespace trident
