@@ -83,14 +83,18 @@ def check(label, model, weight_args, x):
     bns = [n for n in onnx.load(kept).graph.node if n.op_type == "BatchNormalization"]
     counters = [k for k in sd if k.endswith(".num_batches_tracked")]
     # Every tensor of the state dict is the initializer of its name (a per-channel factor of a
-    # Mul is stored [C, 1, 1] under NAME.per_channel); the exporter's own constants (Clip's
+    # Mul is stored [C, 1, 1] under NAME.per_channel; a MatMul's weight is nn.Linear's [out, in]
+    # transposed, as PyTorch exports a linear layer over pixels); the exporter's own constants (Clip's
     # bounds, a channel shuffle's shapes, a Pad's counts and value, a Slice's bounds, GELU's
     # coefficients) are the only other initializers.
+    matmul_weights = {n.input[1] for n in onnx.load(kept).graph.node if n.op_type == "MatMul"}
     same = True
     for k, v in sd.items():
         if k in counters:
             continue
         init = inits.get(k, inits.get(k + ".per_channel"))
+        if init is not None and k in matmul_weights:
+            init = init.T
         same = same and init is not None and init.size == v.size and np.array_equal(init.reshape(v.shape), v)
     own = {k for k in inits if k not in sd and not (k.endswith(".per_channel") and k[:-12] in sd)}
     same = same and all(k.endswith((".min", ".max", ".split_shape", ".merge_shape", ".pads", ".value", ".starts",
@@ -106,6 +110,11 @@ def check(label, model, weight_args, x):
     trident("infer", "--model", model, "--weights", state, "--input", os.path.join(d, "x.npy"), "--output", y2_path,
             "--iterations", "1", "--warmup", "0", "--topk", "0", "--device", "cpu_ref")
     expect_close(f"{label}: trident infer --weights state dict vs the original weights", np.load(y2_path), y, 0.0)
+    # And it loads into the ONNX export of the model: the two name and shape every tensor alike.
+    y3_path = os.path.join(d, "y3.npy")
+    trident("infer", "--model", kept, "--weights", state, "--input", os.path.join(d, "x.npy"), "--output", y3_path,
+            "--iterations", "1", "--warmup", "0", "--topk", "0", "--device", "cpu_ref")
+    expect_close(f"{label}: the export with --weights state dict vs the original", np.load(y3_path), y)
 
 
 def main():

@@ -117,7 +117,10 @@ TEST(TorchLayout, PerPixelLinearIsAnOutInMatrix) {
   ASSERT_EQ(sd.at("fc.weight").shape, (Shape{4, 3}));
   for (int64_t k = 0; k < 4; ++k)
     for (int64_t c = 0; c < 3; ++c) EXPECT_EQ(at(sd.at("fc.weight"), k * 3 + c), at(ours.at("fc.weight"), k * 3 + c));
-  EXPECT_EQ(to_onnx_tensor(layout, "fc.weight", ours.at("fc.weight")).shape, (Shape{4, 3, 1, 1}));
+  const HostTensor matmul = to_onnx_tensor(layout, "fc.weight", ours.at("fc.weight"));
+  ASSERT_EQ(matmul.shape, (Shape{3, 4}));  // a MatMul's [in, out], as PyTorch exports nn.Linear over pixels
+  for (int64_t k = 0; k < 4; ++k)
+    for (int64_t c = 0; c < 3; ++c) EXPECT_EQ(at(matmul, c * 4 + k), at(ours.at("fc.weight"), k * 3 + c));
   EXPECT_EQ(to_onnx_tensor(layout, "pw.weight", ours.at("pw.weight")).shape, (Shape{5, 4, 1, 1}));
   const WeightMap back = from_torch_state_dict(layout, sd, "sd");
   EXPECT_EQ(back.at("fc.weight").shape, (Shape{4, 1, 1, 3}));

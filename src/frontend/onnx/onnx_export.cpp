@@ -189,6 +189,20 @@ class Writer {
     const Shape& w = g_.value(n.inputs[1]).shape;
     const ops::Window win = ops::conv_window(n.attrs, {w[1], w[2]});
     const int bn = foldable_bn(n.outputs[0]);
+    if (bn < 0 && n.attrs.i("from_matmul", 0) != 0) {
+      // A per-pixel linear layer, as it was imported: NCHW to channels-last, MatMul [C, K] (+ its
+      // bias) and back, so a state dict of the imported model fits the export and vice versa.
+      const std::string out = name(n.outputs[0]), last = out + ".channels_last", product = out + ".matmul";
+      ints(emit(n, "Transpose", {name(n.inputs[0])}, {last}, ".to_channels_last"), "perm", {0, 2, 3, 1});
+      emit(n, "MatMul", {last, param(n, n.inputs[1])}, {product}, ".matmul");
+      std::string result = product;
+      if (n.inputs.size() > 2) {
+        result = out + ".biased";
+        emit(n, "Add", {product, param(n, n.inputs[2])}, {result}, ".bias");
+      }
+      ints(emit(n, "Transpose", {result}, {out}), "perm", {0, 3, 1, 2});
+      return;
+    }
     if (bn < 0) {
       std::vector<std::string> in{name(n.inputs[0]), param(n, n.inputs[1])};
       if (n.inputs.size() > 2) in.push_back(param(n, n.inputs[2]));

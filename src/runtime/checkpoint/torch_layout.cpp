@@ -72,12 +72,12 @@ TorchLayout torch_layout(const ir::Graph& g) {
       const bool linear = n.attrs.i("from_matmul", 0) != 0 && g.value(n.inputs[1]).shape.size() == 4 &&
                           g.value(n.inputs[1]).shape[1] == 1 && g.value(n.inputs[1]).shape[2] == 1;
       layout.conversions[g.value(n.inputs[1]).name] = {linear ? TorchLayout::Kind::pointwise_linear
-                                                              : TorchLayout::Kind::conv_weight};
+                                                              : TorchLayout::Kind::conv_weight, 0, 0, 0, {}};
     } else if (n.op == "linear" && n.inputs.size() >= 2) {
       const int flatten = flatten_feeding(g, n.inputs[0]);
       if (flatten < 0) continue;
       const Shape& in = g.value(g.node(flatten).inputs[0]).shape;
-      layout.conversions[g.value(n.inputs[1]).name] = {TorchLayout::Kind::flattened_columns, in[3], in[1], in[2]};
+      layout.conversions[g.value(n.inputs[1]).name] = {TorchLayout::Kind::flattened_columns, in[3], in[1], in[2], {}};
     } else if (n.op == "mul" && n.inputs.size() == 2 && n.attrs.has("factor_dims")) {
       const ir::Value& f = g.value(n.inputs[1]);
       const Shape dims = n.attrs.ints("factor_dims");
@@ -107,7 +107,15 @@ HostTensor to_torch_tensor(const TorchLayout& layout, const std::string& name, c
 
 HostTensor to_onnx_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t) {
   const auto c = layout.conversions.find(name);
-  if (c != layout.conversions.end() && c->second.kind == TorchLayout::Kind::pointwise_linear) return ohwi_to_oihw(t);
+  if (c != layout.conversions.end() && c->second.kind == TorchLayout::Kind::pointwise_linear) {
+    // [K, 1, 1, C] holds [K, C] row-major; a MatMul over channels-last features takes [C, K].
+    const int64_t K = t.shape.at(0), C = t.shape.at(3);
+    const float* f = reinterpret_cast<const float*>(t.data.data());
+    const std::vector<float> kc = transpose_2d(std::vector<float>(f, f + K * C), K, C);
+    HostTensor out{{C, K}, DType::f32, std::vector<std::byte>(t.data.size())};
+    std::memcpy(out.data.data(), kc.data(), out.data.size());
+    return out;
+  }
   return to_torch_tensor(layout, name, t);
 }
 

@@ -21,7 +21,7 @@ namespace trident::runtime {
 struct TorchLayout {
   // pointwise_linear: a 1×1 convolution imported from a MatMul over channels-last features
   // (attribute from_matmul); [K, 1, 1, C] in trident, nn.Linear's [K, C] in a state dict, and
-  // an OIHW [K, C, 1, 1] Conv weight in ONNX. channel_factor: the [C] factor of a per-channel
+  // in ONNX the [C, K] weight of a MatMul over channels-last features, as PyTorch exports it. channel_factor: the [C] factor of a per-channel
   // mul that the imported model declared in another shape of C values (attribute factor_dims,
   // e.g. [C, 1, 1]); that shape in a state dict and in ONNX, the same bytes.
   enum class Kind { conv_weight, flattened_columns, pointwise_linear, channel_factor };
@@ -52,8 +52,8 @@ WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& stat
 // One model tensor `name` (trident's layout) in PyTorch's layout; unchanged if it has no conversion.
 HostTensor to_torch_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t);
 
-// One model tensor `name` in the layout of trident's ONNX export (which writes every
-// convolution as a Conv): as to_torch_tensor, except pointwise_linear weights are OIHW.
+// One model tensor `name` in the layout of trident's ONNX export: as to_torch_tensor, except
+// pointwise_linear weights are the [C, K] matrix of the MatMul the export writes for them.
 HostTensor to_onnx_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t);
 
 // The PyTorch shape of a model tensor whose trident shape is `shape`.
