@@ -3,7 +3,9 @@
 // loader's work nor the bus's time lies between two steps. The executable's input tensor keeps
 // its one address (a recorded step reads it there), so a batch lands in a staging buffer first
 // and moves into the input at the start of its step, a device-to-device copy that costs a
-// fraction of the bus's time. Host backends have no lane: their batches are written in place.
+// fraction of the bus's time. A batch is written into the lane's own host buffers, or sent from
+// where a loader made it (send_from). Host backends have no lane: their batches are written in
+// place.
 #pragma once
 #include <cstddef>
 
@@ -21,6 +23,14 @@ class InputLane {
   // Starts copying the last host_buffer() to the device, beside whatever runs there; the copy
   // waits for the batch before it to have been taken by deliver().
   virtual void send() = 0;
+  // As send(), from `host` (bytes() of memory the caller owns, such as a loader's ring) instead of
+  // host_buffer(), and returns only once the copy has read it, so the caller may rewrite it then.
+  // The lane page-locks such memory the first time it sees it, so that the copy runs at the bus's
+  // speed without a copy on the host, and keeps it locked until release_host_memory().
+  virtual void send_from(const void* host) = 0;
+  // Unlocks the memory send_from() locked (waiting for copies in flight): call it before that
+  // memory is freed. The lane's destructor calls it too.
+  virtual void release_host_memory() = 0;
   // Queues, before any work queued after it: wait for the last send() to land, then copy it into
   // `dst` (bytes() of the backend's memory).
   virtual void deliver(void* dst) = 0;

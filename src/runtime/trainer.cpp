@@ -181,16 +181,21 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   for (int64_t e : config_.lr_step_epochs) milestones.push_back(e * per_epoch);
   const int64_t classes = logits.shape[1];
 
-  // With a lane, batch k + 1 is fetched into one of its host buffers (its labels into
-  // ahead_labels[(k + 1) % 2]) and sent while step k runs; without, into the input's host copy.
+  // With a lane, batch k + 1 is sent while step k runs (its labels kept in
+  // ahead_labels[(k + 1) % 2]): from where the source made it when it hands batches out in place
+  // (an image folder's ring), else fetched into the lane's host buffer; without a lane, fetched
+  // into the input's host copy.
   if (config_.upload_ahead && train_->on_device() && !lane_) lane_ = train_->make_input_lane(images_id);
   InputLane* lane = config_.upload_ahead ? lane_.get() : nullptr;
   TensorView images = lane ? TensorView{} : train_->host_view(images_id);
   std::vector<int32_t> ahead_labels[2];
   if (lane) ahead_labels[0].resize(batch_), ahead_labels[1].resize(batch_);
   int slot = 0;
+  const bool in_place = lane && batches.hands_out_in_place();
   auto fetch = [&] {
     if (!lane) return batches.next(images.as<float>(), labels.as<int32_t>());
+    if (in_place)
+      return batches.next_in_place([&](const float* made) { lane->send_from(made); }, ahead_labels[slot].data());
     if (!batches.next(static_cast<float*>(lane->host_buffer()), ahead_labels[slot].data())) return false;
     lane->send();
     return true;
@@ -255,6 +260,8 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
     lane_.reset();  // a batch may be in flight: a later epoch starts with a new lane
     throw;
   }
+  // The source's memory may be freed once the epoch is over: unlock it while it still exists.
+  if (lane) lane->release_host_memory();
   st.seconds = std::chrono::duration<double>(clock::now() - start).count();
   st.loss = done ? loss_sum / done : 0;
   st.accuracy = seen ? static_cast<double>(correct) / seen : 0;

@@ -1,23 +1,29 @@
 // The cuda input lane (backends/input_lane.h) and the training loop that uses it: batches sent
 // while a step runs arrive whole and in order, its host buffers are page-locked and taken in
 // turn, and training with the next batch uploaded ahead gives bit for bit the parameters of
-// uploading each batch between steps. Skipped, with the reason, without a GPU.
+// uploading each batch between steps, whether the batches come from memory or are sent from an
+// image folder's ring where they were made. Skipped, with the reason, without a GPU.
 #include <gtest/gtest.h>
 
 #ifdef TRIDENT_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
 
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "core/error.h"
 #include "core/random.h"
 #include "frontend/zoo.h"
 #include "runtime/data/dataset.h"
+#include "runtime/data/image_folder_batches.h"
 #include "runtime/executable.h"
 #include "runtime/trainer.h"
 #include "support/gpu_compare.h"
+#include "support/image_folder.h"
+#include "support/temp_dir.h"
 
 namespace trident {
 namespace {
@@ -91,6 +97,41 @@ TEST(CudaInputLane, UploadingAheadTrainsTheSameParametersAsUploadingBetweenSteps
     EXPECT_GE(ahead_epochs[e].data_wait_seconds, 0.0);
     EXPECT_LE(ahead_epochs[e].data_wait_seconds, ahead_epochs[e].seconds);
   }
+}
+
+// An image folder hands its batches out in place: the lane copies them from the loader's ring
+// (page-locked where they lie) instead of a host buffer of its own.
+TEST(CudaInputLane, BatchesSentFromAnImageFoldersRingTrainTheSameParameters) {
+  TRIDENT_REQUIRE_GPU();
+  const std::filesystem::path d = test_support::fresh_temp_dir("gpu_lane_folder");
+  test_support::write_class_images(d, "train", 10, 10, 40, 36);
+  const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "train");
+  auto train = [&](bool ahead) {
+    runtime::TrainConfig cfg;
+    cfg.compile.backend = "cuda";
+    cfg.backend_options.autotune = false;
+    cfg.upload_ahead = ahead;
+    runtime::Trainer t(frontend::build_model("resnet_cifar", {16}), cfg);
+    data::ImageStreamOptions o;
+    o.image_size = 32;
+    o.batch = 16;
+    o.workers = 2;
+    data::ImageFolderBatches batches(split, o);
+    EXPECT_TRUE(batches.hands_out_in_place());
+    for (int e = 0; e < 2; ++e) {
+      const runtime::EpochStats st = t.train_epoch(batches, e, 2);
+      EXPECT_TRUE(std::isfinite(st.loss));
+      EXPECT_LE(st.data_wait_seconds, st.seconds);
+    }
+    return t.train_executable().export_weights();
+  };
+  const WeightMap ahead = train(true), between = train(false);
+  ASSERT_EQ(ahead.size(), between.size());
+  for (const auto& [name, t] : ahead) {
+    ASSERT_TRUE(between.count(name)) << name;
+    EXPECT_EQ(t.data, between.at(name).data) << name << " differs after two epochs";
+  }
+  std::filesystem::remove_all(d);
 }
 
 }  // namespace

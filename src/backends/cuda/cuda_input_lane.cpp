@@ -1,4 +1,5 @@
-// How the next batch reaches the GPU while a step runs. Per batch b (host buffer b % 2):
+// How the next batch reaches the GPU while a step runs. Per batch b (host buffer b % 2, or the
+// caller's memory for send_from, page-locked in place with cudaHostRegister):
 //   copy stream:    wait taken, host[b % 2] -> staging, record landed[b % 2]
 //   compute stream: wait landed[b % 2], staging -> input, record taken, ... the step ...
 // so the staging buffer is rewritten only after the step before has copied it out, a host
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
@@ -23,11 +25,8 @@ class CudaInputLane final : public InputLane {
   CudaInputLane(CudaContext& ctx, size_t bytes) : ctx_(ctx), bytes_(bytes) {
     try {
       check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating the input copy stream");
-      for (int i = 0; i < 2; ++i) {
-        check(cudaEventCreate(&landed_[i]), "creating a CUDA event");
-        check(cudaEventCreate(&step_end_[i]), "creating a CUDA event");
-        host_[i] = ctx_.allocate_host_copy(std::max<size_t>(bytes_, 1));
-      }
+      for (cudaEvent_t& e : landed_) check(cudaEventCreate(&e), "creating a CUDA event");
+      for (cudaEvent_t& e : step_end_) check(cudaEventCreate(&e), "creating a CUDA event");
       check(cudaEventCreateWithFlags(&taken_, cudaEventDisableTiming), "creating a CUDA event");
       staging_ = ctx_.allocate(std::max<size_t>(bytes_, 1));
     } catch (...) {
@@ -44,19 +43,33 @@ class CudaInputLane final : public InputLane {
   void* host_buffer() override {
     const int i = next_host_;
     if (sent_[i]) check(cudaEventSynchronize(landed_[i]), "the copy of an earlier batch to the GPU");
+    // Made on first use: a lane fed only by send_from() holds no buffers of its own.
+    if (!host_[i]) host_[i] = ctx_.allocate_host_copy(std::max<size_t>(bytes_, 1));
     return host_[i];
   }
 
   void send() override {
-    if (undelivered_) throw Error("an input lane was sent a batch before the one before it was delivered");
     const int i = next_host_;
-    if (delivered_any_) check(cudaStreamWaitEvent(copy_stream_, taken_, 0), "ordering a batch's copy to the GPU");
-    check(cudaMemcpyAsync(staging_, host_[i], bytes_, cudaMemcpyHostToDevice, copy_stream_),
-          "copying a batch to the GPU");
-    check(cudaEventRecord(landed_[i], copy_stream_), "recording a batch's arrival on the GPU");
-    sent_[i] = undelivered_ = true;
-    last_sent_ = i;
+    if (!host_[i]) throw Error("an input lane was sent its host buffer before host_buffer() gave it out");
+    copy(host_[i], i);
     next_host_ = 1 - i;
+  }
+
+  void send_from(const void* host) override {
+    lock_pages(host);
+    // Events of their own, two in turn: host_buffer() waits on landed_[i] only for copies that
+    // read host_[i], and device_wait_seconds() reads the event of the batch before this one.
+    const int event = 2 + static_cast<int>(from_sends_++ % 2);
+    copy(host, event);
+    check(cudaEventSynchronize(landed_[event]), "the copy of a batch to the GPU");
+  }
+
+  void release_host_memory() override {
+    if (locked_.empty()) return;
+    if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+    for (const void* p : locked_) cudaHostUnregister(const_cast<void*>(p));
+    locked_.clear();
+    cudaGetLastError();
   }
 
   void deliver(void* dst) override {
@@ -68,7 +81,7 @@ class CudaInputLane final : public InputLane {
     delivered_any_ = true;
     undelivered_ = false;
     // The wait to measure: from the step marked before this delivery to this batch's landing.
-    pending_ = marks_ > 0 ? Wait{(marks_ - 1) % 2, last_sent_} : Wait{};
+    pending_ = marks_ > 0 ? Wait{static_cast<int>((marks_ - 1) % 2), last_sent_} : Wait{};
   }
 
   void mark_step_end() override {
@@ -92,14 +105,43 @@ class CudaInputLane final : public InputLane {
     int mark = -1, landed = -1;
   };
 
+  // host -> staging on the copy stream once the last batch was taken; landed_[event] marks it.
+  void copy(const void* host, int event) {
+    if (undelivered_) throw Error("an input lane was sent a batch before the one before it was delivered");
+    if (delivered_any_) check(cudaStreamWaitEvent(copy_stream_, taken_, 0), "ordering a batch's copy to the GPU");
+    check(cudaMemcpyAsync(staging_, host, bytes_, cudaMemcpyHostToDevice, copy_stream_), "copying a batch to the GPU");
+    check(cudaEventRecord(landed_[event], copy_stream_), "recording a batch's arrival on the GPU");
+    if (event < 2) sent_[event] = true;
+    undelivered_ = true;
+    last_sent_ = event;
+  }
+
+  // Page-locks memory send_from() was given, once. Where the driver refuses (memory that shares
+  // a page with memory locked before, a limit on locked memory), the copy still works, staged
+  // through the driver's buffers.
+  void lock_pages(const void* host) {
+    if (locked_.count(host) || refused_.count(host)) return;
+    if (cudaHostRegister(const_cast<void*>(host), bytes_, cudaHostRegisterDefault) == cudaSuccess) {
+      locked_.insert(host);
+    } else {
+      cudaGetLastError();
+      refused_.insert(host);
+    }
+  }
+
   void release() {
+    release_host_memory();
+    refused_.clear();
     if (copy_stream_) cudaStreamSynchronize(copy_stream_);
     if (staging_) cudaStreamSynchronize(ctx_.stream());  // a delivery may still read the staging buffer
     for (int i = 0; i < 2; ++i) {
       if (host_[i]) ctx_.free_host_copy(host_[i]);
-      if (landed_[i]) cudaEventDestroy(landed_[i]);
       if (step_end_[i]) cudaEventDestroy(step_end_[i]);
-      host_[i] = nullptr, landed_[i] = step_end_[i] = nullptr;
+      host_[i] = nullptr, step_end_[i] = nullptr;
+    }
+    for (cudaEvent_t& e : landed_) {
+      if (e) cudaEventDestroy(e);
+      e = nullptr;
     }
     if (taken_) cudaEventDestroy(taken_);
     if (staging_) ctx_.free(staging_);
@@ -112,11 +154,13 @@ class CudaInputLane final : public InputLane {
   cudaStream_t copy_stream_ = nullptr;
   void* host_[2] = {nullptr, nullptr};
   void* staging_ = nullptr;
-  cudaEvent_t landed_[2] = {nullptr, nullptr}, step_end_[2] = {nullptr, nullptr}, taken_ = nullptr;
+  // landed_[0], [1]: copies from host_[0], [1]; landed_[2], [3]: copies send_from() made.
+  cudaEvent_t landed_[4] = {nullptr, nullptr, nullptr, nullptr}, step_end_[2] = {nullptr, nullptr}, taken_ = nullptr;
   bool sent_[2] = {false, false}, delivered_any_ = false, undelivered_ = false;
   int next_host_ = 0, last_sent_ = -1;
-  int64_t marks_ = 0;
+  int64_t marks_ = 0, from_sends_ = 0;
   Wait pending_;
+  std::set<const void*> locked_, refused_;  // memory send_from() page-locked, or could not
 };
 
 }  // namespace

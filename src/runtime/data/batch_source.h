@@ -3,6 +3,9 @@
 // the trainer has one consumer loop whatever the data is.
 #pragma once
 #include <cstdint>
+#include <functional>
+
+#include "core/error.h"
 
 namespace trident::data {
 
@@ -20,6 +23,16 @@ class BatchSource {
   // be null), and the count of real rows into `filled` when given. False, writing nothing, once
   // the epoch is exhausted.
   virtual bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) = 0;
+  // The same batch as next() would write, handed out where the source made it instead of copied:
+  // `take` is called once with its batch() * H * W * C floats, which stay valid and unchanged
+  // until `take` returns (a device lane copies them from there; backends/input_lane.h). Only
+  // where hands_out_in_place() says true; the default next_in_place() is an Error.
+  virtual bool hands_out_in_place() const { return false; }
+  virtual bool next_in_place(const std::function<void(const float* images)>& take, int32_t* labels_out,
+                             int64_t* filled = nullptr) {
+    (void)take, (void)labels_out, (void)filled;
+    throw Error("this batch source cannot hand out its batches in place; use next()");
+  }
   // Makes next() write only rows [first, first + count) of each batch (batch() becomes count,
   // `filled` counts the real rows among them), so a data-parallel rank makes only its share
   // (ShardedBatches); called before the first start_epoch. False, changing nothing, where the

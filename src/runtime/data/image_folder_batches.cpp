@@ -1,7 +1,7 @@
 // The streaming image-folder loader (see image_folder_batches.h). Work is claimed one sample at
 // a time under one mutex; a sample of batch b may be claimed only while b is within `depth` of
 // the next batch to hand out, which is what bounds the ring. Slot b % depth is rewritten only
-// after batch b has been copied out, so next() copies without holding the lock.
+// after batch b has been copied out (or taken in place), so that happens without the lock.
 #include "runtime/data/image_folder_batches.h"
 
 #include <algorithm>
@@ -98,6 +98,13 @@ void ImageFolderBatches::start_epoch(int64_t epoch) {
 
 bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* filled) {
   if (images_out == nullptr) throw Error("ImageFolderBatches::next over " + quoted_name(split_.name) + " was given a null image buffer");
+  return next_in_place(
+      [&](const float* images) { parallel_copy(images_out, images, static_cast<size_t>(rows_ * sample_size()) * sizeof(float)); },
+      labels_out, filled);
+}
+
+bool ImageFolderBatches::next_in_place(const std::function<void(const float* images)>& take, int32_t* labels_out,
+                                       int64_t* filled) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!started_) throw Error("ImageFolderBatches::next over " + quoted_name(split_.name) + " was called before start_epoch");
   if (handed_out_ >= batches_per_epoch()) return false;
@@ -106,8 +113,8 @@ bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* f
   ready_cv_.wait(lock, [&] { return slot.rows_done == rows_ || failure_; });
   if (failure_) std::rethrow_exception(failure_);
   lock.unlock();
-  // No worker writes this slot until handed_out_ moves past b.
-  parallel_copy(images_out, slot.images.data(), slot.images.size() * sizeof(float));
+  // No worker writes this slot until handed_out_ moves past b, below.
+  take(slot.images.data());
   if (labels_out != nullptr) std::memcpy(labels_out, slot.labels.data(), slot.labels.size() * sizeof(int32_t));
   if (filled != nullptr) *filled = std::clamp<int64_t>(real_rows(b) - first_row_, 0, rows_);
   lock.lock();

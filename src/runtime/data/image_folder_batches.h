@@ -56,6 +56,10 @@ class ImageFolderBatches final : public BatchSource {
   // next readable one in the epoch's order and counted in skipped(); an Error when no image of
   // the split can be read, or when a worker failed otherwise.
   bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) override;
+  // The batch from its slot of the ring, which no worker rewrites until `take` has returned.
+  bool hands_out_in_place() const override { return true; }
+  bool next_in_place(const std::function<void(const float* images)>& take, int32_t* labels_out,
+                     int64_t* filled = nullptr) override;
   // Decodes and augments only rows [first, first + count) of each batch of options.batch; the
   // others are never read. An Error for a range outside the batch or after start_epoch.
   bool keep_rows(int64_t first, int64_t count) override;

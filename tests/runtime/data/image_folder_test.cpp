@@ -142,6 +142,40 @@ TEST(ImageFolderBatches, WorkersStayWithinTheRing) {
   fs::remove_all(d);
 }
 
+// next_in_place hands out the batches next() writes, from the ring itself, and no worker
+// rewrites a batch's slot while it is being taken (the workers, left to run until they have
+// nothing they may make, leave it as it was).
+TEST(ImageFolderBatches, BatchesHandedOutInPlaceAreTheOnesNextWrites) {
+  const fs::path d = fresh_temp_dir("stream_in_place");
+  write_class_images(d, "train", 3, 7, 20, 16);
+  const ImageFolderSplit s = scan_image_folder(d.string(), "train");
+  ImageFolderBatches copied(s, stream(2, true)), in_place(s, stream(3, true));
+  ASSERT_TRUE(in_place.hands_out_in_place());
+  const int64_t floats = in_place.batch() * in_place.sample_size();
+  const Epoch want = read_epoch(copied, copied.sample_size(), 1);
+  Epoch got;
+  std::vector<int32_t> labels(static_cast<size_t>(in_place.batch()));
+  int64_t filled = 0;
+  in_place.start_epoch(1);
+  while (in_place.next_in_place(
+      [&](const float* images) {
+        const std::vector<float> before(images, images + floats);
+        in_place.wait_until_idle();
+        EXPECT_EQ(std::memcmp(before.data(), images, before.size() * sizeof(float)), 0)
+            << "a worker rewrote the batch being taken";
+        got.images.insert(got.images.end(), before.begin(), before.end());
+      },
+      labels.data(), &filled)) {
+    got.labels.insert(got.labels.end(), labels.begin(), labels.end());
+    got.filled.push_back(filled);
+  }
+  ASSERT_EQ(got.images.size(), want.images.size());
+  EXPECT_EQ(std::memcmp(got.images.data(), want.images.data(), want.images.size() * sizeof(float)), 0);
+  EXPECT_EQ(got.labels, want.labels);
+  EXPECT_EQ(got.filled, want.filled);
+  fs::remove_all(d);
+}
+
 TEST(ImageFolderBatches, UnreadableImagesAreSkippedAndCounted) {
   const fs::path d = fresh_temp_dir("stream_corrupt");
   write_class_images(d, "train", 2, 4, 10, 10);
