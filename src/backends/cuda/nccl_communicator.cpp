@@ -86,6 +86,14 @@ void NcclCommunicator::average(const std::vector<std::pair<float*, size_t>>& spa
   check(api.group_end(), "ending a group of all-reduces");
 }
 
+void NcclCommunicator::sum(const std::vector<SumSpan>& spans, cudaStream_t stream) const {
+  const NcclApi& api = nccl_api();
+  check(api.group_start(), "starting a group of all-reduces");
+  for (const SumSpan& s : spans)
+    check(api.all_reduce(s.in, s.out, s.count, s.type, ncclSum, comm_, stream), "enqueuing an all-reduce");
+  check(api.group_end(), "ending a group of all-reduces");
+}
+
 std::string NcclCommunicator::version() {
   int v = 0;
   check(nccl_api().get_version(&v), "reporting its version");

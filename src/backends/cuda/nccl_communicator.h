@@ -30,6 +30,16 @@ class NcclCommunicator {
   // Every span replaced by its element-wise mean over the ranks, enqueued on `stream` as one
   // group of calls (capturable in a CUDA graph).
   void average(const std::vector<std::pair<float*, size_t>>& spans, cudaStream_t stream) const;
+  // `count` values of `type` at `in`, summed element-wise over the ranks into `out` (which may
+  // be `in`).
+  struct SumSpan {
+    const void* in = nullptr;
+    void* out = nullptr;
+    size_t count = 0;
+    ncclDataType_t type = ncclFloat32;
+  };
+  // Every span summed over the ranks, enqueued on `stream` as one group of calls.
+  void sum(const std::vector<SumSpan>& spans, cudaStream_t stream) const;
   int size() const { return size_; }
   // "NCCL 2.28.9", for reports.
   static std::string version();

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "backends/cuda/device/launch.h"
 
@@ -38,9 +39,21 @@ struct ChannelReductionPlan {
   int64_t M = 0, C = 0;
   int sm_count = 132;
   ChannelTiling scalar, vector;
-  size_t workspace_bytes = 0;  // four f32 coefficients per channel, then the partial sums
+  size_t workspace_bytes = 0;  // four f32 coefficients per channel, the partial sums, the totals
+  size_t totals_offset = 0;    // where the [2][C] f64 totals of a sync-BN sit (local, then global)
 };
 ChannelReductionPlan plan_channel_reduction(int64_t M, int64_t C, ElemType act, int sm_count);
+
+// Sync-BN, a batchnorm whose batch spans several ranks (each of them M rows): the launcher
+// reduces its partial sums to per-channel totals [2][C] f64 in the workspace and hands them to
+// `sum`, which enqueues on `stream` their element-wise sum over the ranks into `out` (`out` may
+// be `in`); the finalize then divides by M·ranks. The device layer knows no collective library:
+// the kernel class passes one in. The forward sums Σx, Σx²; the backward Σdz, Σdz·(x − mean),
+// with dγ and dβ kept the rank's own (the gradient all-reduce averages them, as for any weight).
+struct RankSum {
+  std::function<void(const double* in, double* out, size_t count, cudaStream_t stream)> sum;
+  int64_t ranks = 1;
+};
 
 // Training forward: batch mean and biased variance, saved_mean / saved_invstd, running
 // statistics updated in place with `momentum` (unbiased variance), then y = x̂·γ + β.
@@ -52,7 +65,7 @@ struct BatchNormTrainArgs {
   double eps = 1e-5, momentum = 0.1;
 };
 void launch_batchnorm_train(ElemType act, const ChannelReductionPlan& plan, const BatchNormTrainArgs& args,
-                            void* workspace, cudaStream_t stream);
+                            void* workspace, cudaStream_t stream, const RankSum* over_ranks = nullptr);
 
 // Inference forward from the running statistics: one kernel, no workspace.
 struct BatchNormInferArgs {
@@ -83,7 +96,7 @@ struct BatchNormBackwardArgs {
   ChannelTensor gamma, saved_mean, saved_invstd, dgamma, dbeta;
 };
 void launch_batchnorm_backward(ElemType act, const ChannelReductionPlan& plan, const BatchNormBackwardArgs& args,
-                               void* workspace, cudaStream_t stream);
+                               void* workspace, cudaStream_t stream, const RankSum* over_ranks = nullptr);
 
 // fold_batchnorm: w [K, per_k] → w·γ/√(σ²+ε) per row k, b' = (b − μ)·γ/√(σ²+ε) + β.
 struct FoldBatchNormArgs {

@@ -113,10 +113,10 @@ void launch_vector_apply(const ChannelReductionPlan& plan, const T* x, const T* 
 }  // namespace
 
 void launch_batchnorm_backward(ElemType act, const ChannelReductionPlan& plan, const BatchNormBackwardArgs& args,
-                               void* workspace, cudaStream_t stream) {
+                               void* workspace, cudaStream_t stream, const RankSum* over_ranks) {
   if (plan.C <= 0) return;
   const bool vec = use_vectors(plan, {args.x, args.dy, args.dy_other, args.relu_output, args.dx, args.dresidual});
-  launch_backward_statistics(act, plan, args, vec, workspace, stream);
+  launch_backward_statistics(act, plan, args, vec, workspace, stream, over_ranks);
   if (plan.M <= 0) return;
   const float* coef = coefficients(workspace);
   dispatch_elem(act, [&](auto tag) {

@@ -30,11 +30,15 @@ __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + 
 inline size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // The workspace holds the coefficients (kCoefficients × C f32), then the partial sums
-// ([2][chunks][C] f64) of whichever path the launch takes.
+// ([2][chunks][C] f64) of whichever path the launch takes, then a sync-BN's totals ([2][C] f64
+// of this rank, then [2][C] over the ranks) at plan.totals_offset.
 inline size_t coefficient_bytes(int64_t C) { return align_up(sizeof(float) * kCoefficients * static_cast<size_t>(C)); }
 inline float* coefficients(void* workspace) { return static_cast<float*>(workspace); }
 inline double* partial_sums(void* workspace, const ChannelReductionPlan& plan) {
   return reinterpret_cast<double*>(static_cast<char*>(workspace) + coefficient_bytes(plan.C));
+}
+inline double* rank_totals(void* workspace, const ChannelReductionPlan& plan) {
+  return reinterpret_cast<double*>(static_cast<char*>(workspace) + plan.totals_offset);
 }
 
 __device__ __forceinline__ float load(const ChannelTensor& t, int64_t c) { return load_as_float(t.data, t.type, c); }
@@ -261,10 +265,10 @@ inline bool use_vectors(const ChannelReductionPlan& plan, std::initializer_list<
 // `vectors`: the launch takes the vector tiling (use_vectors over every activation the
 // whole forward touches, so the apply agrees).
 void launch_train_statistics(ElemType act, const ChannelReductionPlan& plan, const BatchNormTrainArgs& args,
-                             bool vectors, void* workspace, cudaStream_t stream);
+                             bool vectors, void* workspace, cudaStream_t stream, const RankSum* over_ranks);
 // Backward: Σdz and Σdz·(x − mean) per channel (dz masked by the relu when the args give a
 // mask), then the finalize that writes dγ, dβ and the backward apply's coefficients.
 void launch_backward_statistics(ElemType act, const ChannelReductionPlan& plan, const BatchNormBackwardArgs& args,
-                                bool vectors, void* workspace, cudaStream_t stream);
+                                bool vectors, void* workspace, cudaStream_t stream, const RankSum* over_ranks);
 
 }  // namespace trident::cuda::device::batchnorm_detail

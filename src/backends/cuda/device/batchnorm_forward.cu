@@ -99,11 +99,11 @@ void launch_affine_apply(ElemType act, const ChannelReductionPlan& plan, bool ve
 }  // namespace
 
 void launch_batchnorm_train(ElemType act, const ChannelReductionPlan& plan, const BatchNormTrainArgs& args,
-                            void* workspace, cudaStream_t stream) {
+                            void* workspace, cudaStream_t stream, const RankSum* over_ranks) {
   if (plan.C <= 0) return;
   if (plan.M < 2) throw Error("batchnorm training needs more than one value per channel");
   const bool vec = use_vectors(plan, {args.x, args.y});
-  launch_train_statistics(act, plan, args, vec, workspace, stream);
+  launch_train_statistics(act, plan, args, vec, workspace, stream, over_ranks);
   launch_affine_apply(act, plan, vec, args.x, args.y, coefficients(workspace), BatchNormInferArgs{}, stream);
 }
 

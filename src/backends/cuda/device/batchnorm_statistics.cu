@@ -6,7 +6,9 @@
 // fixed tree order into the workspace. Phase 2 (finalize): a block of 32 channels ×
 // 32 lanes, each lane adding every 32nd chunk in order and the lanes then added in a fixed
 // tree, writes statistics, gradients and the f32 coefficients of phase 3 (the apply kernels of
-// batchnorm_forward.cu and batchnorm_backward.cu).
+// batchnorm_forward.cu and batchnorm_backward.cu). Under sync-BN (RankSum, batchnorm.h) phase 2
+// first reduces the chunks to this rank's totals, the caller's collective sums them over the
+// ranks, and the finalize reads the result as partial sums of a single chunk.
 //
 // Two layouts of the same math. Vector path (C a multiple of the 16-byte width, every
 // activation pointer 16-byte aligned): a thread owns 16 consecutive bytes of one row, i.e.
@@ -255,21 +257,40 @@ __global__ void __launch_bounds__(kFinalizeChannels * kFinalizeLanes)
   coef[C + c] = static_cast<float>(beta - mean * invstd * gamma);  // shift
 }
 
+// dγ and dβ from this rank's sums; the apply's coefficients from the sums over the ranks
+// (`global`, [2][C], with M the global row count) under sync-BN, from the same local sums else.
 __global__ void __launch_bounds__(kFinalizeChannels * kFinalizeLanes)
     backward_finalize_kernel(int64_t M, int64_t C, int64_t chunks, const double* __restrict__ partial,
-                             BatchNormBackwardArgs a, float* __restrict__ coef) {
+                             const double* __restrict__ global, BatchNormBackwardArgs a, float* __restrict__ coef) {
   const int64_t c = finalize_channel();
   double dbeta, centred;
   channel_totals(partial, chunks, C, c, dbeta, centred);
   if (threadIdx.y != 0 || c >= C) return;
   const double invstd = load(a.saved_invstd, c);
-  const double dgamma = centred * invstd;
-  store(a.dgamma, c, dgamma);
+  store(a.dgamma, c, centred * invstd);
   store(a.dbeta, c, dbeta);
+  if (global) {
+    dbeta = global[c];
+    centred = global[C + c];
+  }
+  const double dgamma = centred * invstd;
   coef[c] = static_cast<float>(static_cast<double>(load(a.gamma, c)) * invstd);  // γ·invstd
   coef[C + c] = static_cast<float>(dbeta / static_cast<double>(M));                // dβ / M
   coef[2 * C + c] = static_cast<float>(invstd * dgamma / static_cast<double>(M));  // invstd·dγ / M
   coef[3 * C + c] = load(a.saved_mean, c);
+}
+
+// Sync-BN: the two sums of every channel over this rank's chunks, as [2][C] — the layout of
+// partial sums of one chunk, so the finalize reads them (after the collective) with chunks = 1
+// and adds nothing else: at one rank the statistics are the bits of the unsynced path.
+__global__ void __launch_bounds__(kFinalizeChannels * kFinalizeLanes)
+    rank_totals_kernel(int64_t C, int64_t chunks, const double* __restrict__ partial, double* __restrict__ totals) {
+  const int64_t c = finalize_channel();
+  double s1, s2;
+  channel_totals(partial, chunks, C, c, s1, s2);
+  if (threadIdx.y != 0 || c >= C) return;
+  totals[c] = s1;
+  totals[C + c] = s2;
 }
 
 // Tile shape for `columns` thread columns (channels, or channel vectors): up to 32 columns ×
@@ -324,15 +345,33 @@ ChannelReductionPlan plan_channel_reduction(int64_t M, int64_t C, ElemType act, 
     v.row_chunks = one_wave_rows(v, M, per_sm * plan.sm_count);
     max_chunks = std::max<int64_t>(max_chunks, v.row_chunks);
   }
-  plan.workspace_bytes =
-      coefficient_bytes(C) + sizeof(double) * 2 * static_cast<size_t>(max_chunks) * static_cast<size_t>(C);
+  plan.totals_offset = align_up(coefficient_bytes(C) +
+                                sizeof(double) * 2 * static_cast<size_t>(max_chunks) * static_cast<size_t>(C));
+  plan.workspace_bytes = plan.totals_offset + sizeof(double) * 4 * static_cast<size_t>(C);
   return plan;
 }
 
 namespace batchnorm_detail {
 
+namespace {
+
+// Sync-BN: this rank's totals (rank_totals) summed over the ranks, in place, or into the
+// global half of the totals when the rank's own are still needed (the backward's dγ, dβ).
+// Returns where the global totals are.
+double* sum_over_ranks(const ChannelReductionPlan& plan, int64_t chunks, const double* partial, void* workspace,
+                       const RankSum& over_ranks, cudaStream_t stream, bool keep_local) {
+  double* local = rank_totals(workspace, plan);
+  rank_totals_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.C, chunks, partial, local);
+  check_launch("batchnorm rank_totals_kernel");
+  double* global = keep_local ? local + 2 * plan.C : local;
+  over_ranks.sum(local, global, 2 * static_cast<size_t>(plan.C), stream);
+  return global;
+}
+
+}  // namespace
+
 void launch_train_statistics(ElemType act, const ChannelReductionPlan& plan, const BatchNormTrainArgs& args,
-                             bool vectors, void* workspace, cudaStream_t stream) {
+                             bool vectors, void* workspace, cudaStream_t stream, const RankSum* over_ranks) {
   double* partial = partial_sums(workspace, plan);
   const ChannelTiling& t = vectors ? plan.vector : plan.scalar;
   const dim3 grid(t.channel_tiles, t.row_chunks), block(t.tile_x, t.tile_y);
@@ -348,13 +387,20 @@ void launch_train_statistics(ElemType act, const ChannelReductionPlan& plan, con
       check_launch("batchnorm moments_partial_kernel");
     }
   });
-  train_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks, partial,
-                                                                              args, coefficients(workspace));
-  check_launch("batchnorm train_finalize_kernel");
+  if (!over_ranks) {
+    train_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks, partial,
+                                                                                args, coefficients(workspace));
+    check_launch("batchnorm train_finalize_kernel");
+    return;
+  }
+  double* totals = sum_over_ranks(plan, t.row_chunks, partial, workspace, *over_ranks, stream, false);
+  train_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M * over_ranks->ranks, plan.C, 1,
+                                                                              totals, args, coefficients(workspace));
+  check_launch("batchnorm train_finalize_kernel (sync-BN)");
 }
 
 void launch_backward_statistics(ElemType act, const ChannelReductionPlan& plan, const BatchNormBackwardArgs& args,
-                                bool vectors, void* workspace, cudaStream_t stream) {
+                                bool vectors, void* workspace, cudaStream_t stream, const RankSum* over_ranks) {
   double* partial = partial_sums(workspace, plan);
   const ChannelTiling& t = vectors ? plan.vector : plan.scalar;
   const dim3 grid(t.channel_tiles, t.row_chunks), block(t.tile_x, t.tile_y);
@@ -376,9 +422,16 @@ void launch_backward_statistics(ElemType act, const ChannelReductionPlan& plan, 
       check_launch("batchnorm gradient_partial_kernel");
     }
   });
-  backward_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(plan.M, plan.C, t.row_chunks, partial,
-                                                                                 args, coefficients(workspace));
-  check_launch("batchnorm backward_finalize_kernel");
+  if (!over_ranks) {
+    backward_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(
+        plan.M, plan.C, t.row_chunks, partial, nullptr, args, coefficients(workspace));
+    check_launch("batchnorm backward_finalize_kernel");
+    return;
+  }
+  const double* global = sum_over_ranks(plan, t.row_chunks, partial, workspace, *over_ranks, stream, true);
+  backward_finalize_kernel<<<finalize_grid(plan.C), kFinalizeBlock, 0, stream>>>(
+      plan.M * over_ranks->ranks, plan.C, 1, rank_totals(workspace, plan), global, args, coefficients(workspace));
+  check_launch("batchnorm backward_finalize_kernel (sync-BN)");
 }
 
 }  // namespace batchnorm_detail
