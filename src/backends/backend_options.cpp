@@ -8,8 +8,8 @@ namespace trident {
 
 distributed::World* BackendOptions::batchnorm_world() const {
   if (!sync_batchnorm || !world) return nullptr;
-  distributed::World* spans = batchnorm_group ? batchnorm_group.get() : world.get();
-  return spans->size() > 1 ? spans : nullptr;
+  if (batchnorm_group) return batchnorm_group->size() > 1 ? batchnorm_group.get() : nullptr;
+  return world.get();
 }
 
 }  // namespace trident

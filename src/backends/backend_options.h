@@ -35,17 +35,18 @@ struct BackendOptions {
   std::shared_ptr<distributed::World> world = nullptr;
   // Sync-BN (PyTorch's SyncBatchNorm; off by default): every training batchnorm takes its batch
   // statistics, and its backward the per-channel sums that form dx, over the global batch of
-  // all the world's ranks (backends/cpu_ref/batchnorm.cpp; the cpu backend runs those nodes on
-  // cpu_ref's kernels). With no world, or a world of one rank, it is plain batchnorm.
+  // all the world's ranks (backends/cpu_ref/batchnorm.cpp, where the cpu backend runs those
+  // nodes too; on cuda NCCL sums them, backends/cuda/batchnorm_rank_sum.h). With no world it
+  // is plain batchnorm; over a world of one rank the sums are the identity.
   bool sync_batchnorm = false;
   // --bn-group K: sync-BN over groups of K consecutive ranks (0: over all of them), as
   // apex's and MLPerf's group BN; `batchnorm_group` is the world of this rank's group, which
   // the trainer makes from `world` (runtime::Trainer).
   int batchnorm_group_size = 0;
   std::shared_ptr<distributed::World> batchnorm_group = nullptr;
-  // The world a batchnorm sums its statistics over under sync_batchnorm: this rank's group, or
-  // `world` without groups, when that has more than one rank; else null (each process's own
-  // batch).
+  // The world a batchnorm sums its statistics over under sync_batchnorm: this rank's group when
+  // it has more than one rank, else `world` (also a world of one rank: a single GPU tests the
+  // collective that way); null without sync_batchnorm, a world, or with groups of one rank.
   distributed::World* batchnorm_world() const;
 };
 

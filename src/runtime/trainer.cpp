@@ -105,12 +105,6 @@ void check_batch_fits(const data::BatchSource& batches, int64_t batch, const cha
 }
 }  // namespace
 
-void require_sync_batchnorm_backend(const std::string& backend) {
-  if (backend != "cpu" && backend != "cpu_ref")
-    throw Error("sync-BN runs on the cpu and cpu_ref backends only: the " + backend +
-                " backend does not sum batch statistics over the ranks yet (its NCCL path averages the gradients only)");
-}
-
 void make_batchnorm_group(BackendOptions& o) {
   const int k = o.batchnorm_group_size;
   if (k == 0) return;
@@ -131,7 +125,6 @@ Trainer::Trainer(const ir::Graph& model, TrainConfig config) : config_(std::move
   // algorithm start-up timing happened to prefer.
   BackendOptions eval_backend = config_.backend_options;
   eval_backend.winograd = 0;
-  if (config_.backend_options.sync_batchnorm) require_sync_batchnorm_backend(config_.compile.backend);
   make_batchnorm_group(config_.backend_options);
   split_disabled(config_.compile.disabled_passes, train_opt, eval_opt);
   train_opt.distributed = config_.backend_options.world != nullptr;

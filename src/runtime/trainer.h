@@ -76,11 +76,6 @@ struct EvalStats {
 // images/s so far). Return false to stop the epoch early (not used by the CLI).
 using BatchCallback = std::function<void(int64_t, int64_t, double, double, double)>;
 
-// Sync-BN (BackendOptions::sync_batchnorm) needs a backend whose batchnorm sums its statistics
-// over the world: cpu and cpu_ref. Any other backend is an Error saying so (cuda's NCCL path
-// averages gradients only); the trainer checks its own, the CLI the requested device before it
-// starts one.
-void require_sync_batchnorm_backend(const std::string& backend);
 // --bn-group: checks BackendOptions::batchnorm_group_size against the world and makes this
 // rank's group (collective: every rank calls it; the trainer does). Groups are consecutive
 // ranks, rank / K, so a group stays on one machine where the launcher fills machines in turn.

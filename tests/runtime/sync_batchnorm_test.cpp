@@ -1,7 +1,7 @@
 // Sync-BN outside a data-parallel job: in one process the batch is the global batch, so the
 // option must train bit for bit what plain batchnorm trains (as PyTorch's SyncBatchNorm does in
-// one process), and the backends without a collective for batch statistics must refuse it in a
-// sentence. The two-rank equivalence is in distributed/data_parallel_mpi.cpp.
+// one process). The two-rank equivalence is in distributed/data_parallel_mpi.cpp; the cuda
+// backend's NCCL path over a world of one rank is in tests/gpu/sync_batchnorm_test.cpp.
 #include <gtest/gtest.h>
 
 #include "backends/kernel.h"
@@ -39,18 +39,5 @@ TEST(SyncBatchnorm, OneProcessTrainsThePlainBatchnormsBits) {
       ASSERT_TRUE(synced.count(name)) << name;
       EXPECT_TRUE(synced.at(name).data == tensor.data) << name << " differs";
     }
-  }
-}
-
-TEST(SyncBatchnorm, TheCudaBackendRefusesIt) {
-  runtime::TrainConfig cfg;
-  cfg.compile.backend = "cuda";
-  cfg.backend_options.sync_batchnorm = true;
-  try {
-    runtime::Trainer t(frontend::build_model("fmnist_cnn", {8}), cfg);
-    FAIL() << "sync-BN on cuda was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("sync-BN runs on the cpu and cpu_ref backends only"), std::string::npos)
-        << e.what();
   }
 }

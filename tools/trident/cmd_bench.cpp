@@ -3,7 +3,8 @@
 // iteration (median, p90) and peak device memory; --json prints one object. An iteration ends
 // when its results exist (the device is synchronised), as bench/vs_pytorch.py times PyTorch.
 // Under mpirun it times the data-parallel step on every rank (rank 0 reports) beside the same
-// step without collectives: the images/s per GPU and the scaling efficiency.
+// step without collectives: the images/s per GPU and the scaling efficiency, with --sync-bn
+// the measured step's batchnorms taking their statistics over all ranks.
 #include <omp.h>
 
 #include <algorithm>
@@ -34,7 +35,7 @@ struct Options {
   int64_t batch = 32;
   std::vector<int64_t> layer{56, 56, 64, 64};  // cbr-layer: H, W, C, K
   int iterations = 50, warmup = 10, profile = 0;
-  bool json = false, verbose = false;
+  bool json = false, verbose = false, sync_bn = false;
   DeviceFlags device;
   passes::CompileOptions compile;  // the backend is what --device resolves to
   ThreadFlags threads;
@@ -149,6 +150,9 @@ int run_bench(Options o) {
   distributed::World* world = o.device.backend_options.world.get();
   if (world && o.mode != "train")
     throw Error("under mpirun, bench times data-parallel training (--mode train); time inference in one process");
+  if (o.sync_bn && !world)
+    throw Error("--sync-bn times batchnorm over the ranks of an mpirun job; in one process it is plain batchnorm");
+  o.device.backend_options.sync_batchnorm = o.sync_bn;
   // Under mpirun: the same step without collectives first, timed on this rank alone, is the
   // figure of one GPU that the scaling efficiency is taken against (the N = 1 run, measured on
   // these very GPUs in this very run).
@@ -209,6 +213,7 @@ int run_bench(Options o) {
       j["alone_throughput_images_per_s"] = alone->throughput;
       j["scaling_efficiency"] = throughput / alone->throughput;
       j["job_throughput_images_per_s"] = throughput * world->size();
+      j["sync_bn"] = o.sync_bn;
     }
     if (o.verbose) j["cache"] = cache;
     if (o.profile > 0) {
@@ -227,7 +232,8 @@ int run_bench(Options o) {
     std::cout << "data parallel over " << world->size() << " ranks: " << std::setprecision(1) << throughput
               << " images/s per " << (opt.backend == "cuda" ? "GPU" : "process") << ", " << throughput * world->size()
               << " in all; scaling efficiency " << std::setprecision(1) << 100 * throughput / alone->throughput
-              << "% against the same step without collectives (" << alone->throughput << " images/s)\n";
+              << "% against the same step without collectives (" << alone->throughput << " images/s)"
+              << (o.sync_bn ? ", batchnorm statistics over all ranks (--sync-bn)" : "") << "\n";
   if (peak) std::cout << "peak device memory " << std::setprecision(1) << peak / 1048576.0 << " MiB\n";
   std::cout << "planned buffers " << std::setprecision(1) << exe->total_bytes() / 1048576.0 << " MiB\n";
   if (o.verbose && !cache.empty()) std::cout << cache << "\n";
@@ -261,6 +267,9 @@ RunSubcommand add_bench_command(CLI::App& app) {
   sub->add_option("--profile", o->profile, "Afterwards, time N runs node by node and report the time per op kind")
       ->check(CLI::Range(0, 10000));
   sub->add_flag("--verbose", o->verbose, "Also print the backend's plan-cache statistics");
+  sub->add_flag("--sync-bn", o->sync_bn,
+                "Under mpirun: the timed step's batchnorms take their statistics over all processes (as trident "
+                "train --sync-bn)");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
   add_thread_options(sub, o->threads);

@@ -200,8 +200,6 @@ int run_train(Options o) {
     resume = runtime::load_checkpoint(o.resume_path);
     adopt_checkpoint(o, resume);
   }
-  // A device sync-BN cannot run on is refused before anything starts (auto: once resolved).
-  if (o.sync_bn && device_choice(o.device) != "auto") runtime::require_sync_batchnorm_backend(device_choice(o.device));
   // --save is checked, and locked against other runs, before the first epoch, not after it.
   std::unique_ptr<PathLock> save_lock;
   if (!o.save_path.empty() && is_lead(world)) {
@@ -230,7 +228,7 @@ int run_train(Options o) {
   o.config.backend_options.world = o.world;
   o.config.backend_options.sync_batchnorm = o.sync_bn;
   o.config.backend_options.batchnorm_group_size = o.bn_group;
-  if (o.sync_bn && ranks == 1 && (o.config.compile.backend == "cpu" || o.config.compile.backend == "cpu_ref"))
+  if (o.sync_bn && ranks == 1)
     err << "trident: notice: --sync-bn has no effect in one process: its batch is the global batch, so batch "
            "norm is the plain one (as PyTorch's SyncBatchNorm)\n";
   runtime::Trainer trainer(net.graph, o.config);
@@ -373,7 +371,7 @@ RunSubcommand add_train_command(CLI::App& app) {
   sub->add_option("--eps", o->config.compile.adam_eps, "AdamW: added to the denominator's square root")->check(within(runtime::kAdamEpsLimit))->capture_default_str();
   sub->add_flag("--sync-bn", o->sync_bn,
                 "Under mpirun, every batchnorm of training takes its statistics (and its backward sums) over "
-                "the global batch of all processes, as PyTorch's SyncBatchNorm (cpu and cpu_ref backends)");
+                "the global batch of all processes, as PyTorch's SyncBatchNorm (on the GPU through NCCL)");
   sub->add_option("--bn-group", o->bn_group,
                   "With --sync-bn: take the statistics over groups of this many consecutive processes instead of all "
                   "of them (rank / K; it must divide the number of processes)")

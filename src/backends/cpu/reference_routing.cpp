@@ -17,6 +17,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu_ref/kernels.h"
+#include "runtime/distributed/world.h"
 
 namespace trident::cpu {
 
@@ -44,7 +45,9 @@ bool training_batchnorm(const ir::Node& node) {
 
 std::unique_ptr<Kernel> reference_kernel(const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
   const BackendOptions& options = ctx.kernel_options().backend;
-  const bool deterministic = options.deterministic, sync_bn = options.batchnorm_world() != nullptr;
+  // One rank sums nothing: its batchnorms keep the cpu kernels.
+  const distributed::World* bn_world = options.batchnorm_world();
+  const bool deterministic = options.deterministic, sync_bn = bn_world && bn_world->size() > 1;
   if (!deterministic && !sync_bn) return nullptr;
   if (training_batchnorm(node) || (deterministic && weight_gradients().count(node.op)))
     return KernelRegistry::make("cpu_ref", node, g, ctx);

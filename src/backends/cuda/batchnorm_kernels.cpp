@@ -1,9 +1,11 @@
 // The cuda backend's batchnorm family: batchnorm2d (training and inference),
 // batchnorm2d_backward and the fused batchnorm_relu_backward. Each kernel
 // plans its per-channel reduction when built (and reserves the workspace it needs); run()
-// enqueues the partial-sum, finalize and apply kernels of device/batchnorm_*.cu.
+// enqueues the partial-sum, finalize and apply kernels of device/batchnorm_*.cu, with sync-BN's
+// collective between the sums and the finalize where the batch spans ranks (batchnorm_rank_sum.h).
 #include <memory>
 
+#include "backends/cuda/batchnorm_rank_sum.h"
 #include "backends/cuda/device/batchnorm.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
@@ -49,6 +51,7 @@ class BatchNormForward final : public Kernel {
       for (size_t i = 1; i < 5; ++i) out_types_[i - 1] = channel_type(node, output_value(node, g, i), C, "statistic");
       ctx.reserve_workspace(0, plan_.workspace_bytes);
     }
+    over_ranks_ = BatchnormRankSum::make(node, training_, ctx);
   }
 
   void run(const KernelArgs& a) override {
@@ -63,7 +66,12 @@ class BatchNormForward final : public Kernel {
     args.running_mean_out = ch(a.out[3], out_types_[2]);
     args.running_var_out = ch(a.out[4], out_types_[3]);
     args.momentum = momentum_;
-    device::launch_batchnorm_train(act_, plan_, args, ctx_.workspace(0), ctx_.stream());
+    device::launch_batchnorm_train(act_, plan_, args, ctx_.workspace(0), ctx_.stream(),
+                                   over_ranks_ ? &over_ranks_->device_hook() : nullptr);
+  }
+
+  std::string implementation() const override {
+    return over_ranks_ ? "batchnorm training kernels, " + over_ranks_->describe() : std::string();
   }
 
  private:
@@ -87,6 +95,7 @@ class BatchNormForward final : public Kernel {
   ElemType in_types_[4] = {}, out_types_[4] = {};
   double eps_ = 1e-5, momentum_ = 0.1;
   device::ChannelReductionPlan plan_;
+  std::unique_ptr<BatchnormRankSum> over_ranks_;  // sync-BN, or null
 };
 
 // batchnorm2d_backward (x, dy, gamma, saved_mean, saved_invstd → dx, dgamma, dbeta) and
@@ -144,6 +153,7 @@ class BatchNormBackward final : public Kernel {
     dbeta_t_ = channel_type(node, output_value(node, g, 2), C, "dbeta");
     plan_ = device::plan_channel_reduction(M, C, act_, ctx.sm_count());
     ctx.reserve_workspace(0, plan_.workspace_bytes);
+    over_ranks_ = BatchnormRankSum::make(node, true, ctx);
   }
 
   void run(const KernelArgs& a) override {
@@ -167,7 +177,12 @@ class BatchNormBackward final : public Kernel {
     args.saved_invstd = {a.in[kGamma + 2].data, invstd_t_};
     args.dgamma = {a.out[1].data, dgamma_t_};
     args.dbeta = {a.out[2].data, dbeta_t_};
-    device::launch_batchnorm_backward(act_, plan_, args, ctx_.workspace(0), ctx_.stream());
+    device::launch_batchnorm_backward(act_, plan_, args, ctx_.workspace(0), ctx_.stream(),
+                                      over_ranks_ ? &over_ranks_->device_hook() : nullptr);
+  }
+
+  std::string implementation() const override {
+    return over_ranks_ ? "batchnorm backward kernels, " + over_ranks_->describe() : std::string();
   }
 
  private:
@@ -184,6 +199,7 @@ class BatchNormBackward final : public Kernel {
   ElemType act_ = ElemType::f32;
   ElemType gamma_t_{}, mean_t_{}, invstd_t_{}, dgamma_t_{}, dbeta_t_{};
   device::ChannelReductionPlan plan_;
+  std::unique_ptr<BatchnormRankSum> over_ranks_;  // sync-BN, or null
 };
 
 }  // namespace

@@ -1,10 +1,11 @@
 // bn_relu (ops/bn_relu.cpp) on the GPU, composed from the launchers cbr already runs after its
 // convolution, so the two fusions share their arithmetic: training is the channel-sums kernel
 // over x (Σ, Σ² in a fixed order), cbr's finalize (saved and running statistics, per-channel
-// scale and shift) and one apply y = relu(x·scale + shift) that also writes the packed relu
+// scale and shift; under sync-BN Σ, Σ² first summed over the ranks, batchnorm_rank_sum.h) and one apply y = relu(x·scale + shift) that also writes the packed relu
 // mask where the node keeps one; inference is the batchnorm inference kernel and a relu in place.
 #include <array>
 
+#include "backends/cuda/batchnorm_rank_sum.h"
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/device/batchnorm.h"
 #include "backends/cuda/device/conv_device.h"
@@ -62,6 +63,7 @@ class BnReluKernel final : public Kernel {
     scale_offset_ = layout.add(channel_bytes);
     shift_offset_ = layout.add(channel_bytes);
     ctx.reserve_workspace(0, layout.total());
+    over_ranks_ = BatchnormRankSum::make(node, true, ctx);
   }
 
   void run(const KernelArgs& a) override {
@@ -85,7 +87,9 @@ class BnReluKernel final : public Kernel {
   }
 
   std::string implementation() const override {
-    return params_.training ? "channel-sums, finalize and apply kernels" : "batchnorm inference kernel, relu in place";
+    if (!params_.training) return "batchnorm inference kernel, relu in place";
+    return over_ranks_ ? "channel-sums, finalize and apply kernels, " + over_ranks_->describe()
+                       : "channel-sums, finalize and apply kernels";
   }
 
  private:
@@ -95,10 +99,11 @@ class BnReluKernel final : public Kernel {
     float* sq_sum = at_offset<float>(ws, sq_sum_offset_);
     device::launch_channel_sums(io_, a.in[in::x].data, rows_, channels_, at_offset<float>(ws, partials_offset_), sum,
                                 sq_sum, ctx_->stream());
+    if (over_ranks_) over_ranks_->sum_in_place({sum, sq_sum}, static_cast<size_t>(channels_));
     device::BnFinalizeArgs f;
     f.sum = sum;
     f.sq_sum = sq_sum;
-    f.count = rows_;
+    f.count = over_ranks_ ? rows_ * over_ranks_->ranks() : rows_;
     f.channels = channels_;
     f.eps = params_.eps;
     f.momentum = params_.momentum;
@@ -138,6 +143,7 @@ class BnReluKernel final : public Kernel {
   int64_t rows_ = 0, channels_ = 0, mask_row_bytes_ = 0;
   device::ChannelReductionPlan plan_;  // inference only
   size_t partials_offset_ = 0, sum_offset_ = 0, sq_sum_offset_ = 0, scale_offset_ = 0, shift_offset_ = 0;
+  std::unique_ptr<BatchnormRankSum> over_ranks_;  // sync-BN, or null
 };
 
 }  // namespace

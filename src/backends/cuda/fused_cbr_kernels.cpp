@@ -7,7 +7,8 @@
 //      (conv_fprop [+ bias] + genstats), or, where cuDNN refuses genstats or (timed when
 //      autotuning) its genstats engines are slower, the forward convolution followed by the
 //      deterministic channel-sums kernel;
-//   2. finalize: batch mean/invstd, saved and running statistics, per-channel scale/shift;
+//   2. finalize: (under sync-BN, after Σ, Σ² are summed over the ranks: batchnorm_rank_sum.h)
+//      batch mean/invstd, saved and running statistics, per-channel scale/shift;
 //   3. apply: y = relu(conv_out·scale + shift [+ residual, or a projection shortcut's raw
 //      conv output through its batchnorm affine]) (the relu clipped at relu_max for ReLU6),
 //      and with attribute relu_mask its
@@ -20,6 +21,7 @@
 #include <optional>
 #include <sstream>
 
+#include "backends/cuda/batchnorm_rank_sum.h"
 #include "backends/cuda/build_timing.h"
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
@@ -179,6 +181,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
     shift_offset_ = layout.add(channel_bytes);
     ctx.reserve_workspace(0, layout.total());
     inputs_ = node.inputs.size();
+    over_ranks_ = BatchnormRankSum::make(node, true, ctx);
   }
 
   void run(const KernelArgs& a) override {
@@ -197,7 +200,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
   // True when the statistics come from the channel-sums kernel (genstats refused or slower).
   bool fell_back() const override { return !stats_graph_; }
   std::string path() const override { return path_; }
-  std::string implementation() const override { return path_; }
+  std::string implementation() const override { return over_ranks_ ? path_ + "; " + over_ranks_->describe() : path_; }
 
  private:
   // Time (ms) of the channel-sums kernel over this layer's output, on scratch memory; 0 when
@@ -298,10 +301,11 @@ class CbrKernel final : public Kernel, public ReportsPath {
                                   ctx_->stream());
     }
 
+    if (over_ranks_) over_ranks_->sum_in_place({sum, sq_sum}, static_cast<size_t>(K));
     device::BnFinalizeArgs f;
     f.sum = sum;
     f.sq_sum = sq_sum;
-    f.count = rows;
+    f.count = over_ranks_ ? rows * over_ranks_->ranks() : rows;
     f.channels = K;
     f.eps = eps_;
     f.momentum = momentum_;
@@ -363,6 +367,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
   size_t sum_offset_ = 0, sq_sum_offset_ = 0, scale_offset_ = 0, shift_offset_ = 0;
   size_t inputs_ = 0;
   std::string path_;
+  std::unique_ptr<BatchnormRankSum> over_ranks_;  // sync-BN, or null
 };
 
 }  // namespace
