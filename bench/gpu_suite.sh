@@ -14,6 +14,10 @@ mkdir -p "$out"
 for d in /opt/torch/.venv/lib/python3.*/site-packages/nvidia/cudnn/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 done
+# NCCL for the data-parallel and sync-BN tests: PyTorch's copy (trident loads libnccl.so.2).
+for d in /opt/torch/.venv/lib/python3.*/site-packages/nvidia/nccl/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+done
 status=0
 step() {  # step NAME TIMEOUT_S COMMAND...: runs it with a time limit, logs to OUT/NAME.log
   local name=$1 limit=$2; shift 2

@@ -4,7 +4,9 @@
 // averaged gradient must equal the mean of the two ranks' gradients computed one by one, and
 // with sync-BN the ranks must again train what one process of batch B trains. Each
 // rank computes the single-process references itself, so a broken collective cannot hide
-// behind itself.
+// behind itself. The host backends run every case; the cuda backend (NCCL) runs the two
+// equivalences where every rank of the machine has a GPU of its own, and says why it skips
+// elsewhere (NCCL refuses two ranks on one GPU).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,6 +22,14 @@
 #include "runtime/trainer.h"
 #include "support/graph_queries.h"
 #include "support/tolerance.h"
+
+#ifdef TRIDENT_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+
+#include "backends/cuda/cuda_context.h"
+#endif
 
 using namespace trident;
 using test_support::count_op;
@@ -43,6 +53,30 @@ std::vector<std::string> host_backends() {
   if (KernelRegistry::has("cpu", "conv2d")) out.push_back("cpu");
   return out;
 }
+
+// Empty when every rank on this machine has a GPU of its own; else why the cuda cases skip.
+std::string gpu_per_rank_missing() {
+#ifdef TRIDENT_HAVE_CUDA
+  // Strict fp32 (no TF32), so the f32 tolerance holds; read when the first handle is made.
+  setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+  std::string why;
+  if (!cuda::gpu_available(&why)) return why;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return "the GPUs could not be counted";
+  if (n < world()->local_size())
+    return std::to_string(n) + " GPU(s) for " + std::to_string(world()->local_size()) +
+           " ranks on this machine; NCCL needs one GPU per rank";
+  return {};
+#else
+  return "this build has no cuda backend";
+#endif
+}
+
+#define REQUIRE_GPU_PER_RANK()                                                   \
+  do {                                                                           \
+    const std::string trident_gpu_why = gpu_per_rank_missing();                  \
+    if (!trident_gpu_why.empty()) GTEST_SKIP() << "needs a GPU per rank: " << trident_gpu_why; \
+  } while (0)
 
 // conv → bn → relu (a cbr once fused) → max-pool → linear: BN makes a rank's gradient depend on
 // its whole batch, so only the gradient mean is comparable.
@@ -179,11 +213,11 @@ TEST(DataParallel, AveragedGradientIsTheMeanOfTheRanksGradients) {
   }
 }
 
-TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
-  REQUIRE_TWO_RANKS();
+// Two ranks of batch kHalf against one process of 2·kHalf on `backend`: the loss, accuracy
+// and parameters after an epoch, then the sharded evaluation.
+void expect_two_ranks_train_the_global_batch(const std::string& backend) {
   const data::Dataset ds = dataset(7 * kHalf + 3);  // 3 steps of 8; evaluation ends in a partial batch
-  for (const std::string& backend : host_backends()) {
-    SCOPED_TRACE(backend);
+  {
     const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
     runtime::TrainConfig ranked = cfg;
     ranked.backend_options.world = world();
@@ -220,6 +254,20 @@ TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
   }
 }
 
+TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
+  REQUIRE_TWO_RANKS();
+  for (const std::string& backend : host_backends()) {
+    SCOPED_TRACE(backend);
+    expect_two_ranks_train_the_global_batch(backend);
+  }
+}
+
+TEST(DataParallel, TwoGpusTrainTheParametersOfOneProcessOfTheGlobalBatch) {
+  REQUIRE_TWO_RANKS();
+  REQUIRE_GPU_PER_RANK();
+  expect_two_ranks_train_the_global_batch("cuda");
+}
+
 // Sync-BN: two ranks of batch 4 train three SGD steps of a network with two batchnorms and
 // must end with the parameters, momentum and running statistics of one process of batch 8,
 // within the f32 tolerance: not bit for bit, since the weight gradients sum the batch in f32 in
@@ -228,11 +276,9 @@ TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
 // has a fixed order, the running statistics are held to 1e-5 relative (3 steps differ by about
 // 3e-6).
 // Without sync-BN the same run must miss the running statistics, or this test proves nothing.
-TEST(DataParallel, SyncBnTwoRanksTrainWhatOneProcessOfTheGlobalBatchTrains) {
-  REQUIRE_TWO_RANKS();
+void expect_sync_bn_trains_the_global_batch(const std::string& backend) {
   const data::Dataset ds = dataset(6 * kHalf);  // 3 steps of 8
-  for (const std::string& backend : host_backends()) {
-    SCOPED_TRACE(backend);
+  {
     const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
     runtime::Trainer alone(two_bn_network(2 * kHalf), cfg);
     data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
@@ -273,6 +319,21 @@ TEST(DataParallel, SyncBnTwoRanksTrainWhatOneProcessOfTheGlobalBatchTrains) {
       EXPECT_EQ(statistics, 4);  // running mean and variance of bn1 and bn2
     }
   }
+}
+
+TEST(DataParallel, SyncBnTwoRanksTrainWhatOneProcessOfTheGlobalBatchTrains) {
+  REQUIRE_TWO_RANKS();
+  for (const std::string& backend : host_backends()) {
+    SCOPED_TRACE(backend);
+    expect_sync_bn_trains_the_global_batch(backend);
+  }
+}
+
+// The same on two GPUs: NCCL sums the statistics of the fused cbr and of its backward.
+TEST(DataParallel, SyncBnTwoGpusTrainWhatOneProcessOfTheGlobalBatchTrains) {
+  REQUIRE_TWO_RANKS();
+  REQUIRE_GPU_PER_RANK();
+  expect_sync_bn_trains_the_global_batch("cuda");
 }
 
 // Without sync-BN each rank's running statistics are its own shard's; evaluation (and the CLI,
