@@ -210,8 +210,10 @@ TEST(FuseConvBnRelu, AClipFromZeroIsACbrWithRelu6) {
   std::vector<passes::FusionRecord> fusions;
   run_fusion(g, &rejections, &fusions);
   ASSERT_EQ(count_op(g, "cbr"), 1);
-  for (int id : g.order())
-    if (g.node(id).op == "cbr") EXPECT_EQ(g.node(id).attrs.f("relu_max"), 6.0);
+  for (int id : g.order()) {
+    if (g.node(id).op != "cbr") continue;
+    EXPECT_EQ(g.node(id).attrs.f("relu_max"), 6.0);
+  }
   ASSERT_EQ(fusions.size(), 1u);
   EXPECT_EQ(fusions[0].pattern, "conv-bn-clip");
   EXPECT_EQ(fusions[0].nodes, (std::vector<std::string>{"conv1", "bn1", "relu6"}));
