@@ -23,11 +23,21 @@ inline constexpr size_t y = 0, affine = 0, conv_out = 1, saved_mean = 2, saved_i
 
 // batchnorm_relu_backward: mask (y, its packed bits or the affine that recomputes y), dy,
 // conv_out, gamma, saved_mean, saved_invstd, [dy_other] → dconv, dgamma, dbeta, [dresidual].
+// With attribute pooled_dy = 1 (passes/fold_maxpool_gradient.cpp) dy is the gradient of a max
+// pooling of y — the window in the node's pooling attributes, as maxpool2d_index_backward holds
+// them — and the pooling's window index follows in dy_other's place; the backward routes dy to
+// the cells the index names itself.
 namespace bn_relu_bwd_in {
-inline constexpr size_t mask = 0, dy = 1, conv_out = 2, gamma = 3, saved_mean = 4, saved_invstd = 5, dy_other = 6;
+inline constexpr size_t mask = 0, dy = 1, conv_out = 2, gamma = 3, saved_mean = 4, saved_invstd = 5, dy_other = 6,
+                        dy_window_index = 6;
 }
 namespace bn_relu_bwd_out {
 inline constexpr size_t dconv = 0, dgamma = 1, dbeta = 2, dresidual = 3;
+}
+inline bool has_pooled_dy(const ir::Node& n) { return n.attrs.i("pooled_dy", 0) != 0; }
+// Whether a batchnorm_relu_backward adds a second gradient dy_other (fold_gradient_sum).
+inline bool has_dy_other(const ir::Node& n) {
+  return !has_pooled_dy(n) && n.inputs.size() > bn_relu_bwd_in::dy_other;
 }
 
 inline bool has_prologue(const ir::Node& n) { return n.attrs.i("prologue", 0) != 0; }

@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "core/relu_mask.h"
+#include "core/window_index.h"
 #include "ops/cbr_operands.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
@@ -210,14 +211,28 @@ void register_fused_cbr_ops() {
   // mask: the relu output y, its packed 1-bit mask (i32, core/relu_mask.h), or the layer's
   // affine [2, C] f32 (defer_bn_apply), from which y > 0 is recomputed as bn_apply's.
   ir::OpDef bwd = op_def("batchnorm_relu_backward",
-                         {"mask", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd", "dy_other?"},
+                         {"mask", "dy", "conv_out", "gamma", "saved_mean", "saved_invstd", "dy_other_or_window_index?"},
                          {"dconv", "dgamma", "dbeta", "dresidual"},
                          "relu backward (mask from the output) fused with training batchnorm backward");
   bwd.infer = [](const Node& n, const Graph& g) {
     namespace in = bn_relu_bwd_in;
     const auto &mask = in_value(g, n, in::mask), &dy = in_value(g, n, in::dy), &x = in_value(g, n, in::conv_out);
     expect_rank(x, 4, "conv output");
-    expect_same_shape(dy, x, "the gradient and the conv output");
+    if (has_pooled_dy(n)) {
+      // dy is the gradient of the max pooling of y that the window attributes describe.
+      if (n.inputs.size() != in::dy_window_index + 1)
+        throw Error("attribute pooled_dy needs exactly one more input, the pooling's window index");
+      const Window w = pool_window(n.attrs);
+      if (w.kernel.h * w.kernel.w > kMostWindowCells) throw Error("the pooling window has more cells than a window index names");
+      if (pool_output_shape(n.attrs, x.shape) != dy.shape)
+        throw Error("the gradient " + shape_str(dy.shape) + " is not that of the max pooling of " + shape_str(x.shape));
+      if (dy.dtype != x.dtype) throw Error("the pooled gradient and the conv output must have one dtype");
+      const auto& index = in_value(g, n, in::dy_window_index);
+      if (index.dtype != DType::i32 || index.shape != window_index_shape(numel(dy.shape)))
+        throw Error("the window index must be i32 " + shape_str(window_index_shape(numel(dy.shape))));
+    } else {
+      expect_same_shape(dy, x, "the gradient and the conv output");
+    }
     if (n.attrs.has("relu_max") && (!(n.attrs.f("relu_max") > 0) || mask.shape.size() == 2 || mask.dtype == DType::i32))
       throw Error("a clipped relu (relu_max) is masked from its output y, with relu_max positive");
     if (mask.shape.size() == 2) {
@@ -228,7 +243,7 @@ void register_fused_cbr_ops() {
     } else {
       expect_same_shape(mask, x, "relu output and conv output");
     }
-    if (n.inputs.size() > in::dy_other) {
+    if (has_dy_other(n)) {
       const auto& other = in_value(g, n, in::dy_other);
       expect_same_shape(dy, other, "the two gradients of the relu output");
       if (other.dtype != dy.dtype) throw Error("the two gradients of the relu output must have one dtype");
@@ -256,8 +271,13 @@ void register_fused_cbr_ops() {
   bwd.decompose = [](Graph& g, const Node& n) {
     namespace in = bn_relu_bwd_in;
     int dy = n.inputs[in::dy];
-    if (n.inputs.size() > in::dy_other)
+    if (has_dy_other(n))
       dy = g.add_node1("add", {dy, n.inputs[in::dy_other]}, {}, n.name + ".gradient_sum");
+    if (has_pooled_dy(n)) {
+      Attrs route = pool_window_attrs(n.attrs);
+      route.set("input_shape", g.value(n.inputs[in::conv_out]).shape);
+      dy = g.add_node1("maxpool2d_index_backward", {n.inputs[in::dy_window_index], dy}, route, n.name + ".pool_backward");
+    }
     const bool packed = g.value(n.inputs[in::mask]).dtype == DType::i32;
     int mask = n.inputs[in::mask];
     if (g.value(mask).shape.size() == 2)

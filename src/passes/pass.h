@@ -149,6 +149,7 @@ void join_channel_gradients(ir::Graph& g, PassContext& ctx);  // training: place
 void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar keep a 1-bit mask
 void defer_bn_apply(ir::Graph& g, PassContext& ctx);      // training: BN apply into the next conv
 void save_maxpool_index(ir::Graph& g, PassContext& ctx);  // training: max pooling keeps a window index
+void fold_maxpool_gradient(ir::Graph& g, PassContext& ctx);  // training: the BN backward routes a pooled gradient
 void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
 void append_optimizer(ir::Graph& g, PassContext& ctx);    // the optimizer step node
 void allreduce_gradients(ir::Graph& g, PassContext& ctx); // data parallel: gradients averaged over ranks

@@ -93,6 +93,9 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
         throw Error("defer_bn_apply runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
       pm.add({"defer_bn_apply", defer_bn_apply, false, true});
     }
+    // On the index's backward (where save_maxpool_index made one): the batchnorm backward
+    // reading it routes the gradient itself.
+    pm.add({"fold_maxpool_gradient", fold_maxpool_gradient, false, true});
   }
   pm.add({"dce", dead_code_elimination, false});
   pm.add({"fuse_elementwise", fuse_elementwise, false, true});

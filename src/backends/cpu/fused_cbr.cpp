@@ -68,6 +68,8 @@ class FusedBackward final : public PrimitiveKernel {
     namespace o = ops::bn_relu_bwd_out;
     if (in_shape(node, g, i::mask).size() == 2)
       fail(node, "a relu mask recomputed from the affine (defer_bn_apply) runs on cuda and cpu_ref only");
+    if (ops::has_pooled_dy(node))
+      fail(node, "a gradient routed through a max pooling's window index (fold_maxpool_gradient) runs on cuda and cpu_ref only");
     const Shape& x = in_shape(node, g, i::conv_out);
     const int64_t n = trident::numel(x);
     Operand dz_flat = out(o::dresidual), dz_nhwc = out(o::dresidual);
@@ -78,7 +80,7 @@ class FusedBackward final : public PrimitiveKernel {
       dz_nhwc = memory(nhwc_md(x), OnednnContext::instance().engine(), flat.get_data_handle());
     }
     const float relu_max = static_cast<float>(node.attrs.f("relu_max", 0.0));
-    if (node.inputs.size() > i::dy_other) {
+    if (ops::has_dy_other(node)) {
       append_add(*this, n, in(i::dy), in(i::dy_other), dz_flat);
       append_relu_backward(*this, n, in(i::mask), dz_flat, dz_flat, relu_max);
     } else {

@@ -9,7 +9,9 @@
 #include "backends/cuda/device/batchnorm.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/pool_geometry.h"
 #include "core/relu_mask.h"
+#include "core/window_index.h"
 #include "ops/cbr_operands.h"
 
 namespace trident::cuda {
@@ -104,6 +106,8 @@ class BatchNormForward final : public Kernel {
 // when it has one and masking the gradient with y > 0 first — y itself, its packed bits
 // (an i32 mask input, core/relu_mask.h), or the affine [2, C] f32 that recomputes y from
 // conv_out (defer_bn_apply). With relu_max (a clipped relu, ReLU6) the mask is 0 < y < relu_max.
+// With pooled_dy (fold_maxpool_gradient) dy is a max pooling's gradient, routed to the cells
+// its window index (in dy_other's place) names by the batchnorm kernels themselves.
 template <bool FusedRelu>
 class BatchNormBackward final : public Kernel {
  public:
@@ -112,12 +116,24 @@ class BatchNormBackward final : public Kernel {
     constexpr size_t inputs = FusedRelu ? 6 : 5;
     const size_t outputs = residual_ ? 4 : 3;
     expect_arity(node, inputs, FusedRelu ? inputs + 1 : inputs, outputs, outputs);
-    two_gradients_ = FusedRelu && node.inputs.size() == inputs + 1;
+    pooled_ = FusedRelu && ops::has_pooled_dy(node);
+    two_gradients_ = FusedRelu && !pooled_ && node.inputs.size() == inputs + 1;
+    if (pooled_ && node.inputs.size() != inputs + 1) fail(node, "a pooled gradient needs the pooling's window index");
     const ir::Value& x = input_value(node, g, kX);
     act_ = elem_of(node, x, "input");
     const auto [M, C] = rows_by_channels(node, x);
     // dy (and the relu output y of the fused op) match x; so do dx and dresidual.
-    std::vector<size_t> activations{kDy};
+    std::vector<size_t> activations;
+    if (pooled_) {
+      const ir::Value &dy = input_value(node, g, kDy), &index = input_value(node, g, inputs);
+      expect_dtype(node, dy, x.dtype, "gradient");
+      dy_window_ = pool_geometry(node, x.shape, dy.shape);
+      if (dy_window_.R * dy_window_.S > kMostWindowCells) fail(node, "the pooling window has more cells than a window index names");
+      if (index.dtype != DType::i32 || index.shape != window_index_shape(numel(dy.shape)))
+        fail(node, "the window index must be i32 " + shape_str(window_index_shape(numel(dy.shape))));
+    } else {
+      activations.push_back(kDy);
+    }
     bit_mask_ = FusedRelu && input_value(node, g, 0).dtype == DType::i32;
     affine_mask_ = FusedRelu && input_value(node, g, 0).shape.size() == 2;
     if (affine_mask_) {
@@ -161,6 +177,10 @@ class BatchNormBackward final : public Kernel {
     args.x = a.in[kX].data;
     args.dy = a.in[kDy].data;
     if (two_gradients_) args.dy_other = a.in.back().data;
+    if (pooled_) {
+      args.dy_window_index = a.in.back().data;
+      args.dy_window = dy_window_;
+    }
     if (affine_mask_) {
       args.relu_affine = static_cast<const float*>(a.in[0].data);
     } else if (bit_mask_) {
@@ -193,7 +213,8 @@ class BatchNormBackward final : public Kernel {
   static constexpr size_t kGamma = FusedRelu ? ops::bn_relu_bwd_in::gamma : 2;
 
   CudaContext& ctx_;
-  bool residual_ = false, two_gradients_ = false, bit_mask_ = false, affine_mask_ = false;
+  bool residual_ = false, two_gradients_ = false, bit_mask_ = false, affine_mask_ = false, pooled_ = false;
+  device::PoolGeometry dy_window_;  // pooled_: how conv_out's cells pool into dy
   int64_t mask_row_bytes_ = 0;
   float relu_max_ = 0.f;  // a clipped relu's bound (ReLU6), 0 for a plain relu
   ElemType act_ = ElemType::f32;

@@ -7,17 +7,14 @@
 #include "backends/cuda/device/pool.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/pool_geometry.h"
 #include "core/window_index.h"
 #include "ops/window.h"
 
 namespace trident::cuda {
 
-namespace {
-
-using device::ElemType;
 using device::PoolGeometry;
 
-// Geometry of pooling x [N,H,W,C] into y [N,P,Q,C] (ops/window.h), as the kernels take it.
 PoolGeometry pool_geometry(const ir::Node& node, const Shape& x, const Shape& y) {
   ops::WindowGeom w;
   try {
@@ -31,6 +28,10 @@ PoolGeometry pool_geometry(const ir::Node& node, const Shape& x, const Shape& y)
   g.count_include_pad = w.count_include_pad;
   return g;
 }
+
+namespace {
+
+using device::ElemType;
 
 enum class Pool { max, avg };
 

@@ -1,6 +1,7 @@
 // Op cases of the batchnorm family: batchnorm2d in training (saved and running statistics, in place
 // and in separate buffers) and inference, batchnorm2d_backward, the fused batchnorm_relu_backward
-// (relu output, packed mask or affine form; ± residual gradient; one or two incoming gradients) and
+// (relu output, packed mask or affine form; ± residual gradient; one or two incoming gradients, or
+// a max pooling's gradient routed through its window index) and
 // fold_batchnorm, and the fused bn_relu (training ± packed mask, inference). Channel counts that do not fill a tile (3, 10, 17) and row counts that do not
 // fill a block.
 #include <algorithm>
@@ -68,6 +69,29 @@ ir::Graph bn_relu_backward(DType d, const Shape& s, bool residual, bool two_grad
   if (two_gradients) in.push_back(g.add_input("dy_other", s, d));
   Attrs a{{"eps", 1e-5}, {"residual", int64_t{residual}}};
   if (relu_max > 0) a.set("relu_max", relu_max);
+  g.add_node("batchnorm_relu_backward", in, a, "brb");
+  return g;
+}
+
+// fold_maxpool_gradient's form: dy is the gradient of a max pooling of y by `window`, routed
+// through the pooling's window index by the backward itself. The index comes from a training
+// max pooling of "pool_x" (y's shape), so it names real cells. Mask: 0 y, 1 packed, 2 affine.
+ir::Graph bn_relu_backward_pooled(DType d, const Shape& s, const Attrs& window, bool residual, int mask_kind) {
+  ir::Graph g;
+  const Shape c{s[3]};
+  Attrs forward = window;
+  forward.set("window_index", int64_t{1});
+  const std::vector<int> pool = g.add_node("maxpool2d", {g.add_input("pool_x", s, d)}, forward, "pool");
+  const int mask = mask_kind == 2   ? g.add_input("affine", {2, s[3]})
+                   : mask_kind == 1 ? g.add_input("relu_mask", relu_mask_shape(s), DType::i32)
+                                    : g.add_input("y", s, d);
+  const int dy = g.add_input("dy", g.value(pool[0]).shape, d), conv_out = g.add_input("conv_out", s, d);
+  std::vector<int> in{mask, dy, conv_out, g.add_input("gamma", c, d), g.add_input("saved_mean", c, d),
+                      g.add_input("saved_invstd", c, d), pool[1]};
+  Attrs a = window;
+  a.set("eps", 1e-5);
+  a.set("residual", int64_t{residual});
+  a.set("pooled_dy", int64_t{1});
   g.add_node("batchnorm_relu_backward", in, a, "brb");
   return g;
 }
@@ -238,6 +262,27 @@ void add_batchnorm_cases(std::vector<OpCase>& cases) {
       cases.push_back(std::move(affine));
     }
   }
+
+  // The backward routing a max pooling's gradient itself (fold_maxpool_gradient): VGG's tiling
+  // 2×2 windows and ResNet's overlapping 3×3 stride-2 padded ones, over the vector path (C = 8,
+  // 64), the scalar path (C = 10) and an odd height; each mask form, ± the stored residual
+  // gradient. cuda's form (cpu_ref runs it as its decomposition, the cpu backend refuses it).
+  const Attrs tiling{{"kernel", Shape{2, 2}}, {"stride", Shape{2, 2}}, {"padding", Shape{0, 0}}};
+  const Attrs overlapping{{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{1, 1}}};
+  for (const Shape& s : {Shape{2, 8, 8, 8}, Shape{3, 7, 7, 10}, Shape{4, 14, 14, 64}})
+    for (const auto& [form, window] : {std::pair{"tiling", tiling}, std::pair{"overlapping", overlapping}}) {
+      if (form == std::string("tiling") && s[1] % 2 != 0) continue;
+      for (int mask : {0, 1, 2})
+        for (bool residual : {false, true}) {
+          const Attrs w = window;
+          OpCase c = make("batchnorm_relu_backward_pooled_" + std::string(form) + "_" + tag(s) + "_mask" +
+                              std::to_string(mask) + (residual ? "_residual" : ""),
+                          [=](DType d) { return bn_relu_backward_pooled(d, s, w, residual, mask); }, 31,
+                          brb_outputs(residual));
+          c.backends = {"cuda"};
+          cases.push_back(std::move(c));
+        }
+    }
 
   // fold_batchnorm: odd kernel shapes per element (eps 1e-3, the running variance positive), and K
   // = 3, 10, 64 on the cuda kernels' tiles.

@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "backends/cuda/device/launch.h"
+#include "backends/cuda/device/pool.h"
 
 namespace trident::cuda::device {
 
@@ -81,11 +82,17 @@ void launch_batchnorm_infer(ElemType act, const ChannelReductionPlan& plan, cons
 // gradient is first masked, dz = dy·(y > 0), and written to dresidual when that is set as
 // well (by the statistics pass, so the apply reads dz back instead of dy, dy_other and the
 // mask; dresidual must therefore not alias x). With dy_other set the incoming gradient is
-// dy + dy_other, rounded to the activation dtype.
+// dy + dy_other, rounded to the activation dtype. With dy_window_index set, dy is instead the
+// gradient of a max pooling of the relu output ([N,P,Q,C], pooled by dy_window from the
+// [N,H,W,C] of x) and the incoming gradient of each cell is gathered from it through the
+// pooling's window index, as maxpool2d_index_backward would have written it (pool_gather.cuh;
+// passes/fold_maxpool_gradient.cpp); dy_other must then be null.
 struct BatchNormBackwardArgs {
   const void* x = nullptr;            // the batchnorm's input (conv_out for the fused op)
   const void* dy = nullptr;
   const void* dy_other = nullptr;     // or null
+  const void* dy_window_index = nullptr;  // a pooled dy's window index (core/window_index.h), or null
+  PoolGeometry dy_window;                 // with it: how x's cells pool into dy
   const void* relu_output = nullptr;  // y of the fused op, or null
   const void* relu_bits = nullptr;    // or its packed mask (core/relu_mask.h), or null
   int64_t relu_bits_row_bytes = 0;    // bytes of one row of the packed mask

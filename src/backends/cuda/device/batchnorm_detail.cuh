@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/batchnorm.h"
 #include "backends/cuda/device/common.cuh"
+#include "backends/cuda/device/pool_gather.cuh"
 
 namespace trident::cuda::device::batchnorm_detail {
 
@@ -196,21 +197,68 @@ __device__ __forceinline__ void mask_gradient(const MaskSource<T>& mask, const u
     if (!mask.passes(yf[j])) dz[j] = 0.f;
 }
 
-// What the backward's statistics and apply both read, typed: x, dy, dy_other (or null) and
-// the relu mask (none: no mask), from the launch arguments.
+// A dy that is a max pooling's gradient (BatchNormBackwardArgs::dy_window_index): the incoming
+// gradient of row m is gathered from it as maxpool2d_index_backward gathers, rounded to T as
+// that op stores it. `index` null: dy is the row's gradient itself. The vector paths take
+// tiling windows only (TiledWindows: one term per cell, no loop, 32-bit arithmetic, so the
+// kernels keep their registers); any other window runs on the scalar path's general gather.
+template <class T>
+struct PooledDy {
+  const unsigned char* index = nullptr;
+  PoolGeometry window;
+  TiledWindows tiled;
+  __host__ __device__ bool any() const { return index != nullptr; }
+  // Channels c0 … c0 + kWidth<T> − 1 of row m as one 16-byte vector of T (vector paths, tiled
+  // windows): dy at the window's winner, 0 elsewhere, added to 0 as the gather adds.
+  __device__ __forceinline__ uint4 vector_at(const T* dy, int64_t m, int64_t c0) const {
+    constexpr int N = kWidth<T>;
+    uint32_t row = 0, cell = 0;
+    float acc[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) acc[j] = 0.f;
+    if (tiled.locate(static_cast<uint32_t>(m), row, cell)) {
+      const uint32_t o = row * static_cast<uint32_t>(window.C) + static_cast<uint32_t>(c0);
+      const ElemPack<unsigned char, N> a = load_pack<N>(index + o);
+      const ElemPack<T, N> d = load_pack<N>(dy + o);
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+        if (a.v[j] == cell) acc[j] = __fadd_rn(acc[j], to_float(d.v[j]));
+    }
+    return from_floats<T>(acc);
+  }
+  __device__ __forceinline__ float at(const T* dy, int64_t m, int64_t c) const {
+    const PooledCell cell = cell_of_row(window, m);
+    float acc[1];
+    gather_pooled_gradient<1>(window, index, dy, cell.n, cell.h, cell.w, c, acc);
+    return to_float(from_float<T>(acc[0]));
+  }
+};
+
+// What the backward's statistics and apply both read, typed: x, dy (or the pooled gradient it
+// is gathered from), dy_other (or null) and the relu mask (none: no mask), from the launch
+// arguments.
 template <class T>
 struct BackwardInputs {
   const T* x;
   const T* dy;
   const T* dy_other;
   MaskSource<T> mask;
+  PooledDy<T> pooled;
   bool masked() const { return mask.any(); }
+  // The scalar paths' incoming gradient of element i = (m, c).
+  __device__ __forceinline__ float dy_at(int64_t m, int64_t c, int64_t i) const {
+    return pooled.any() ? pooled.at(dy, m, c) : to_float(dy[i]);
+  }
 };
 template <class T>
 BackwardInputs<T> backward_inputs(const BatchNormBackwardArgs& a, int64_t C) {
-  return {static_cast<const T*>(a.x), static_cast<const T*>(a.dy), static_cast<const T*>(a.dy_other),
+  return {static_cast<const T*>(a.x),
+          static_cast<const T*>(a.dy),
+          static_cast<const T*>(a.dy_other),
           {static_cast<const T*>(a.relu_output), static_cast<const unsigned char*>(a.relu_bits), a.relu_bits_row_bytes,
-           a.relu_affine, C, a.relu_max}};
+           a.relu_affine, C, a.relu_max},
+          {static_cast<const unsigned char*>(a.dy_window_index), a.dy_window,
+           a.dy_window_index ? TiledWindows(a.dy_window) : TiledWindows()}};
 }
 
 // ---- launch geometry ----------------------------------------------------------------------

@@ -92,8 +92,8 @@ __global__ void moments_partial_kernel(int64_t M, int64_t C, int64_t rows_per_ch
 template <class T>
 __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_chunk, const T* __restrict__ x,
                                         const T* dy, const T* __restrict__ dy_other,
-                                        MaskSource<T> mask, ChannelTensor saved_mean, T* dz_out,
-                                        double* __restrict__ partial) {
+                                        MaskSource<T> mask, PooledDy<T> pooled, ChannelTensor saved_mean,
+                                        T* dz_out, double* __restrict__ partial) {
   const ChunkRows r = chunk_rows(M, rows_per_chunk);
   double s1[1] = {0.0}, s2[1] = {0.0};
   if (r.c < C) {
@@ -102,7 +102,7 @@ __global__ void gradient_partial_kernel(int64_t M, int64_t C, int64_t rows_per_c
     for (int64_t m = r.begin + threadIdx.y; m < r.end; m += blockDim.y) {
       const int64_t i = m * C + r.c;
       const float xf = to_float(x[i]);
-      float dz = to_float(dy[i]);
+      float dz = pooled.any() ? pooled.at(dy, m, r.c) : to_float(dy[i]);
       if (dy_other) dz = gradient_sum<T>(dz, to_float(dy_other[i]));
       if (mask.any() && !mask.on(m, r.c, i, xf)) dz = 0.f;
       if (dz_out) dz_out[i] = from_float<T>(dz);
@@ -120,12 +120,14 @@ enum class Sums { moments, gradient, masked_gradient };
 // vectors. Each thread walks its rows in increasing order, loading `kRows` rows ahead of
 // the additions, so its sums are added in the same order on every run. Three blocks a
 // multiprocessor (at most 80 registers): with one, as f64 sums and two rows in flight made it,
-// the masked reduction ran at 2.6 TB/s on an H200; now at 3.7.
-template <class T, Sums S>
+// the masked reduction ran at 2.6 TB/s on an H200; now at 3.7. Pooled: dy is a max pooling's
+// gradient, gathered per row through its window index (PooledDy).
+template <class T, Sums S, bool Pooled = false>
 __global__ void __launch_bounds__(kThreads, 3) vector_partial_kernel(int64_t M, int64_t C, const T* __restrict__ x,
                                                                   const T* dy,
                                                                   const T* __restrict__ dy_other,
                                                                   MaskSource<T> mask,
+                                                                  PooledDy<T> pooled,
                                                                   ChannelTensor saved_mean,
                                                                   T* dz_out,
                                                                   double* __restrict__ partial) {
@@ -157,7 +159,7 @@ __global__ void __launch_bounds__(kThreads, 3) vector_partial_kernel(int64_t M, 
         if (row < M) {
           const int64_t i = row * C + c0;
           xv[r] = load_vector(x + i);
-          if constexpr (S != Sums::moments) dv[r] = load_vector(dy + i);
+          if constexpr (S != Sums::moments) dv[r] = Pooled ? pooled.vector_at(dy, row, c0) : load_vector(dy + i);
           if constexpr (S != Sums::moments)
             if (dy_other) ov[r] = load_vector(dy_other + i);
           if constexpr (S == Sums::masked_gradient) {
@@ -380,7 +382,7 @@ void launch_train_statistics(ElemType act, const ChannelReductionPlan& plan, con
     const T* x = static_cast<const T*>(args.x);
     if (vectors) {
       vector_partial_kernel<T, Sums::moments><<<grid, block, 0, stream>>>(
-          plan.M, plan.C, x, nullptr, nullptr, MaskSource<T>{}, ChannelTensor{}, nullptr, partial);
+          plan.M, plan.C, x, nullptr, nullptr, MaskSource<T>{}, PooledDy<T>{}, ChannelTensor{}, nullptr, partial);
       check_launch("batchnorm vector_partial_kernel (moments)");
     } else {
       moments_partial_kernel<T><<<grid, block, 0, stream>>>(plan.M, plan.C, t.rows_per_chunk, x, partial);
@@ -409,16 +411,22 @@ void launch_backward_statistics(ElemType act, const ChannelReductionPlan& plan, 
     const BackwardInputs<T> in = backward_inputs<T>(args, plan.C);
     T* dz_out = static_cast<T*>(args.dresidual);
     if (vectors) {
-      if (in.masked())
-        vector_partial_kernel<T, Sums::masked_gradient><<<grid, block, 0, stream>>>(
-            plan.M, plan.C, in.x, in.dy, in.dy_other, in.mask, args.saved_mean, dz_out, partial);
+      auto launch = [&](auto kernel, MaskSource<T> mask) {
+        kernel<<<grid, block, 0, stream>>>(plan.M, plan.C, in.x, in.dy, in.dy_other, mask, in.pooled, args.saved_mean,
+                                           dz_out, partial);
+      };
+      if (in.masked() && in.pooled.any())
+        launch(vector_partial_kernel<T, Sums::masked_gradient, true>, in.mask);
+      else if (in.masked())
+        launch(vector_partial_kernel<T, Sums::masked_gradient>, in.mask);
+      else if (in.pooled.any())
+        launch(vector_partial_kernel<T, Sums::gradient, true>, MaskSource<T>{});
       else
-        vector_partial_kernel<T, Sums::gradient><<<grid, block, 0, stream>>>(
-            plan.M, plan.C, in.x, in.dy, in.dy_other, MaskSource<T>{}, args.saved_mean, dz_out, partial);
+        launch(vector_partial_kernel<T, Sums::gradient>, MaskSource<T>{});
       check_launch("batchnorm vector_partial_kernel (gradient)");
     } else {
       gradient_partial_kernel<T><<<grid, block, 0, stream>>>(plan.M, plan.C, t.rows_per_chunk, in.x, in.dy, in.dy_other,
-                                                             in.mask, args.saved_mean, dz_out, partial);
+                                                             in.mask, in.pooled, args.saved_mean, dz_out, partial);
       check_launch("batchnorm gradient_partial_kernel");
     }
   });

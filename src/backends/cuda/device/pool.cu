@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/common.cuh"
 #include "backends/cuda/device/pool.h"
+#include "backends/cuda/device/pool_gather.cuh"
 #include "backends/cuda/device/vector.cuh"
 #include "core/window_index.h"
 
@@ -56,17 +57,6 @@ __device__ __forceinline__ Window window_at(const PoolGeometry& g, int64_t p, in
   return {hs > 0 ? hs : 0, hs + g.R < g.H ? hs + g.R : g.H, ws > 0 ? ws : 0, ws + g.S < g.W ? ws + g.S : g.W};
 }
 
-// Output rows p whose window covers input row h: [lo, hi], empty when lo > hi.
-__device__ __forceinline__ void covering(int64_t h, int64_t pad, int64_t extent, int64_t stride, int64_t outputs,
-                                         int64_t& lo, int64_t& hi) {
-  // Extents, pads and strides are small: 32-bit division (64-bit division is emulated).
-  const int32_t first = static_cast<int32_t>(h + pad - extent + 1);  // lowest window start reaching h
-  const int32_t s = static_cast<int32_t>(stride);
-  lo = first <= 0 ? 0 : (first + s - 1) / s;
-  hi = static_cast<int32_t>(h + pad) / s;
-  if (hi > outputs - 1) hi = outputs - 1;
-}
-
 // relu(x·scale + shift) of channel c, rounded to T as bn_apply stores it (defer_bn_apply's
 // prologue, affine = [2, C] f32: scale, then shift), or x itself without an affine.
 template <class T>
@@ -102,12 +92,6 @@ template <class I>
 constexpr I kEmpty = static_cast<I>(~I{0});
 static_assert(kEmpty<unsigned char> == kEmptyWindow);
 
-// Window index of input cell (h, w) in the window of output (p, q).
-template <class I>
-__device__ __forceinline__ I window_cell(const PoolGeometry& g, int64_t p, int64_t q, int64_t h, int64_t w) {
-  return static_cast<I>((h - (p * g.stride_h - g.pad_h)) * g.S + (w - (q * g.stride_w - g.pad_w)));
-}
-
 // y and/or the window index of each output element (scalar path); either may be null.
 template <class T, class I>
 __global__ void maxpool_forward_kernel(PoolGeometry g, const T* __restrict__ x, const float* __restrict__ affine,
@@ -131,16 +115,9 @@ __global__ void maxpool_backward_kernel(PoolGeometry g, const I* __restrict__ in
   const int64_t total = g.N * g.H * g.W * g.C;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const Position at = unflatten(i, g.H, g.W, g.C);
-    int64_t p_lo, p_hi, q_lo, q_hi;
-    covering(at.row, g.pad_h, g.R, g.stride_h, g.P, p_lo, p_hi);
-    covering(at.col, g.pad_w, g.S, g.stride_w, g.Q, q_lo, q_hi);
-    float acc = 0.f;
-    for (int64_t p = p_lo; p <= p_hi; ++p)
-      for (int64_t q = q_lo; q <= q_hi; ++q) {
-        const int64_t o = ((at.n * g.P + p) * g.Q + q) * g.C + at.c;
-        if (index[o] == window_cell<I>(g, p, q, at.row, at.col)) acc = __fadd_rn(acc, to_float(dy[o]));
-      }
-    dx[i] = from_float<T>(acc);
+    float acc[1];
+    gather_pooled_gradient<1>(g, index, dy, at.n, at.row, at.col, at.c, acc);
+    dx[i] = from_float<T>(acc[0]);
   }
 }
 
@@ -415,20 +392,8 @@ __global__ void maxpool_backward_vec_kernel(PoolGeometry g, const I* __restrict_
   const int64_t groups = g.C / N, total = g.N * g.H * g.W * groups;
   for (int64_t i = grid_start(); i < total; i += grid_stride()) {
     const SpatialGroup at = unflatten_group(i, g.H, g.W, groups);
-    int64_t p_lo, p_hi, q_lo, q_hi;
-    covering(at.row, g.pad_h, g.R, g.stride_h, g.P, p_lo, p_hi);
-    covering(at.col, g.pad_w, g.S, g.stride_w, g.Q, q_lo, q_hi);
     float acc[N];
-    for (int j = 0; j < N; ++j) acc[j] = 0.f;
-    for (int64_t p = p_lo; p <= p_hi; ++p)
-      for (int64_t q = q_lo; q <= q_hi; ++q) {
-        const int64_t o = ((at.n * g.P + p) * g.Q + q) * g.C + at.group * N;
-        const I cell = window_cell<I>(g, p, q, at.row, at.col);
-        const IndexPack<I, N> a = *reinterpret_cast<const IndexPack<I, N>*>(index + o);
-        const Vec16<T> d = *reinterpret_cast<const Vec16<T>*>(dy + o);
-        for (int j = 0; j < N; ++j)
-          if (a.v[j] == cell) acc[j] = __fadd_rn(acc[j], to_float(d.v[j]));
-      }
+    gather_pooled_gradient<N>(g, index, dy, at.n, at.row, at.col, at.group * N, acc);
     Vec16<T> r;
     for (int j = 0; j < N; ++j) r.v[j] = from_float<T>(acc[j]);
     *reinterpret_cast<Vec16<T>*>(dx + i * N) = r;
