@@ -1,7 +1,8 @@
 // The optimizer steps: sgd_update and adamw_update, each one node that steps every parameter,
 // so the optimizer is one kernel over the flat parameter, gradient and state buffers.
 // Parameters and optimizer state update in place (outputs alias their inputs); the operand
-// layout and settings are ops/optimizer_params.h.
+// layout and settings are ops/optimizer_params.h. Gradients may be f16/bf16 beside f32
+// parameters (fold_gradient_cast).
 #include "ops/op_helpers.h"
 #include "ops/optimizer_params.h"
 
@@ -25,6 +26,19 @@ void expect_input_count(const Node& n, size_t expected, const std::string& layou
                 std::to_string(n.inputs.size()));
 }
 
+// A gradient has its parameter's shape and dtype, or is f16/bf16 beside an f32 parameter: the weight
+// gradient of mixed-precision training read without its f32 copy (passes/fold_gradient_cast.cpp),
+// which the optimizer widens exactly as the cast would.
+void expect_gradient_of(const ir::Value& param, const ir::Value& grad) {
+  if (grad.shape != param.shape)
+    throw Error("parameter and gradient: shapes differ, " + shape_str(param.shape) + " ('" + param.name + "') vs " +
+                shape_str(grad.shape) + " ('" + grad.name + "')");
+  if (grad.dtype == param.dtype) return;
+  if (param.dtype == DType::f32 && (grad.dtype == DType::f16 || grad.dtype == DType::bf16)) return;
+  throw Error("the gradient '" + grad.name + "' is " + std::string(dtype_name(grad.dtype)) + " beside the " +
+              std::string(dtype_name(param.dtype)) + " parameter '" + param.name + "'");
+}
+
 void register_sgd() {
   ir::OpDef sgd;
   sgd.name = "sgd_update";
@@ -42,7 +56,7 @@ void register_sgd() {
     std::vector<TypeInfo> out;
     for (size_t i = 0; i < p.count; ++i) {
       const auto& param = in_value(g, n, p.param(i));
-      expect_same_shape(param, in_value(g, n, p.grad(i)), "parameter and gradient");
+      expect_gradient_of(param, in_value(g, n, p.grad(i)));
       expect_same_shape(param, in_value(g, n, p.momentum_buffer(i)), "parameter and momentum");
       out.push_back({param.shape, param.dtype});
     }
@@ -80,7 +94,7 @@ void register_adamw() {
     std::vector<TypeInfo> out;
     for (size_t i = 0; i < p.count; ++i) {
       const auto& param = in_value(g, n, p.param(i));
-      expect_same_shape(param, in_value(g, n, p.grad(i)), "parameter and gradient");
+      expect_gradient_of(param, in_value(g, n, p.grad(i)));
       expect_same_shape(param, in_value(g, n, p.exp_avg(i)), "parameter and first moment");
       expect_same_shape(param, in_value(g, n, p.exp_avg_sq(i)), "parameter and second moment");
       out.push_back({param.shape, param.dtype});

@@ -152,6 +152,7 @@ void save_maxpool_index(ir::Graph& g, PassContext& ctx);  // training: max pooli
 void fold_maxpool_gradient(ir::Graph& g, PassContext& ctx);  // training: the BN backward routes a pooled gradient
 void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
 void append_optimizer(ir::Graph& g, PassContext& ctx);    // the optimizer step node
+void fold_gradient_cast(ir::Graph& g, PassContext& ctx);  // mixed precision: the optimizer reads f16 gradients
 void allreduce_gradients(ir::Graph& g, PassContext& ctx); // data parallel: gradients averaged over ranks
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
 void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations

@@ -80,6 +80,9 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"join_channel_gradients", join_channel_gradients, false, true});
     if (opt.optimizer) pm.add({"append_optimizer", append_optimizer, true});
     if (opt.distributed) pm.add({"allreduce_gradients", allreduce_gradients, true});
+    // The optimizers of cuda and cpu_ref read f16/bf16 gradients themselves.
+    if (opt.optimizer && opt.precision != DType::f32 && (opt.backend == "cuda" || opt.backend == "cpu_ref"))
+      pm.add({"fold_gradient_cast", fold_gradient_cast, false, true});
     pm.add({"fold_gradient_sum", fold_gradient_sum, false, true});
     // The window index first: a pooling whose backward no longer reads its input may take
     // the previous layer's batchnorm apply as its prologue.

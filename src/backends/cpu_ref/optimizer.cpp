@@ -2,9 +2,11 @@
 // semantics: sgd_update (weight decay, momentum, optional Nesterov) and adamw_update
 // (torch.optim.AdamW: decoupled weight decay, bias-corrected moments). Outputs normally alias
 // the parameter and state inputs; each element is read before it is written, so aliasing is
-// safe. Loss scaling (unscale, skip an overflowed step) is shared: loss_scaling.h.
+// safe. Loss scaling (unscale, skip an overflowed step) is shared: loss_scaling.h. Gradients
+// in f16/bf16 beside f32 parameters (fold_gradient_cast) are widened first.
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
@@ -91,12 +93,33 @@ void adamw_tensor(const AdamwStep& h, const TensorView& p_in, const TensorView& 
   }
 }
 
-}  // namespace
+// The step's arguments with every gradient narrower than its parameter (f16/bf16 beside f32:
+// passes/fold_gradient_cast.cpp) replaced by an f32 copy, widened by the cast kernel the fold
+// removed, so the step and its overflow check read exactly what they read before.
+class WidenedGradients {
+ public:
+  WidenedGradients(const KernelArgs& args, size_t first_param, size_t first_grad, size_t count) : args_(args) {
+    copies_.reserve(count);
+    for (size_t t = 0; t < count; ++t) {
+      TensorView& grad = args_.in[first_grad + t];
+      const DType to = args.in[first_param + t].dtype;
+      if (grad.dtype == to) continue;
+      copies_.emplace_back(static_cast<size_t>(grad.numel()) * dtype_size(to));
+      const TensorView wide{copies_.back().data(), grad.shape, to};
+      cast(KernelArgs{args.node, {grad}, {wide}});
+      grad = wide;
+    }
+  }
+  const KernelArgs& args() const { return args_; }
 
-void sgd_update(const KernelArgs& args) {
+ private:
+  KernelArgs args_;
+  std::vector<std::vector<std::byte>> copies_;
+};
+
+void sgd_step(const KernelArgs& args) {
   const ops::SgdParams op = ops::sgd_params(args.node);
   const size_t n = op.count;
-  expect_arity(args, op.inputs(), op.outputs());
   SgdStep h{read_scalar(args, args.in[0], "the learning rate"), op.momentum, op.weight_decay, op.nesterov};
   const ScaledStep scaled = loss_scaled_step(args, op.scaling, op.grad(0), n, op.loss_scale(), op.loss_scale_out());
   if (scaled.skip) {
@@ -117,10 +140,9 @@ void sgd_update(const KernelArgs& args) {
   }
 }
 
-void adamw_update(const KernelArgs& args) {
+void adamw_step(const KernelArgs& args) {
   const ops::AdamwParams op = ops::adamw_params(args.node);
   const size_t n = op.count;
-  expect_arity(args, op.inputs(), op.outputs());
   const double lr = read_scalar(args, args.in[0], "the learning rate");
   const double step = read_scalar(args, args.in[op.step()], "the step count");
   const ScaledStep scaled = loss_scaled_step(args, op.scaling, op.grad(0), n, op.loss_scale(), op.loss_scale_out());
@@ -153,6 +175,20 @@ void adamw_update(const KernelArgs& args) {
   }
   const TensorView& so = args.out[op.step_out()];
   dispatch_float(args, so.dtype, [&](auto tag) { so.as<decltype(tag)>()[0] = static_cast<decltype(tag)>(t_next); });
+}
+
+}  // namespace
+
+void sgd_update(const KernelArgs& args) {
+  const ops::SgdParams op = ops::sgd_params(args.node);
+  expect_arity(args, op.inputs(), op.outputs());
+  sgd_step(WidenedGradients(args, op.param(0), op.grad(0), op.count).args());
+}
+
+void adamw_update(const KernelArgs& args) {
+  const ops::AdamwParams op = ops::adamw_params(args.node);
+  expect_arity(args, op.inputs(), op.outputs());
+  adamw_step(WidenedGradients(args, op.param(0), op.grad(0), op.count).args());
 }
 
 }  // namespace trident::cpu_ref

@@ -4,6 +4,7 @@
 // (the usual layout), one flat loop covers them all; otherwise a device table of tensor
 // pointers, made at construction and refreshed only when the bound pointers change, drives one
 // launch. Loss scaling (overflow check, skipped step, new scale) is the same code for both.
+// Gradients may be f16/bf16 beside the f32 parameters (fold_gradient_cast).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -69,7 +70,11 @@ class OptimizerUpdate final : public Kernel {
     }
     for (size_t t = 0; t < n; ++t) {
       const ir::Value& p = input_value(node, g, 1 + t);
-      std::vector<const ir::Value*> all{&p, &input_value(node, g, 1 + n + t), &output_value(node, g, t)};
+      // The gradient may be f16/bf16 (fold_gradient_cast); the kernels widen it as they load it.
+      const ir::Value& grad = input_value(node, g, 1 + n + t);
+      expect_shape(node, grad, p.shape, "gradient");
+      grad_types_.push_back(elem_of(node, grad, "gradient"));
+      std::vector<const ir::Value*> all{&p, &output_value(node, g, t)};
       for (int k = 0; k < ops_.states; ++k) {
         all.push_back(&input_value(node, g, ops_.first_state + k * n + t));
         all.push_back(&output_value(node, g, (1 + k) * n + t));
@@ -77,7 +82,7 @@ class OptimizerUpdate final : public Kernel {
       for (const ir::Value* v : all) {
         if (v->dtype != DType::f32)
           fail(node, "'" + v->name + "' is " + std::string(dtype_name(v->dtype)) +
-                         "; the cuda optimizers keep parameters, gradients and their state in f32");
+                         "; the cuda optimizers keep parameters and their state in f32");
         expect_shape(node, *v, p.shape, "parameter, gradient or optimizer state tensor");
       }
     }
@@ -101,7 +106,7 @@ class OptimizerUpdate final : public Kernel {
     for (size_t t = 0; t < n; ++t) {
       const int64_t numel = a.in[1 + t].numel();
       OptimizerTensor& d = now[t];
-      d = {a.in[1 + t].as<const float>(), a.in[1 + n + t].as<const float>(), {nullptr, nullptr},
+      d = {a.in[1 + t].as<const float>(), a.in[1 + n + t].data, grad_types_[t], {nullptr, nullptr},
            a.out[t].as<float>(), {nullptr, nullptr}, numel, chunks};
       for (int k = 0; k < ops_.states; ++k) {
         d.state[k] = a.in[ops_.first_state + k * n + t].as<const float>();
@@ -142,14 +147,16 @@ class OptimizerUpdate final : public Kernel {
   // describes the whole run.
   bool end_to_end(const std::vector<OptimizerTensor>& ts, OptimizerTensor& all) const {
     // Compared as addresses: the pointers name device memory, never dereferenced here.
-    auto follows = [](const void* p, const void* base, int64_t elements) {
-      return reinterpret_cast<uintptr_t>(p) == reinterpret_cast<uintptr_t>(base) + sizeof(float) * elements;
+    auto follows = [](const void* p, const void* base, int64_t elements, size_t bytes = sizeof(float)) {
+      return reinterpret_cast<uintptr_t>(p) == reinterpret_cast<uintptr_t>(base) + bytes * elements;
     };
     all = ts[0];
     all.numel = 0;
+    const size_t grad_bytes = all.grad_type == device::ElemType::f32 ? sizeof(float) : 2;
     for (const OptimizerTensor& t : ts) {
       const int64_t at = all.numel;
-      if (!follows(t.param, all.param, at) || !follows(t.grad, all.grad, at) || !follows(t.param_out, all.param_out, at))
+      if (!follows(t.param, all.param, at) || t.grad_type != all.grad_type ||
+          !follows(t.grad, all.grad, at, grad_bytes) || !follows(t.param_out, all.param_out, at))
         return false;
       for (int k = 0; k < ops_.states; ++k)
         if (!follows(t.state[k], all.state[k], at) || !follows(t.state_out[k], all.state_out[k], at)) return false;
@@ -190,6 +197,7 @@ class OptimizerUpdate final : public Kernel {
   OptimizerTensor* table_ = nullptr;  // device copy of host_table_
   std::vector<OptimizerTensor> host_table_;
   bool table_uploaded_ = false;
+  std::vector<device::ElemType> grad_types_;  // per parameter: f32, or f16/bf16 (fold_gradient_cast)
 };
 
 }  // namespace

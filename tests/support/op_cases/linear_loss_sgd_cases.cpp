@@ -3,7 +3,7 @@
 // cross-entropy and its gradient (class counts from 3 to several thousand), sgd_update over
 // several tensors with and without momentum, weight decay and Nesterov, in place and into separate
 // buffers, and adamw_update at its first and a later step, with loss scaling and with a skipped
-// (overflowed) step.
+// (overflowed) step; both optimizers also with f16/bf16 gradients beside f32 parameters.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -50,14 +50,15 @@ void wide_logits_any_label(GraphRunner& r, const ir::Graph& g) {
   }
 }
 
-ir::Graph sgd_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool state_roles) {
+// `grads`: the gradients' dtype; f16/bf16 beside the f32 parameters is fold_gradient_cast's form.
+ir::Graph sgd_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool state_roles, DType grads = DType::f32) {
   ir::Graph g;
   std::vector<int> in{g.add_input("lr", {1})};
   const size_t n = shapes.size();
   for (size_t i = 0; i < n; ++i)
     in.push_back(state_roles ? g.add_parameter("p" + std::to_string(i), shapes[i], {})
                              : g.add_input("p" + std::to_string(i), shapes[i]));
-  for (size_t i = 0; i < n; ++i) in.push_back(g.add_input("g" + std::to_string(i), shapes[i]));
+  for (size_t i = 0; i < n; ++i) in.push_back(g.add_input("g" + std::to_string(i), shapes[i], grads));
   for (size_t i = 0; i < n; ++i)
     in.push_back(state_roles ? g.add_state("m" + std::to_string(i), shapes[i], {})
                              : g.add_input("m" + std::to_string(i), shapes[i]));
@@ -69,7 +70,8 @@ ir::Graph sgd_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool s
 
 // adamw_update over `shapes`: lr, params p<i>, grads g<i>, moments m<i> and v<i>, the step count,
 // and with loss scaling the scale and good-step count.
-ir::Graph adamw_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool state_roles, bool scaling) {
+ir::Graph adamw_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool state_roles, bool scaling,
+                      DType grads = DType::f32) {
   ir::Graph g;
   std::vector<int> in{g.add_input("lr", {1})};
   const size_t n = shapes.size();
@@ -80,7 +82,7 @@ ir::Graph adamw_graph(const std::vector<Shape>& shapes, const Attrs& hyper, bool
     return state_roles ? g.add_state(name, s, {}) : g.add_input(name, s);
   };
   for (size_t i = 0; i < n; ++i) in.push_back(param("p" + std::to_string(i), shapes[i]));
-  for (size_t i = 0; i < n; ++i) in.push_back(g.add_input("g" + std::to_string(i), shapes[i]));
+  for (size_t i = 0; i < n; ++i) in.push_back(g.add_input("g" + std::to_string(i), shapes[i], grads));
   for (size_t i = 0; i < n; ++i) in.push_back(state("m" + std::to_string(i), shapes[i]));
   for (size_t i = 0; i < n; ++i) in.push_back(state("v" + std::to_string(i), shapes[i]));
   in.push_back(state("step", {1}));
@@ -287,6 +289,35 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
       adamw_inputs(r, g, small.size(), 2);
       if (overflow) r.view(g.find_value("g1")).as<float>()[3] = std::numeric_limits<float>::infinity();
     };
+    cases.push_back(std::move(c));
+  }
+  // Gradients in f16 and bf16 beside the f32 parameters (fold_gradient_cast), against the same
+  // step reading their f32 values: SGD in place and over the tensor table, AdamW loss-scaled with
+  // and without an overflow (an inf in f16). cuda's form (the cpu backend keeps f32 gradients).
+  for (bool table : {false, true}) {
+    const Attrs hyper{{"momentum", 0.9}, {"weight_decay", 5e-4}, {"nesterov", int64_t{0}}};
+    OpCase c;
+    c.name = std::string("sgd_update_narrow_gradients") + (table ? "_tensor_table" : "");
+    c.build = [=](DType d) { return table ? sgd_graph(params, hyper, true, d) : sgd_graph(small, hyper, false, d); };
+    c.dtypes = {DType::f16, DType::bf16};
+    if (table) c.outputs = updated;
+    c.prepare = [](GraphRunner& r, const ir::Graph& g) { r.view(g.find_value("lr")).as<float>()[0] = 0.1f; };
+    c.measure = Measure::PerElement;
+    c.backends = {"cuda"};
+    cases.push_back(std::move(c));
+  }
+  for (bool overflow : {false, true}) {
+    const Attrs hyper{{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}};
+    OpCase c = per_element_case(std::string("adamw_update_narrow_gradients_loss_scaled") + (overflow ? "_overflow" : ""),
+                                [=](DType d) { return adamw_graph(small, hyper, false, true, d); });
+    c.dtypes = {DType::f16, DType::bf16};
+    c.prepare = [=](GraphRunner& r, const ir::Graph& g) {
+      adamw_inputs(r, g, small.size(), 2);
+      if (!overflow) return;
+      TensorView g1 = r.view(g.find_value("g1"));
+      g1.as<uint16_t>()[3] = g1.dtype == DType::f16 ? 0x7c00 : 0x7f80;  // +inf
+    };
+    c.backends = {"cuda"};
     cases.push_back(std::move(c));
   }
   // Parameters of odd sizes laid out by the planner (parameters, inputs, state): the tensor table.

@@ -1,5 +1,5 @@
 // Optimizer kernels of the cuda backend, PyTorch semantics: SGD (weight decay, momentum,
-// Nesterov) and AdamW (torch.optim.AdamW), in f32 with the same rounding steps as the reference
+// Nesterov) and AdamW (torch.optim.AdamW), in f32 (gradients may arrive in f16/bf16) with the same rounding steps as the reference
 // backend (no fused multiply-adds), so a step matches cpu_ref closely (SGD bit for bit). Each
 // element is read before it is written by the same thread, so the in-place update is safe; no
 // atomics, so every run gives the same bits.
@@ -29,17 +29,23 @@ __device__ __forceinline__ float unscaled(float grad, float factor) {
   return factor == 1.f ? grad : __fmul_rn(grad, factor);
 }
 
+// Gradient element i in f32 (widening f16/bf16 is exact, as the cast it replaces).
+__device__ __forceinline__ float gradient(const OptimizerTensor& t, int64_t i) {
+  return load_as_float(t.grad, t.grad_type, i);
+}
+
+// The elements' math on values: parameter p and its gradient g (unscaled) in, the states s
+// updated in place, the new parameter returned.
 struct SgdElement {
   float lr;
   SgdHyper h;
   static constexpr int kStates = 1;
-  __device__ __forceinline__ void operator()(const OptimizerTensor& t, int64_t i, float factor) const {
-    const float p = t.param[i];
-    const float g = __fadd_rn(unscaled(t.grad[i], factor), __fmul_rn(h.weight_decay, p));
-    const float m = __fadd_rn(__fmul_rn(h.momentum, t.state[0][i]), g);
-    t.state_out[0][i] = m;
+  __device__ __forceinline__ float update(float p, float grad, float (&s)[kStates]) const {
+    const float g = __fadd_rn(grad, __fmul_rn(h.weight_decay, p));
+    const float m = __fadd_rn(__fmul_rn(h.momentum, s[0]), g);
+    s[0] = m;
     const float step = h.nesterov ? __fadd_rn(g, __fmul_rn(h.momentum, m)) : m;
-    t.param_out[i] = __fsub_rn(p, __fmul_rn(lr, step));
+    return __fsub_rn(p, __fmul_rn(lr, step));
   }
 };
 
@@ -57,40 +63,105 @@ struct AdamwElement {
     sqrt_bc2 = static_cast<float>(sqrt(1.0 - pow(h.beta2, t)));
     eps = static_cast<float>(h.eps);
   }
-  __device__ __forceinline__ void operator()(const OptimizerTensor& t, int64_t i, float factor) const {
-    const float g = unscaled(t.grad[i], factor);
-    const float p = __fmul_rn(t.param[i], decay);
-    const float m_in = t.state[0][i];
+  __device__ __forceinline__ float update(float param, float g, float (&s)[kStates]) const {
+    const float p = __fmul_rn(param, decay);
+    const float m_in = s[0];
     const float m = __fadd_rn(m_in, __fmul_rn(one_minus_beta1, __fsub_rn(g, m_in)));
-    const float v = __fadd_rn(__fmul_rn(t.state[1][i], beta2), __fmul_rn(__fmul_rn(one_minus_beta2, g), g));
-    t.state_out[0][i] = m;
-    t.state_out[1][i] = v;
+    const float v = __fadd_rn(__fmul_rn(s[1], beta2), __fmul_rn(__fmul_rn(one_minus_beta2, g), g));
+    s[0] = m;
+    s[1] = v;
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), sqrt_bc2), eps);
-    t.param_out[i] = __fsub_rn(p, __fmul_rn(step_size, __fdiv_rn(m, denom)));
+    return __fsub_rn(p, __fmul_rn(step_size, __fdiv_rn(m, denom)));
   }
 };
 
 template <class Element>
 __device__ __forceinline__ void step_element(const Element& e, const OptimizerTensor& t, int64_t i, float factor) {
-  if (factor != factor) keep_element(t, i, Element::kStates);
-  else e(t, i, factor);
+  if (factor != factor) {
+    keep_element(t, i, Element::kStates);
+    return;
+  }
+  float s[Element::kStates];
+  for (int k = 0; k < Element::kStates; ++k) s[k] = t.state[k][i];
+  const float p = e.update(t.param[i], unscaled(gradient(t, i), factor), s);
+  for (int k = 0; k < Element::kStates; ++k) t.state_out[k][i] = s[k];
+  t.param_out[i] = p;
+}
+
+// Elements [i, i + 4) in 16-byte loads and stores (the gradient in 8 bytes when it is f16/bf16):
+// the same math as step_element, element by element. The tensor must be packable and i a
+// multiple of 4.
+__device__ __forceinline__ bool packable(const OptimizerTensor& t, int states) {
+  auto aligned = [](const void* p, unsigned bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; };
+  bool ok = aligned(t.param, 16) && aligned(t.param_out, 16) && aligned(t.grad, t.grad_type == ElemType::f32 ? 16 : 8);
+  for (int k = 0; k < states; ++k) ok = ok && aligned(t.state[k], 16) && aligned(t.state_out[k], 16);
+  return ok;
+}
+
+__device__ __forceinline__ void gradient_pack(const OptimizerTensor& t, int64_t i, float (&g)[4]) {
+  if (t.grad_type == ElemType::f32) {
+    const float4 v = *reinterpret_cast<const float4*>(static_cast<const float*>(t.grad) + i);
+    g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
+    return;
+  }
+  const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const unsigned short*>(t.grad) + i);
+  const unsigned short h[4] = {static_cast<unsigned short>(v.x & 0xffffu), static_cast<unsigned short>(v.x >> 16),
+                               static_cast<unsigned short>(v.y & 0xffffu), static_cast<unsigned short>(v.y >> 16)};
+  for (int j = 0; j < 4; ++j)
+    g[j] = t.grad_type == ElemType::f16 ? __half2float(__ushort_as_half(h[j])) : __bfloat162float(__ushort_as_bfloat16(h[j]));
+}
+
+__device__ __forceinline__ float4 as_float4(const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
+
+template <class Element>
+__device__ __forceinline__ void step_pack(const Element& e, const OptimizerTensor& t, int64_t i, float factor) {
+  constexpr int K = Element::kStates;
+  if (factor != factor) {
+    for (int j = 0; j < 4; ++j) keep_element(t, i + j, K);
+    return;
+  }
+  const float4 p = *reinterpret_cast<const float4*>(t.param + i);
+  float4 s4[K];
+  for (int k = 0; k < K; ++k) s4[k] = *reinterpret_cast<const float4*>(t.state[k] + i);
+  float g[4];
+  gradient_pack(t, i, g);
+  const float pv[4] = {p.x, p.y, p.z, p.w};
+  float out[4], s_out[K][4];
+  for (int j = 0; j < 4; ++j) {
+    float s[K];
+    for (int k = 0; k < K; ++k) s[k] = j == 0 ? s4[k].x : j == 1 ? s4[k].y : j == 2 ? s4[k].z : s4[k].w;
+    out[j] = e.update(pv[j], unscaled(g[j], factor), s);
+    for (int k = 0; k < K; ++k) s_out[k][j] = s[k];
+  }
+  for (int k = 0; k < K; ++k) *reinterpret_cast<float4*>(t.state_out[k] + i) = as_float4(s_out[k]);
+  *reinterpret_cast<float4*>(t.param_out + i) = as_float4(out);
+}
+
+// Elements [begin, end) of one tensor by the threads `lane`, `lane + lanes`, …: packs of 4 where
+// the tensor allows (begin a multiple of 4), then the tail one by one.
+template <class Element>
+__device__ __forceinline__ void step_range(const Element& e, const OptimizerTensor& t, int64_t begin, int64_t end,
+                                           int64_t lane, int64_t lanes, float factor) {
+  int64_t i = begin;
+  if (begin % 4 == 0 && packable(t, Element::kStates)) {
+    const int64_t packs = (end - begin) / 4;
+    for (int64_t k = lane; k < packs; k += lanes) step_pack(e, t, begin + 4 * k, factor);
+    i = begin + 4 * packs;
+  }
+  for (int64_t k = i + lane; k < end; k += lanes) step_element(e, t, k, factor);
 }
 
 __global__ void sgd_flat_kernel(const float* __restrict__ lr, OptimizerTensor all, SgdHyper h) {
-  const SgdElement e{*lr, h};
-  const float factor = gradient_factor(h.scaling);
-  for (int64_t i = grid_start(); i < all.numel; i += grid_stride()) step_element(e, all, i, factor);
+  step_range(SgdElement{*lr, h}, all, 0, all.numel, grid_start(), grid_stride(), gradient_factor(h.scaling));
 }
 
 __global__ void adamw_flat_kernel(const float* __restrict__ lr, OptimizerTensor all, AdamwHyper h) {
-  const AdamwElement e(*lr, h);
-  const float factor = gradient_factor(h.scaling);
-  for (int64_t i = grid_start(); i < all.numel; i += grid_stride()) step_element(e, all, i, factor);
+  step_range(AdamwElement(*lr, h), all, 0, all.numel, grid_start(), grid_stride(), gradient_factor(h.scaling));
 }
 
-__global__ void nonfinite_flat_kernel(const float* __restrict__ grad, int64_t n, int* flag) {
+__global__ void nonfinite_flat_kernel(OptimizerTensor all, int* flag) {
   bool bad = false;
-  for (int64_t i = grid_start(); i < n; i += grid_stride()) bad |= !isfinite(grad[i]);
+  for (int64_t i = grid_start(); i < all.numel; i += grid_stride()) bad |= !isfinite(gradient(all, i));
   if (bad) *flag = 1;  // every writer writes the same value
 }
 
@@ -118,7 +189,7 @@ __global__ void nonfinite_table_kernel(const OptimizerTensor* __restrict__ table
   bool bad = false;
   for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
     const TableChunk c = table_chunk(table, count, chunk);
-    for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) bad |= !isfinite(c.t.grad[i]);
+    for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) bad |= !isfinite(gradient(c.t, i));
   }
   if (bad) *flag = 1;
 }
@@ -148,7 +219,7 @@ __device__ __forceinline__ void table_steps(const Element& e, const OptimizerTen
                                             int64_t total_chunks, float factor) {
   for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
     const TableChunk c = table_chunk(table, count, chunk);
-    for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) step_element(e, c.t, i, factor);
+    step_range(e, c.t, c.begin, c.end, threadIdx.x, blockDim.x, factor);
   }
 }
 
@@ -171,7 +242,7 @@ unsigned table_blocks(int64_t total_chunks) {
 void launch_find_nonfinite_flat(const OptimizerTensor& all, int* flag, cudaStream_t stream) {
   check(cudaMemsetAsync(flag, 0, sizeof(int), stream), "clearing the overflow flag");
   if (all.numel <= 0) return;
-  nonfinite_flat_kernel<<<grid_for(all.numel), kThreads, 0, stream>>>(all.grad, all.numel, flag);
+  nonfinite_flat_kernel<<<grid_for(all.numel), kThreads, 0, stream>>>(all, flag);
   check_launch("nonfinite_flat_kernel");
 }
 

@@ -1,4 +1,5 @@
-// Host launchers of the optimizer kernels (device/optimizer.cu), f32 only: SGD and AdamW over
+// Host launchers of the optimizer kernels (device/optimizer.cu), f32 parameters and state with
+// f32, f16 or bf16 gradients: SGD and AdamW over
 // the same tensor description, and the loss-scaling pieces both share. The learning rate (and
 // AdamW's step count) are [1] tensors read on the GPU. Two forms: one flat loop when every
 // parameter, gradient and state tensor lies end to end in its buffer (the flat-buffer layout),
@@ -38,7 +39,8 @@ struct AdamwHyper {
 // state[1].
 struct OptimizerTensor {
   const float* param;
-  const float* grad;
+  const void* grad;  // f32, or f16/bf16 (fold_gradient_cast), widened as it is loaded
+  ElemType grad_type;
   const float* state[2];
   float* param_out;
   float* state_out[2];
