@@ -45,8 +45,7 @@ TEST_P(GpuDataParallel, OneRankOfNcclTrainsTheBitsOfASingleProcess) {
   try {
     ranked = test_support::train_deterministic_on_gpu(model, train_options(GetParam(), true), 4, 10, with_world);
   } catch (const Error& e) {
-    if (std::string(e.what()).find("libnccl.so.2 could not be loaded") != std::string::npos)
-      GTEST_SKIP() << "NCCL is not installed here: " << e.what();
+    if (test_support::nccl_missing(e)) GTEST_SKIP() << "NCCL is not installed here: " << e.what();
     throw;
   }
   const auto alone = test_support::train_deterministic_on_gpu(model, train_options(GetParam(), false), 4, 10);

@@ -102,8 +102,7 @@ TEST_P(GpuSyncBatchnorm, OneRankOfNcclTrainsThePlainBatchnormsBits) {
       EXPECT_GE(summing, nodes) << "fewer kernels sum their statistics over the ranks than there are batchnorm nodes";
       synced = test_support::train_deterministic_on_gpu(model, opt, 4, 10, synced_over_one_rank());
     } catch (const Error& e) {
-      if (std::string(e.what()).find("libnccl.so.2 could not be loaded") != std::string::npos)
-        GTEST_SKIP() << "NCCL is not installed here: " << e.what();
+      if (test_support::nccl_missing(e)) GTEST_SKIP() << "NCCL is not installed here: " << e.what();
       throw;
     }
     const auto plain = test_support::train_deterministic_on_gpu(model, opt, 4, 10);

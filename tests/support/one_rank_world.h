@@ -4,7 +4,9 @@
 #pragma once
 #include <cstdlib>
 #include <memory>
+#include <string>
 
+#include "core/error.h"
 #include "runtime/distributed/world.h"
 
 namespace trident::test_support {
@@ -22,5 +24,10 @@ class OneRankWorld final : public distributed::World {
   std::shared_ptr<World> split(int) override { return std::make_shared<OneRankWorld>(); }
   [[noreturn]] void abort(int code) override { std::_Exit(code); }
 };
+
+// Whether `e` says this machine has no NCCL library (a GPU test of the NCCL path then skips).
+inline bool nccl_missing(const Error& e) {
+  return std::string(e.what()).find("libnccl.so.2 could not be loaded") != std::string::npos;
+}
 
 }  // namespace trident::test_support

@@ -78,20 +78,29 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm_) nccl_api().comm_destroy(comm_);  // failures at tear-down are ignored
 }
 
-void NcclCommunicator::average(const std::vector<std::pair<float*, size_t>>& spans, cudaStream_t stream) const {
+namespace {
+
+// One all-reduce per span — `reduce(api, span)` enqueues it — inside one group of calls.
+template <class Span, class Reduce>
+void in_one_group(const std::vector<Span>& spans, Reduce reduce) {
   const NcclApi& api = nccl_api();
   check(api.group_start(), "starting a group of all-reduces");
-  for (const auto& [data, count] : spans)
-    check(api.all_reduce(data, data, count, ncclFloat32, ncclAvg, comm_, stream), "enqueuing an all-reduce");
+  for (const Span& s : spans) check(reduce(api, s), "enqueuing an all-reduce");
   check(api.group_end(), "ending a group of all-reduces");
 }
 
+}  // namespace
+
+void NcclCommunicator::average(const std::vector<std::pair<float*, size_t>>& spans, cudaStream_t stream) const {
+  in_one_group(spans, [&](const NcclApi& api, const std::pair<float*, size_t>& s) {
+    return api.all_reduce(s.first, s.first, s.second, ncclFloat32, ncclAvg, comm_, stream);
+  });
+}
+
 void NcclCommunicator::sum(const std::vector<SumSpan>& spans, cudaStream_t stream) const {
-  const NcclApi& api = nccl_api();
-  check(api.group_start(), "starting a group of all-reduces");
-  for (const SumSpan& s : spans)
-    check(api.all_reduce(s.in, s.out, s.count, s.type, ncclSum, comm_, stream), "enqueuing an all-reduce");
-  check(api.group_end(), "ending a group of all-reduces");
+  in_one_group(spans, [&](const NcclApi& api, const SumSpan& s) {
+    return api.all_reduce(s.in, s.out, s.count, s.type, ncclSum, comm_, stream);
+  });
 }
 
 std::string NcclCommunicator::version() {

@@ -217,41 +217,39 @@ TEST(DataParallel, AveragedGradientIsTheMeanOfTheRanksGradients) {
 // and parameters after an epoch, then the sharded evaluation.
 void expect_two_ranks_train_the_global_batch(const std::string& backend) {
   const data::Dataset ds = dataset(7 * kHalf + 3);  // 3 steps of 8; evaluation ends in a partial batch
-  {
-    const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
-    runtime::TrainConfig ranked = cfg;
-    ranked.backend_options.world = world();
-    // Small buckets, so the gradients go in several allreduce calls.
-    ranked.compile.allreduce_bucket_bytes = 2048;
+  const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
+  runtime::TrainConfig ranked = cfg;
+  ranked.backend_options.world = world();
+  // Small buckets, so the gradients go in several allreduce calls.
+  ranked.compile.allreduce_bucket_bytes = 2048;
 
-    runtime::Trainer mine(plain_network(kHalf), ranked);
-    EXPECT_GE(count_op(mine.train_executable().graph(), "allreduce_mean"), 2);
-    EXPECT_EQ(mine.global_batch(), 2 * kHalf);
-    const runtime::EpochStats st = train_my_shard(mine, ds);
+  runtime::Trainer mine(plain_network(kHalf), ranked);
+  EXPECT_GE(count_op(mine.train_executable().graph(), "allreduce_mean"), 2);
+  EXPECT_EQ(mine.global_batch(), 2 * kHalf);
+  const runtime::EpochStats st = train_my_shard(mine, ds);
 
-    runtime::Trainer alone(plain_network(2 * kHalf), cfg);
-    data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
-    const runtime::EpochStats ref = alone.train_epoch(all, 0, 1);
+  runtime::Trainer alone(plain_network(2 * kHalf), cfg);
+  data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
+  const runtime::EpochStats ref = alone.train_epoch(all, 0, 1);
 
-    EXPECT_EQ(mine.step(), 3);
-    EXPECT_EQ(alone.step(), 3);
-    EXPECT_NEAR(st.loss, ref.loss, 1e-5 * std::abs(ref.loss));
-    EXPECT_DOUBLE_EQ(st.accuracy, ref.accuracy);
-    const runtime::WeightMap got = mine.train_executable().export_weights(),
-                             want = alone.train_executable().export_weights();
-    ASSERT_EQ(got.size(), want.size());
-    for (const auto& [name, tensor] : want) {
-      ASSERT_TRUE(got.count(name)) << name;
-      expect_close(floats(got.at(name)), floats(tensor), name, false);
-    }
-
-    // Evaluation: each rank its shard, counts summed over both.
-    const runtime::EvalStats ev = mine.evaluate(ds), ev_ref = alone.evaluate(ds);
-    EXPECT_EQ(ev.samples, ds.count);
-    EXPECT_EQ(ev.samples, ev_ref.samples);
-    EXPECT_DOUBLE_EQ(ev.accuracy, ev_ref.accuracy);
-    EXPECT_NEAR(ev.loss, ev_ref.loss, 1e-5 * std::abs(ev_ref.loss));
+  EXPECT_EQ(mine.step(), 3);
+  EXPECT_EQ(alone.step(), 3);
+  EXPECT_NEAR(st.loss, ref.loss, 1e-5 * std::abs(ref.loss));
+  EXPECT_DOUBLE_EQ(st.accuracy, ref.accuracy);
+  const runtime::WeightMap got = mine.train_executable().export_weights(),
+                           want = alone.train_executable().export_weights();
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, tensor] : want) {
+    ASSERT_TRUE(got.count(name)) << name;
+    expect_close(floats(got.at(name)), floats(tensor), name, false);
   }
+
+  // Evaluation: each rank its shard, counts summed over both.
+  const runtime::EvalStats ev = mine.evaluate(ds), ev_ref = alone.evaluate(ds);
+  EXPECT_EQ(ev.samples, ds.count);
+  EXPECT_EQ(ev.samples, ev_ref.samples);
+  EXPECT_DOUBLE_EQ(ev.accuracy, ev_ref.accuracy);
+  EXPECT_NEAR(ev.loss, ev_ref.loss, 1e-5 * std::abs(ev_ref.loss));
 }
 
 TEST(DataParallel, TwoRanksTrainTheParametersOfOneProcessOfTheGlobalBatch) {
@@ -278,46 +276,44 @@ TEST(DataParallel, TwoGpusTrainTheParametersOfOneProcessOfTheGlobalBatch) {
 // Without sync-BN the same run must miss the running statistics, or this test proves nothing.
 void expect_sync_bn_trains_the_global_batch(const std::string& backend) {
   const data::Dataset ds = dataset(6 * kHalf);  // 3 steps of 8
-  {
-    const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
-    runtime::Trainer alone(two_bn_network(2 * kHalf), cfg);
-    data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
-    const runtime::EpochStats ref = alone.train_epoch(all, 0, 1);
-    const runtime::WeightMap want = alone.train_executable().export_weights();
+  const runtime::TrainConfig cfg = one_epoch_of_sgd(backend);
+  runtime::Trainer alone(two_bn_network(2 * kHalf), cfg);
+  data::BatchIterator all(ds, 2 * kHalf, true, 5, true);
+  const runtime::EpochStats ref = alone.train_epoch(all, 0, 1);
+  const runtime::WeightMap want = alone.train_executable().export_weights();
 
-    for (const bool sync : {true, false}) {
-      SCOPED_TRACE(sync ? "sync-BN" : "per-rank BN");
-      runtime::TrainConfig ranked = cfg;
-      ranked.backend_options.world = world();
-      ranked.backend_options.sync_batchnorm = sync;
-      runtime::Trainer mine(two_bn_network(kHalf), ranked);
-      const runtime::EpochStats st = train_my_shard(mine, ds);
-      ASSERT_EQ(mine.step(), 3);
-      const runtime::WeightMap got = mine.train_executable().export_weights();
-      ASSERT_EQ(got.size(), want.size());
-      if (!sync) {
-        double worst = 0;  // the largest relative difference of a running statistic
-        for (const auto& [name, tensor] : want) {
-          if (name.find("running_") == std::string::npos) continue;
-          const std::vector<float> a = floats(got.at(name)), b = floats(tensor);
-          for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1e-3 + std::abs(b[i])));
-        }
-        EXPECT_GT(worst, 1e-3) << "per-rank statistics matched the global batch's: the sync-BN case is not sensitive";
-        continue;
-      }
-      EXPECT_NEAR(st.loss, ref.loss, 1e-5 * std::abs(ref.loss));
-      EXPECT_DOUBLE_EQ(st.accuracy, ref.accuracy);
-      int statistics = 0;
+  for (const bool sync : {true, false}) {
+    SCOPED_TRACE(sync ? "sync-BN" : "per-rank BN");
+    runtime::TrainConfig ranked = cfg;
+    ranked.backend_options.world = world();
+    ranked.backend_options.sync_batchnorm = sync;
+    runtime::Trainer mine(two_bn_network(kHalf), ranked);
+    const runtime::EpochStats st = train_my_shard(mine, ds);
+    ASSERT_EQ(mine.step(), 3);
+    const runtime::WeightMap got = mine.train_executable().export_weights();
+    ASSERT_EQ(got.size(), want.size());
+    if (!sync) {
+      double worst = 0;  // the largest relative difference of a running statistic
       for (const auto& [name, tensor] : want) {
-        ASSERT_TRUE(got.count(name)) << name;
-        const bool statistic = name.find("running_") != std::string::npos;
-        statistics += statistic;
-        const bool tight = statistic && backend == "cpu_ref";
-        expect_close(floats(got.at(name)), floats(tensor), name, false,
-                     tight ? test_support::Tolerance{1e-7, 1e-5} : test_support::tolerance(DType::f32));
+        if (name.find("running_") == std::string::npos) continue;
+        const std::vector<float> a = floats(got.at(name)), b = floats(tensor);
+        for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1e-3 + std::abs(b[i])));
       }
-      EXPECT_EQ(statistics, 4);  // running mean and variance of bn1 and bn2
+      EXPECT_GT(worst, 1e-3) << "per-rank statistics matched the global batch's: the sync-BN case is not sensitive";
+      continue;
     }
+    EXPECT_NEAR(st.loss, ref.loss, 1e-5 * std::abs(ref.loss));
+    EXPECT_DOUBLE_EQ(st.accuracy, ref.accuracy);
+    int statistics = 0;
+    for (const auto& [name, tensor] : want) {
+      ASSERT_TRUE(got.count(name)) << name;
+      const bool statistic = name.find("running_") != std::string::npos;
+      statistics += statistic;
+      const bool tight = statistic && backend == "cpu_ref";
+      expect_close(floats(got.at(name)), floats(tensor), name, false,
+                   tight ? test_support::Tolerance{1e-7, 1e-5} : test_support::tolerance(DType::f32));
+    }
+    EXPECT_EQ(statistics, 4);  // running mean and variance of bn1 and bn2
   }
 }
 
