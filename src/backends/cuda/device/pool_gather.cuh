@@ -72,7 +72,7 @@ struct FastDivider {
 // Windows that tile their input (stride = window, no padding; VGG's 2×2): each cell lies in one
 // window at most, so its gradient is one term, found by a few multiplications instead of the
 // gather's loops. `fits` says whether the geometry is of that kind (and small enough for 32-bit
-// arithmetic); only then may `locate` be used.
+// arithmetic, with room for a grid-stride step past the last row); only then may `locate` be used.
 struct TiledWindows {
   uint32_t H = 0, W = 0, P = 0, Q = 0, R = 1, S = 1;
   FastDivider by_W, by_H, by_R, by_S;
@@ -80,7 +80,7 @@ struct TiledWindows {
   TiledWindows() = default;
   explicit TiledWindows(const PoolGeometry& g) {
     fits = g.stride_h == g.R && g.stride_w == g.S && g.pad_h == 0 && g.pad_w == 0 && g.R * g.S < 255 &&
-           g.N * g.H * g.W < (int64_t{1} << 32) && g.N * g.P * g.Q * g.C < (int64_t{1} << 32) && g.R > 0 && g.S > 0;
+           g.N * g.H * g.W < (int64_t{1} << 31) && g.N * g.P * g.Q * g.C < (int64_t{1} << 31) && g.R > 0 && g.S > 0;
     if (!fits) return;
     H = static_cast<uint32_t>(g.H), W = static_cast<uint32_t>(g.W), P = static_cast<uint32_t>(g.P);
     Q = static_cast<uint32_t>(g.Q), R = static_cast<uint32_t>(g.R), S = static_cast<uint32_t>(g.S);
