@@ -245,10 +245,6 @@ struct BackwardInputs {
   MaskSource<T> mask;
   PooledDy<T> pooled;
   bool masked() const { return mask.any(); }
-  // The scalar paths' incoming gradient of element i = (m, c).
-  __device__ __forceinline__ float dy_at(int64_t m, int64_t c, int64_t i) const {
-    return pooled.any() ? pooled.at(dy, m, c) : to_float(dy[i]);
-  }
 };
 template <class T>
 BackwardInputs<T> backward_inputs(const BatchNormBackwardArgs& a, int64_t C) {
