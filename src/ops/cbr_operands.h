@@ -34,6 +34,14 @@ inline constexpr size_t mask = 0, dy = 1, conv_out = 2, gamma = 3, saved_mean = 
 namespace bn_relu_bwd_out {
 inline constexpr size_t dconv = 0, dgamma = 1, dbeta = 2, dresidual = 3;
 }
+// cbr_weight_backward (passes/fuse_cbr_weight_backward.cpp): batchnorm_relu_backward's first
+// six inputs, then the convolution's input x → dw, dgamma, dbeta.
+namespace cbr_weight_bwd_in {
+inline constexpr size_t mask = 0, dy = 1, conv_out = 2, gamma = 3, saved_mean = 4, saved_invstd = 5, x = 6;
+}
+namespace cbr_weight_bwd_out {
+inline constexpr size_t dw = 0, dgamma = 1, dbeta = 2;
+}
 inline bool has_pooled_dy(const ir::Node& n) { return n.attrs.i("pooled_dy", 0) != 0; }
 // Whether a batchnorm_relu_backward adds a second gradient dy_other (fold_gradient_sum).
 inline bool has_dy_other(const ir::Node& n) {

@@ -23,6 +23,7 @@ void register_collective_ops();
 void register_bn_relu_ops();
 void register_pad_ops();
 void register_layernorm_ops();
+void register_cbr_weight_backward_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -49,6 +50,7 @@ void register_builtin_ops() {
   ops::register_bn_relu_ops();
   ops::register_pad_ops();
   ops::register_layernorm_ops();
+  ops::register_cbr_weight_backward_ops();
 }
 
 }  // namespace trident::ir

@@ -58,7 +58,8 @@ void register_cpu_ref_kernels() {
   KernelRegistry::add("cpu_ref", "batchnorm2d", cpu_ref::make_batchnorm2d);
   KernelRegistry::add("cpu_ref", "batchnorm2d_backward", cpu_ref::make_batchnorm2d_backward);
   KernelRegistry::add("cpu_ref", "batchnorm_affine", cpu_ref::make_batchnorm_affine);
-  for (const char* fused : {"cbr", "cbar", "conv_bn_stats", "bn_relu", "batchnorm_relu_backward", "elementwise", "conv2d_epilogue"})
+  for (const char* fused : {"cbr", "cbar", "conv_bn_stats", "bn_relu", "batchnorm_relu_backward", "cbr_weight_backward",
+                            "elementwise", "conv2d_epilogue"})
     KernelRegistry::add("cpu_ref", fused, cpu_ref::make_decomposed);
   // The weight gradient and max pooling are plain ops unless their input comes through a
   // prologue (prologue = 1, defer_bn_apply).
