@@ -22,6 +22,10 @@ struct BackendOptions {
   // GPU: record a step's kernels once as a CUDA graph (on the second run, when every lazy
   // allocation has happened) and replay the recording on later runs: one launch per step.
   bool cuda_graph = true;
+  // GPU: a convolution of few input channels (a first layer's padded image) may run on
+  // trident's own tensor-core kernel with its batch statistics (backends/cuda/device/
+  // small_channel_conv.h), timed against cuDNN where candidates are timed; off: cuDNN always.
+  bool small_channel_conv = true;
   // The same bits on every run, and on the CPU backends at every thread count: nothing is
   // chosen by timing (autotune and Winograd's automatic choice are off), cuDNN runs only its
   // deterministic engines (a layer that has none is an error), and the cpu backend computes the

@@ -4,8 +4,9 @@
 // in f32 (TF32 allowed, so the f16 row) and f16, with and without conv bias, for 3×3, strided
 // 1×1 and three-input-channel convolutions; re-runs are bitwise identical. The cross-layer
 // forms of defer_bn_apply (prologue, conv_bn_stats, a residual through its affine, the weight
-// gradient through the prologue) against theirs. Every test skips, saying why, where there
-// is no GPU.
+// gradient through the prologue) against theirs; a first layer's few input channels on
+// trident's own convolution with statistics, in f16 and bf16. Every test skips, saying why,
+// where there is no GPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -246,28 +247,90 @@ TEST(GpuCbr, StatisticsPathsWithAndWithoutAutotuning) {
     }
 }
 
+// Runs `g` (one fused node) three times on cuda from the draw `seed`: y, conv_out and the saved
+// statistics, which do not depend on the running statistics every run updates, keep their bits.
+void expect_bitwise_reruns(const ir::Graph& g, uint64_t seed, bool autotune = true) {
+  GraphRunner runner(g, "cuda");
+  runner.context().set_kernel_options({.backend = {.autotune = autotune}});
+  runner.randomize(seed);
+  const std::vector<int>& outs = g.node(g.order().back()).outputs;
+  runner.run();
+  std::vector<std::vector<std::byte>> first;
+  for (int i = 0; i < 4; ++i) {
+    TensorView t = runner.view(outs[i]);
+    first.emplace_back(static_cast<std::byte*>(t.data), static_cast<std::byte*>(t.data) + t.bytes());
+  }
+  runner.run(2);
+  for (int i = 0; i < 4; ++i) {
+    TensorView t = runner.view(outs[i]);
+    EXPECT_EQ(0, std::memcmp(first[i].data(), t.data, t.bytes())) << g.value(outs[i]).name << " changed on re-run";
+  }
+}
+
 TEST(GpuCbrDeterminism, RerunsAreBitwiseIdentical) {
   TRIDENT_REQUIRE_GPU();
   for (DType dt : {DType::f32, DType::f16}) {
     SCOPED_TRACE(std::string(dtype_name(dt)));
-    const ir::Graph g = fused_graph("cbar", cbr_cases()[0], true, dt);
-    GraphRunner runner(g, "cuda");
-    runner.randomize(61);
-    // y, conv_out and the saved statistics do not depend on the running statistics, which
-    // every run updates.
-    const std::vector<int>& outs = g.node(g.order().back()).outputs;
-    runner.run();
-    std::vector<std::vector<std::byte>> first;
-    for (int i = 0; i < 4; ++i) {
-      TensorView t = runner.view(outs[i]);
-      first.emplace_back(static_cast<std::byte*>(t.data), static_cast<std::byte*>(t.data) + t.bytes());
-    }
-    runner.run(2);
-    for (int i = 0; i < 4; ++i) {
-      TensorView t = runner.view(outs[i]);
-      EXPECT_EQ(0, std::memcmp(first[i].data(), t.data, t.bytes())) << g.value(outs[i]).name << " changed on re-run";
-    }
+    expect_bitwise_reruns(fused_graph("cbar", cbr_cases()[0], true, dt), 61);
   }
+}
+
+// A first layer's few input channels (the image padded to 4): trident's own convolution with
+// statistics (device/small_channel_conv.h) instead of cuDNN, taken untimed wherever it applies —
+// VGG's 3×3, ResNet's 7×7 stride-2 stem and a 1×1 of 8 channels into 128 (two channel tiles).
+std::vector<CbrCase> first_layer_cases() {
+  return {
+      {"vgg_first_layer", {4, 16, 16, 4}, {64, 3, 3, 4}, 1, 1},
+      {"resnet_stem", {2, 30, 30, 4}, {64, 7, 7, 4}, 2, 3},
+      {"pointwise_k128", {3, 9, 9, 8}, {128, 1, 1, 8}, 1, 0},
+  };
+}
+
+#ifdef TRIDENT_HAVE_CUDA
+std::string untimed_path(const ir::Graph& g, bool small_channel_conv = true) {
+  auto ctx = KernelRegistry::make_context("cuda");
+  ctx->set_kernel_options({.backend = {.autotune = false, .small_channel_conv = small_channel_conv}});
+  auto kernel = KernelRegistry::make("cuda", g.node(g.order().back()), g, *ctx);
+  return dynamic_cast<cuda::ReportsPath&>(*kernel).path();
+}
+#endif
+
+TEST(GpuCbrSmallChannel, FirstLayersTakeItAndMatchTheDecomposition) {
+  TRIDENT_REQUIRE_GPU();
+  for (const CbrCase& c : first_layer_cases())
+    for (DType dt : {DType::f16, DType::bf16})
+      for (const std::string form : {"cbr", "conv_bn_stats"})
+        for (bool bias : {false, true}) {
+          SCOPED_TRACE(form + " " + c.name + " " + std::string(dtype_name(dt)) + (bias ? " +bias" : ""));
+          const ir::Graph gpu = fused_graph(form, c, bias, dt);
+#ifdef TRIDENT_HAVE_CUDA
+          const std::string path = untimed_path(gpu);
+          EXPECT_NE(path.find("small-channel"), std::string::npos) << path;
+#endif
+          std::vector<std::string> compared = compared_values();
+          if (form == "conv_bn_stats") compared[0] = "fused.affine";
+          compare_with_cpu_ref(gpu, decomposed_graph(form, c, bias), compared, dt, 58, [](GraphRunner& r) {
+            r.context().set_kernel_options({.backend = {.autotune = false}});
+          });
+        }
+}
+
+TEST(GpuCbrSmallChannel, OtherShapesAndTheOffSwitchKeepCuDnn) {
+  TRIDENT_REQUIRE_GPU();
+#ifdef TRIDENT_HAVE_CUDA
+  const CbrCase first = first_layer_cases()[0];
+  EXPECT_EQ(untimed_path(fused_graph("cbr", first, false, DType::f16), false).find("small-channel"), std::string::npos);
+  EXPECT_EQ(untimed_path(fused_graph("cbr", first, false, DType::f32)).find("small-channel"), std::string::npos);
+  EXPECT_EQ(untimed_path(fused_graph("cbr", cbr_cases()[0], false, DType::f16)).find("small-channel"), std::string::npos);
+  EXPECT_EQ(untimed_path(fused_graph("cbr", first, false, DType::f16, false, true)).find("small-channel"),
+            std::string::npos)
+      << "a prologue's input is a raw convolution output, never a first layer's image";
+#endif
+}
+
+TEST(GpuCbrSmallChannel, RerunsAreBitwiseIdentical) {
+  TRIDENT_REQUIRE_GPU();
+  expect_bitwise_reruns(fused_graph("cbr", first_layer_cases()[0], true, DType::f16), 62, false);
 }
 
 TEST(GpuCbrChecks, RejectsASingleValuePerChannel) {

@@ -145,6 +145,9 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f) {
   sub->add_flag("!--no-cuda-graph", f.backend_options.cuda_graph,
                 "On the GPU, launch every kernel of every step instead of replaying the step recorded "
                 "as a CUDA graph");
+  sub->add_flag("!--no-small-channel-conv", f.backend_options.small_channel_conv,
+                "On the GPU, run a first layer's few-channel convolution on cuDNN rather than on trident's "
+                "own kernel with its batch statistics");
   sub->add_flag("--deterministic", f.backend_options.deterministic,
                 "The same bits on every run, and on the CPU at every thread count: nothing is chosen by "
                 "timing (as --no-autotune), cuDNN runs only deterministic engines (a layer without one "

@@ -15,6 +15,31 @@ std::string shape_text(const Shape& s) { return shape_str(s); }
 
 }  // namespace
 
+device::SmallConvShape small_conv_shape(const ConvProblem& p) {
+  device::SmallConvShape s;
+  s.N = p.N;
+  s.H = p.H;
+  s.W = p.W;
+  s.C = p.C;
+  s.K = p.K;
+  s.R = p.R;
+  s.S = p.S;
+  s.P = p.P;
+  s.Q = p.Q;
+  s.stride_h = p.window.stride[0];
+  s.stride_w = p.window.stride[1];
+  s.pad_h = p.window.padding[0];
+  s.pad_w = p.window.padding[1];
+  return s;
+}
+
+std::string small_conv_refusal(const ConvProblem& p, device::SmallConvKernel kernel) {
+  const auto t = device::elem_type(p.dtype);
+  if (!t) return "it takes f16 or bf16 data, not " + std::string(dtype_name(p.dtype));
+  return device::small_conv_refusal(small_conv_shape(p), *t, p.window.dilation[0], p.window.dilation[1], p.groups,
+                                    kernel);
+}
+
 GraphTensor ConvProblem::input(int uid) const {
   return {uid, {N, C, H, W}, {H * W * C, 1, W * C, C}, dtype};
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/cuda/cudnn_graphs.h"
+#include "backends/cuda/device/small_channel_conv.h"
 #include "core/shape.h"
 #include "ir/graph.h"
 
@@ -46,6 +47,11 @@ struct ConvProblem {
 // y [N,P,Q,K] agree with them; the shapes are the node's x/dx, weight and y/dy values.
 // Throws an Error naming the node otherwise.
 ConvProblem conv_problem(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y, DType dtype);
+
+// The convolution as trident's small-channel kernels take it (device/small_channel_conv.h),
+// and why they refuse it (empty: they take it) — its dtype, window and sizes included.
+device::SmallConvShape small_conv_shape(const ConvProblem& p);
+std::string small_conv_refusal(const ConvProblem& p, device::SmallConvKernel kernel);
 
 // What a forward graph computes after the convolution.
 // The input prologue of a convolution whose x is a raw convolution output (defer_bn_apply):

@@ -6,7 +6,8 @@
 //   1. conv_out = conv2d(x, w, b?) and its per-channel Σ, Σ² — one cuDNN graph
 //      (conv_fprop [+ bias] + genstats), or, where cuDNN refuses genstats or (timed when
 //      autotuning) its genstats engines are slower, the forward convolution followed by the
-//      deterministic channel-sums kernel;
+//      deterministic channel-sums kernel; for a first layer's few input channels, trident's
+//      own convolution with statistics (device/small_channel_conv.h) where it is faster;
 //   2. finalize: (under sync-BN, after Σ, Σ² are summed over the ranks: batchnorm_rank_sum.h)
 //      batch mean/invstd, saved and running statistics, per-channel scale/shift;
 //   3. apply: y = relu(conv_out·scale + shift [+ residual, or a projection shortcut's raw
@@ -26,6 +27,7 @@
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/device/conv_device.h"
+#include "backends/cuda/device/small_channel_conv.h"
 #include "backends/cuda/input_prologue.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
@@ -174,6 +176,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
       if (verbose()) verbose_note("node '" + node.name + "': " + path_);
     }
     if (operands_.x_affine >= 0) choose_prologue(node, ctx, with_stats, layout);
+    else choose_small_conv(node, ctx, layout);
     const size_t channel_bytes = static_cast<size_t>(problem_.K) * sizeof(float);
     sum_offset_ = layout.add(channel_bytes);
     sq_sum_offset_ = layout.add(channel_bytes);
@@ -198,7 +201,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
   }
 
   // True when the statistics come from the channel-sums kernel (genstats refused or slower).
-  bool fell_back() const override { return !stats_graph_; }
+  bool fell_back() const override { return !stats_graph_ && !small_conv_; }
   std::string path() const override { return path_; }
   std::string implementation() const override { return over_ranks_ ? path_ + "; " + over_ranks_->describe() : path_; }
 
@@ -258,6 +261,66 @@ class CbrKernel final : public Kernel, public ReportsPath {
     if (verbose()) verbose_note("node '" + node.name + "': " + path_);
   }
 
+  // A first layer's few input channels: trident's own convolution with its statistics
+  // (device/small_channel_conv.h) replaces the path chosen above where it takes the shape and,
+  // where candidates are timed, beats that path; untimed it is taken wherever it applies.
+  void choose_small_conv(const ir::Node& node, CudaContext& ctx, WorkspaceLayout& layout) {
+    if (!ctx.kernel_options().backend.small_channel_conv) return;
+    if (!small_conv_refusal(problem_, device::SmallConvKernel::forward).empty()) return;
+    small_shape_ = small_conv_shape(problem_);
+    std::string timing;
+    if (ctx.kernel_options().backend.times_candidates() && statistics_ms_ > 0.f) {
+      const float own_ms = time_small_conv(ctx);
+      std::ostringstream t;
+      t << std::fixed << std::setprecision(3) << " (timed: " << own_ms << " ms, against " << statistics_ms_ << " ms)";
+      if (!(own_ms > 0.f) || own_ms >= statistics_ms_) {
+        path_ += "; trident's small-channel convolution slower" + t.str();
+        return;
+      }
+      timing = t.str();
+      statistics_ms_ = own_ms;
+    }
+    stats_graph_.reset();
+    conv_.reset();
+    small_conv_ = true;
+    small_scratch_offset_ = layout.add(device::small_conv_stats_scratch_bytes(small_shape_, ctx.sm_count()));
+    path_ = "trident's small-channel convolution with statistics (tensor cores)" + timing + ", then " + tail_kernels();
+    if (verbose()) verbose_note("node '" + node.name + "': " + path_);
+  }
+
+  device::SmallConvStatsArgs small_conv_args(const void* x, const void* w, const void* bias, void* y, float* sum,
+                                             float* sq_sum, void* scratch) const {
+    device::SmallConvStatsArgs s;
+    s.io = io_;
+    s.x = x;
+    s.w = w;
+    if (has_bias_) s.bias = {const_cast<void*>(bias), bias_type_};
+    s.y = y;
+    s.sum = sum;
+    s.sq_sum = sq_sum;
+    s.scratch = scratch;
+    s.sm_count = ctx_->sm_count();
+    return s;
+  }
+
+  // Time (ms) of the small-channel kernel on scratch memory (random-free zeros are fine here:
+  // the kernel's work does not depend on the values); 0 when scratch memory is short.
+  float time_small_conv(CudaContext& ctx) const {
+    TimingScratch scratch;
+    void* x = scratch.get(input_bytes(problem_));
+    void* w = scratch.get(static_cast<size_t>(problem_.K * problem_.R * problem_.S * problem_.Cg) * dtype_size(problem_.dtype));
+    void* bias = scratch.get(static_cast<size_t>(problem_.K) * sizeof(float));
+    void* y = scratch.get(problem_.output_bytes());
+    auto* sums = static_cast<float*>(scratch.get(2 * static_cast<size_t>(problem_.K) * sizeof(float)));
+    void* partials = scratch.get(device::small_conv_stats_scratch_bytes(small_shape_, ctx.sm_count()));
+    if (!x || !w || !bias || !y || !sums || !partials) return 0.f;
+    const device::SmallConvStatsArgs args = small_conv_args(x, w, bias, y, sums, sums + problem_.K, partials);
+    return best_of_three_ms(ctx.stream(), [&] {
+      device::launch_small_conv_stats(small_shape_, args, ctx.stream());
+      return true;
+    });
+  }
+
   // What runs after the statistics: conv_bn_stats hands its affine on instead of applying it.
   std::string tail_kernels() const { return stats_only_ ? "the finalize kernel" : "finalize and apply kernels"; }
 
@@ -276,7 +339,11 @@ class CbrKernel final : public Kernel, public ReportsPath {
       enqueue_input_apply(problem_, x, a.in[operands_.x_affine].data, activated, *ctx_);
       x = activated;
     }
-    if (prologue_graph_ || stats_graph_) {
+    if (small_conv_) {
+      device::launch_small_conv_stats(
+          small_shape_, small_conv_args(x, a.in[kW].data, bias, conv_out, sum, sq_sum, at_offset(ws, small_scratch_offset_)),
+          ctx_->stream());
+    } else if (prologue_graph_ || stats_graph_) {
       // One cuDNN graph: the statistics graph, or the same with the prologue in front.
       std::array<void*, kMaxGraphUid + 1> ptr{};
       if (prologue_graph_)
@@ -361,6 +428,9 @@ class CbrKernel final : public Kernel, public ReportsPath {
   std::optional<ConvForward> conv_;                // otherwise: the forward convolution alone
   std::shared_ptr<const CudnnGraph> prologue_graph_;  // prologue + conv [+ bias] + genstats, where chosen
   float statistics_ms_ = 0.f;  // timed cost of the statistics path without a prologue (0: untimed)
+  bool small_conv_ = false;    // trident's small-channel convolution computes conv_out and Σ, Σ²
+  device::SmallConvShape small_shape_;
+  size_t small_scratch_offset_ = 0;
   InputPrologue prologue_;  // the variant of the prologue graph
   size_t prologue_offset_ = 0, activated_offset_ = 0, affine_copy_offset_ = 0;
   size_t cudnn_offset_ = 0, partials_offset_ = 0;

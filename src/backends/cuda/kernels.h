@@ -51,5 +51,6 @@ void register_precision_kernels();          // cast, cast_group (mixed precision
 void register_pad_slice_kernels();          // pad2d, channel_slice (ONNX Pad, Slice and Split)
 void register_collective_kernels();         // allreduce_mean, allreduce_wait (NCCL)
 void register_layernorm_kernels();          // layernorm and its backward
+void register_cbr_weight_backward_kernels();  // cbr_weight_backward (a first layer's one-pass backward)
 
 }  // namespace trident::cuda

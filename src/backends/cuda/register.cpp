@@ -22,6 +22,7 @@ void register_cuda_kernels() {
   cuda::register_pad_slice_kernels();
   cuda::register_collective_kernels();
   cuda::register_layernorm_kernels();
+  cuda::register_cbr_weight_backward_kernels();
 }
 
 }  // namespace trident

@@ -139,6 +139,11 @@ void launch_channel_sums(ElemType t, const void* x, int64_t rows, int64_t channe
     else launch_partials<T, 1>(p, rows, channels, partials, sq_sum != nullptr, blocks, stream);
   });
   check_launch("partial_sums_kernel");
+  launch_combine_channel_partials(partials, blocks, channels, sum, sq_sum, stream);
+}
+
+void launch_combine_channel_partials(const float* partials, int64_t blocks, int64_t channels, float* sum,
+                                     float* sq_sum, cudaStream_t stream) {
   combine_partials_kernel<<<static_cast<unsigned>((channels + kCombineChannels - 1) / kCombineChannels),
                             dim3(kCombineChannels, kCombineLanes), 0, stream>>>(partials, blocks, channels, sum, sq_sum);
   check_launch("combine_partials_kernel");

@@ -53,6 +53,10 @@ inline size_t channel_sums_scratch_bytes(int64_t rows, int64_t channels) {
 }
 void launch_channel_sums(ElemType t, const void* x, int64_t rows, int64_t channels, float* partials, float* sum,
                          float* sq_sum, cudaStream_t stream);
+// The second pass alone, for other kernels that leave partial sums in the same layout
+// (partials[b·channels + c], then the squares at [(blocks + b)·channels + c]; sq_sum null: no squares).
+void launch_combine_channel_partials(const float* partials, int64_t blocks, int64_t channels, float* sum,
+                                     float* sq_sum, cudaStream_t stream);
 
 // dst[c] = src[c] converted to `t` (the conv bias gradient, summed in f32).
 void launch_store_channels(const float* src, void* dst, ElemType t, int64_t channels, cudaStream_t stream);

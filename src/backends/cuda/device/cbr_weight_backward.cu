@@ -1,0 +1,370 @@
+// The weight backward of trident's small-channel convolution (small_channel_conv.h): for a
+// layer whose input takes no gradient, its batchnorm-relu backward and its weight gradient in
+// one pass over dy and conv_out, instead of the batchnorm backward's two passes, the dconv it
+// writes and the weight gradient's pass over it.
+//
+// The pass is a split-K GEMM on the tensor cores over tiles of 128 output pixels. Per tile a
+// thread loads 16-byte vectors of dy and conv_out, masks dy (g), centres conv_out on the saved
+// mean and stores both into a [pixel][g | conv_out − mean] tile, and the block gathers each
+// pixel's window of x as the forward does. Eight warps then multiply the tile's 128 "channel
+// rows" (64 of g, 64 centred) with the 16·n gathered values, accumulating G1 = Σ g·x and
+// G2 = Σ (conv_out − mean)·x across the block's tiles in registers; the same walk sums Σg,
+// Σg·(conv_out − mean) (exactly as the batchnorm backward's statistics), and G3 = Σ x as the
+// product of an all-ones matrix with the windows (one more mma for each of the first n-tiles'
+// warps). Each block writes its partial sums; a second kernel adds them per value in a fixed
+// order (f64) and a third combines them into dgamma, dbeta and dw.
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device/batchnorm_detail.cuh"
+#include "backends/cuda/device/mma.cuh"
+#include "backends/cuda/device/small_channel_conv.cuh"
+#include "ops/cbr_weight_backward.h"
+
+namespace trident::cuda::device {
+
+namespace {
+
+static_assert(ops::kCbrWeightBackwardChannels == 64 && ops::kCbrWeightBackwardMostTaps <= 64,
+              "the kernel's warps own 16 of the 128 GEMM rows each; the reduction takes at most 8 n-tiles");
+
+using batchnorm_detail::MaskSource;
+using batchnorm_detail::VectorAffine;
+using small_conv::ChunkTap;
+using small_conv::kChunk;
+using small_conv::kPad;
+
+constexpr int kTileRows = 128;  // output pixels per tile: the GEMM's reduction step
+constexpr int kChannels = static_cast<int>(ops::kCbrWeightBackwardChannels);  // K: with g and the
+                                                                            // centred conv_out, 128 GEMM rows
+constexpr int kBlock = 256;     // 8 warps, one 16-row slice of the 128 each
+constexpr int kWarps = kBlock / 32;
+
+// One block's partial sums, in floats: G1 then G2 ([128][kp]: rows 0-63 g's, 64-127 the
+// centred conv_out's), then Σg and Σg·(conv_out − mean) [2][64], then G3 [kp].
+__host__ __device__ int64_t record_floats(int kp) { return 2 * kChannels * kp + 2 * kChannels + kp; }
+__host__ __device__ int64_t stats_at(int kp) { return 2 * kChannels * kp; }
+__host__ __device__ int64_t g3_at(int kp) { return 2 * kChannels * kp + 2 * kChannels; }
+
+struct BackwardParams {
+  SmallConvShape shape;
+  const void* x;
+  const void* dy;
+  const void* conv_out;
+  const void* relu_output;
+  const void* relu_bits;
+  int64_t relu_bits_row_bytes;
+  const float* relu_affine;
+  ChannelTensor saved_mean;
+  float* partials;  // [gridDim.x][record_floats]
+  int64_t tiles;
+};
+
+template <int NT>
+size_t backward_shared_bytes() {
+  constexpr int kp = NT * 8;
+  return 2 * (kTileRows * (2 * kChannels + kPad) + kTileRows * (kp + kPad)) + sizeof(ChunkTap) * (kp / kChunk) +
+         sizeof(float) * kWarps * 2 * kChannels;
+}
+
+// 1.0 in both halves of an operand register: the A fragment of an all-ones matrix.
+template <class T>
+constexpr uint32_t kOnes = std::is_same_v<T, __half> ? 0x3C003C00u : 0x3F803F80u;
+
+// NT: n-tiles of 8 in the padded reduction (kp = 8·NT ∈ {16, 32, 48, 64}). Two blocks stay
+// resident per multiprocessor, so one block's loads overlap the other's matrix products.
+template <class T, int NT>
+__global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(BackwardParams p) {
+#if __CUDA_ARCH__ >= 800
+  constexpr int kp = NT * 8, chunks = kp / kChunk;
+  constexpr int ldg = 2 * kChannels + kPad, ldx = kp + kPad;
+  extern __shared__ __align__(16) unsigned char shared[];
+  T* grad = reinterpret_cast<T*>(shared);       // [128 pixels][g | conv_out − mean]
+  T* gathered = grad + kTileRows * ldg;         // [128 pixels][kp]
+  auto* taps = reinterpret_cast<ChunkTap*>(gathered + kTileRows * ldx);
+  auto* cross_stats = reinterpret_cast<float*>(taps + chunks);  // [8 warps][2][64]
+
+  const SmallConvShape& sh = p.shape;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int64_t M = sh.rows();
+  const int c0 = 8 * (tid & 7);  // this thread's eight channels of dy and conv_out
+  const MaskSource<T> mask{static_cast<const T*>(p.relu_output), static_cast<const unsigned char*>(p.relu_bits),
+                           p.relu_bits_row_bytes, p.relu_affine, kChannels, 0.f};
+  VectorAffine<T> affine;
+  affine.load(mask, c0);
+  float mean[8], gsum[8], centred_sum[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    mean[j] = load_as_float(p.saved_mean.data, p.saved_mean.type, c0 + j);
+    gsum[j] = centred_sum[j] = 0.f;
+  }
+  // acc: this warp's 16 GEMM rows × kp; ones: G3's n-tile `warp` (warps below NT), as the
+  // product of an all-ones A with the gathered windows.
+  float acc[NT][4], ones[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+  const uint32_t all_ones[4] = {kOnes<T>, kOnes<T>, kOnes<T>, kOnes<T>};
+  small_conv::make_chunk_taps(taps, sh, chunks);
+  __syncthreads();
+
+  const T* dy = static_cast<const T*>(p.dy);
+  const T* conv_out = static_cast<const T*>(p.conv_out);
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  const int row = tid & (kTileRows - 1);  // the tile row this thread gathers x for
+  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+    const int64_t m0 = tile * kTileRows;
+    // The windows of x, all loads in flight before the first store.
+    const small_conv::WindowCorner corner = small_conv::window_corner(sh, m0 + row);
+    uint2 window[NT];
+#pragma unroll
+    for (int i = 0; i < NT; ++i) window[i] = small_conv::gather_chunk(p.x, sh, corner, taps[(tid >> 7) + 2 * i]);
+    // g and the centred conv_out of four rows, two at a time, loads first.
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      uint4 dv[2], xv[2], yv[2];
+      unsigned bits[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int64_t m = m0 + (tid >> 3) + 32 * (2 * half + i);
+        dv[i] = xv[i] = yv[i] = zero;
+        bits[i] = 0u;
+        if (m < M) {
+          dv[i] = batchnorm_detail::load_vector(dy + m * kChannels + c0);
+          xv[i] = batchnorm_detail::load_vector(conv_out + m * kChannels + c0);
+          if (mask.y) yv[i] = batchnorm_detail::load_vector(mask.y + m * kChannels + c0);
+          if (mask.bits) bits[i] = mask.byte_from(m, c0);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int r = (tid >> 3) + 32 * (2 * half + i);
+        float d[8], x[8], centred[8];
+        batchnorm_detail::to_floats<T>(dv[i], d);
+        batchnorm_detail::to_floats<T>(xv[i], x);
+        batchnorm_detail::mask_gradient<T>(mask, yv[i], bits[i], x, affine, d);
+        const bool live = m0 + r < M;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          centred[j] = live ? __fsub_rn(x[j], mean[j]) : 0.f;
+          gsum[j] += d[j];
+          centred_sum[j] = __fmaf_rn(d[j], centred[j], centred_sum[j]);
+        }
+        batchnorm_detail::store_vector(grad + r * ldg + c0, batchnorm_detail::from_floats<T>(d));
+        batchnorm_detail::store_vector(grad + r * ldg + kChannels + c0, batchnorm_detail::from_floats<T>(centred));
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+      *reinterpret_cast<uint2*>(gathered + row * ldx + ((tid >> 7) + 2 * i) * kChunk) = window[i];
+    __syncthreads();
+
+    // Warp w: GEMM rows 16w … 16w + 15 (A = the tile's columns, transposed by ldmatrix).
+#pragma unroll
+    for (int k0 = 0; k0 < kTileRows; k0 += 16) {
+      uint32_t a[4];
+      mma::ldmatrix_x4_trans(a, grad + (k0 + 8 * (lane >> 4) + (lane & 7)) * ldg + 16 * warp + 8 * ((lane >> 3) & 1));
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        uint32_t b[4];
+        mma::ldmatrix_x4_trans(b, gathered + (k0 + 8 * ((lane >> 3) & 1) + (lane & 7)) * ldx + 16 * np + 8 * (lane >> 4));
+        mma::mma_16x8x16<T>(acc[2 * np], a, b[0], b[1]);
+        mma::mma_16x8x16<T>(acc[2 * np + 1], a, b[2], b[3]);
+        if (warp == 2 * np) mma::mma_16x8x16<T>(ones, all_ones, b[0], b[1]);
+        if (warp == 2 * np + 1) mma::mma_16x8x16<T>(ones, all_ones, b[2], b[3]);
+      }
+    }
+    __syncthreads();
+  }
+
+  // The block's partial sums.
+  float* record = p.partials + static_cast<int64_t>(blockIdx.x) * record_floats(kp);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int r = 16 * warp + g, col = nt * 8 + 2 * t;
+    record[r * kp + col] = acc[nt][0];
+    record[r * kp + col + 1] = acc[nt][1];
+    record[(r + 8) * kp + col] = acc[nt][2];
+    record[(r + 8) * kp + col + 1] = acc[nt][3];
+  }
+  // G3 (every row of the all-ones product holds it): row 0 of n-tile `warp`.
+  if (warp < NT && g == 0) {
+    record[g3_at(kp) + warp * 8 + 2 * t] = ones[0];
+    record[g3_at(kp) + warp * 8 + 2 * t + 1] = ones[1];
+  }
+  // Σg and Σg·(conv_out − mean): the four lanes of a warp that share channels (xor 8, 16),
+  // then the eight warps in order.
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int offset = 8; offset < 32; offset *= 2) {
+      gsum[j] += __shfl_xor_sync(0xffffffffu, gsum[j], offset);
+      centred_sum[j] += __shfl_xor_sync(0xffffffffu, centred_sum[j], offset);
+    }
+  if (lane < 8)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      cross_stats[(warp * 2) * kChannels + c0 + j] = gsum[j];
+      cross_stats[(warp * 2 + 1) * kChannels + c0 + j] = centred_sum[j];
+    }
+  __syncthreads();
+  if (tid < 2 * kChannels) {
+    const int which = tid / kChannels, ch = tid % kChannels;
+    float s = 0.f;
+    for (int w = 0; w < kWarps; ++w) s += cross_stats[(w * 2 + which) * kChannels + ch];
+    record[stats_at(kp) + tid] = s;
+  }
+#endif
+}
+
+// totals[v] = Σ_b partials[b·record + v], in block order, in f64.
+__global__ void add_partials_kernel(const float* __restrict__ partials, int64_t blocks, int64_t record,
+                                    double* __restrict__ totals) {
+  const int64_t v = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v >= record) return;
+  double s = 0.0;
+  for (int64_t b = 0; b < blocks; ++b) s += static_cast<double>(partials[b * record + v]);
+  totals[v] = s;
+}
+
+struct CombineParams {
+  const double* totals;  // add_partials_kernel's
+  const double* global;  // Σg, Σg·(conv_out − mean) over the ranks (sync-BN), or null
+  int64_t rows;          // M over every rank the statistics span
+  int kp, taps;
+  ChannelTensor gamma, saved_invstd, dgamma, dbeta;
+  void* dw;
+  ElemType dw_type;
+};
+
+// dw[k, i] = γ·invstd·(G1 − Σg/M·G3 − invstd·dγ/M·G2) for i < R·S·C; dgamma and dbeta (the
+// rank's own sums, as the batchnorm backward writes them) by the threads of i = 0.
+__global__ void combine_kernel(CombineParams c) {
+  const int64_t v = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v >= static_cast<int64_t>(kChannels) * c.taps) return;
+  const int k = static_cast<int>(v / c.taps), i = static_cast<int>(v % c.taps);
+  const double* stats = c.totals + stats_at(c.kp);
+  const double invstd = load_as_float(c.saved_invstd.data, c.saved_invstd.type, k);
+  if (i == 0) {
+    store_from_float(c.dgamma.data, c.dgamma.type, k, static_cast<float>(stats[kChannels + k] * invstd));
+    store_from_float(c.dbeta.data, c.dbeta.type, k, static_cast<float>(stats[k]));
+  }
+  const double dbeta = c.global ? c.global[k] : stats[k];
+  const double dgamma = (c.global ? c.global[kChannels + k] : stats[kChannels + k]) * invstd;
+  const double M = static_cast<double>(c.rows);
+  const double g1 = c.totals[k * c.kp + i], g2 = c.totals[(kChannels + k) * c.kp + i];
+  const double g3 = c.totals[g3_at(c.kp) + i];
+  const double scale = static_cast<double>(load_as_float(c.gamma.data, c.gamma.type, k)) * invstd;
+  const double dw = scale * (g1 - dbeta / M * g3 - invstd * dgamma / M * g2);
+  store_from_float(c.dw, c.dw_type, v, static_cast<float>(dw));
+}
+
+template <class T, int NT>
+void launch_pass(const BackwardParams& p, unsigned blocks, cudaStream_t stream) {
+  // resident_blocks() raised the kernel's shared-memory limit before the first launch.
+  cbr_weight_backward_kernel<T, NT><<<blocks, kBlock, backward_shared_bytes<NT>(), stream>>>(p);
+}
+
+template <class T, int NT>
+int resident_blocks() {
+  static const int cached = [] {
+    const size_t shared = backward_shared_bytes<NT>();
+    cudaFuncSetAttribute(cbr_weight_backward_kernel<T, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(shared));
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, cbr_weight_backward_kernel<T, NT>, kBlock, shared) !=
+        cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 1;
+    }
+    return std::max(n, 1);
+  }();
+  return cached;
+}
+
+// Calls fn(T{}, std::integral_constant<int, NT>{}) for the io dtype and the padded reduction.
+template <class Fn>
+void dispatch_backward(ElemType io, int kp, Fn&& fn) {
+  auto with_type = [&](auto tag) {
+    switch (kp) {
+      case 16: fn(tag, std::integral_constant<int, 2>{}); return;
+      case 32: fn(tag, std::integral_constant<int, 4>{}); return;
+      case 48: fn(tag, std::integral_constant<int, 6>{}); return;
+      default: fn(tag, std::integral_constant<int, 8>{}); return;
+    }
+  };
+  if (io == ElemType::bf16) with_type(__nv_bfloat16{});
+  else with_type(__half{});
+}
+
+int64_t backward_blocks(const SmallConvShape& s, int sm_count, int resident) {
+  const int64_t tiles = (s.rows() + kTileRows - 1) / kTileRows;
+  return std::clamp<int64_t>(static_cast<int64_t>(resident) * sm_count, 1, tiles);
+}
+
+// The scratch: the partial records of at most 4 resident blocks per multiprocessor, the f64
+// totals of one record and the [2][64] f64 sums over the ranks.
+int64_t most_backward_blocks(const SmallConvShape& s, int sm_count) { return backward_blocks(s, sm_count, 4); }
+
+}  // namespace
+
+size_t cbr_weight_backward_scratch_bytes(const SmallConvShape& s, int sm_count) {
+  const int kp = static_cast<int>(s.taps_padded());
+  const size_t partials = static_cast<size_t>(most_backward_blocks(s, sm_count) * record_floats(kp)) * sizeof(float);
+  return (partials + 255) / 256 * 256 + static_cast<size_t>(record_floats(kp) + 2 * kChannels) * sizeof(double);
+}
+
+void launch_cbr_weight_backward(const SmallConvShape& s, const CbrWeightBackwardArgs& a, cudaStream_t stream,
+                                const RankSum* over_ranks) {
+  const int kp = static_cast<int>(s.taps_padded());
+  BackwardParams p;
+  p.shape = s;
+  p.x = a.x;
+  p.dy = a.dy;
+  p.conv_out = a.conv_out;
+  p.relu_output = a.relu_output;
+  p.relu_bits = a.relu_bits;
+  p.relu_bits_row_bytes = a.relu_bits_row_bytes;
+  p.relu_affine = a.relu_affine;
+  p.saved_mean = a.saved_mean;
+  p.partials = static_cast<float*>(a.scratch);
+  p.tiles = (s.rows() + kTileRows - 1) / kTileRows;
+  int64_t blocks = 0;
+  dispatch_backward(a.io, kp, [&](auto tag, auto nt) {
+    using T = decltype(tag);
+    constexpr int NT = decltype(nt)::value;
+    const int resident = std::min(resident_blocks<T, NT>(), 4);
+    blocks = backward_blocks(s, a.sm_count, resident);
+    launch_pass<T, NT>(p, static_cast<unsigned>(blocks), stream);
+  });
+  check_launch("cbr_weight_backward_kernel");
+
+  const int64_t record = record_floats(kp);
+  const size_t partial_bytes =
+      (static_cast<size_t>(most_backward_blocks(s, a.sm_count) * record) * sizeof(float) + 255) / 256 * 256;
+  auto* totals = reinterpret_cast<double*>(static_cast<char*>(a.scratch) + partial_bytes);
+  double* global = totals + record;
+  add_partials_kernel<<<static_cast<unsigned>((record + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      p.partials, blocks, record, totals);
+  check_launch("cbr_weight_backward add_partials_kernel");
+  if (over_ranks) over_ranks->sum(totals + stats_at(kp), global, 2 * kChannels, stream);
+
+  CombineParams c;
+  c.totals = totals;
+  c.global = over_ranks ? global : nullptr;
+  c.rows = s.rows() * (over_ranks ? over_ranks->ranks : 1);
+  c.kp = kp;
+  c.taps = static_cast<int>(s.taps());
+  c.gamma = a.gamma;
+  c.saved_invstd = a.saved_invstd;
+  c.dgamma = a.dgamma;
+  c.dbeta = a.dbeta;
+  c.dw = a.dw;
+  c.dw_type = a.dw_type;
+  const int64_t outputs = kChannels * s.taps();
+  combine_kernel<<<static_cast<unsigned>((outputs + kThreads - 1) / kThreads), kThreads, 0, stream>>>(c);
+  check_launch("cbr_weight_backward combine_kernel");
+}
+
+}  // namespace trident::cuda::device
