@@ -81,6 +81,14 @@ struct CompileOptions {
   // recorded as refused with that reason), 1 on.
   int bn_relu_fusion = -1;
   bool fuses_bn_relu() const { return bn_relu_fusion != 0; }
+  // Training: the batchnorm backward and the weight gradient of a layer whose input takes no
+  // gradient (the first layer) become one cbr_weight_backward, one pass on the GPU (the
+  // fuse_cbr_weight_backward pass): -1 automatic (on for the cuda backend), 0 off, 1 on (cuda
+  // and cpu_ref have its kernels).
+  int cbr_weight_backward = -1;
+  bool fuses_cbr_weight_backward() const {
+    return cbr_weight_backward < 0 ? backend == "cuda" : cbr_weight_backward != 0;
+  }
   bool saves_maxpool_index() const {
     return maxpool_window_index < 0 ? backend == "cuda" : maxpool_window_index != 0;
   }
@@ -150,6 +158,7 @@ void pack_relu_mask(ir::Graph& g, PassContext& ctx);      // training: cbr/cbar 
 void defer_bn_apply(ir::Graph& g, PassContext& ctx);      // training: BN apply into the next conv
 void save_maxpool_index(ir::Graph& g, PassContext& ctx);  // training: max pooling keeps a window index
 void fold_maxpool_gradient(ir::Graph& g, PassContext& ctx);  // training: the BN backward routes a pooled gradient
+void fuse_cbr_weight_backward(ir::Graph& g, PassContext& ctx);  // training: first layer's BN backward + wgrad
 void group_weight_casts(ir::Graph& g, PassContext& ctx);  // mixed precision: one cast of all weights
 void append_optimizer(ir::Graph& g, PassContext& ctx);    // the optimizer step node
 void fold_gradient_cast(ir::Graph& g, PassContext& ctx);  // mixed precision: the optimizer reads f16 gradients

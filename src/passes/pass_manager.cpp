@@ -101,6 +101,12 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"fold_maxpool_gradient", fold_maxpool_gradient, false, true});
   }
   pm.add({"dce", dead_code_elimination, false});
+  // After dce, which has removed the input gradient of the layers whose input needs none.
+  if (mode == Mode::Train && opt.fuses_cbr_weight_backward()) {
+    if (opt.backend != "cuda" && opt.backend != "cpu_ref")
+      throw Error("fuse_cbr_weight_backward runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
+    pm.add({"fuse_cbr_weight_backward", fuse_cbr_weight_backward, false, true});
+  }
   pm.add({"fuse_elementwise", fuse_elementwise, false, true});
   if (mode == Mode::Infer) pm.add({"reuse_residual_buffer", reuse_residual_buffer, false});
   if (mode == Mode::Train) pm.add({"reuse_gradient_buffer", reuse_gradient_buffer, false});
