@@ -303,8 +303,8 @@ class CbrKernel final : public Kernel, public ReportsPath {
     return s;
   }
 
-  // Time (ms) of the small-channel kernel on scratch memory (random-free zeros are fine here:
-  // the kernel's work does not depend on the values); 0 when scratch memory is short.
+  // Time (ms) of the small-channel kernel on zero-filled scratch memory, as the other
+  // candidates are timed (its work does not depend on the values); 0 when scratch is short.
   float time_small_conv(CudaContext& ctx) const {
     TimingScratch scratch;
     void* x = scratch.get(input_bytes(problem_));
