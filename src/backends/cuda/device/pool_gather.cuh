@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backends/cuda/device/common.cuh"
+#include "backends/cuda/device/fast_divide.h"
 #include "backends/cuda/device/pool.h"
 #include "backends/cuda/device/vector.cuh"
 
@@ -53,21 +54,6 @@ __device__ __forceinline__ void gather_pooled_gradient(const PoolGeometry& g, co
         if (a.v[j] == cell) acc[j] = __fadd_rn(acc[j], to_float(d.v[j]));
     }
 }
-
-// Division of 32-bit unsigned values by a divisor fixed on the host: a multiply-high, an add
-// and a shift instead of the emulated division (Granlund and Montgomery's method; exact for
-// every 32-bit dividend, the add taken in 64 bits).
-struct FastDivider {
-  uint32_t divisor = 1, multiplier = 0, shift = 0;
-  FastDivider() = default;
-  explicit FastDivider(uint32_t d) : divisor(d) {
-    while ((uint64_t{1} << shift) < d) ++shift;
-    multiplier = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - d)) / d + 1);
-  }
-  __device__ __forceinline__ uint32_t quotient(uint32_t n) const {
-    return static_cast<uint32_t>((static_cast<uint64_t>(__umulhi(n, multiplier)) + n) >> shift);
-  }
-};
 
 // Windows that tile their input (stride = window, no padding; VGG's 2×2): each cell lies in one
 // window at most, so its gradient is one term, found by a few multiplications instead of the
