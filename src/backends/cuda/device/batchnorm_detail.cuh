@@ -69,15 +69,9 @@ template <class T>
 __device__ __forceinline__ void unpack(const uint4& v, float (&f)[8]) {
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
-    const unsigned short lo = static_cast<unsigned short>(word(v, w) & 0xffffu);
-    const unsigned short hi = static_cast<unsigned short>(word(v, w) >> 16);
-    if constexpr (std::is_same_v<T, __half>) {
-      f[2 * w] = __half2float(__ushort_as_half(lo));
-      f[2 * w + 1] = __half2float(__ushort_as_half(hi));
-    } else {
-      f[2 * w] = __bfloat162float(__ushort_as_bfloat16(lo));
-      f[2 * w + 1] = __bfloat162float(__ushort_as_bfloat16(hi));
-    }
+    const float2 pair = widen_pair<T>(word(v, w));
+    f[2 * w] = pair.x;
+    f[2 * w + 1] = pair.y;
   }
 }
 template <class T>
@@ -85,9 +79,6 @@ __device__ __forceinline__ void to_floats(const uint4& v, float (&f)[kWidth<T>])
   if constexpr (std::is_same_v<T, float>) unpack(v, f);
   else unpack<T>(v, f);
 }
-
-__device__ __forceinline__ unsigned short bits16(__half h) { return __half_as_ushort(h); }
-__device__ __forceinline__ unsigned short bits16(__nv_bfloat16 h) { return __bfloat16_as_ushort(h); }
 
 template <class T>
 __device__ __forceinline__ uint4 from_floats(const float (&f)[kWidth<T>]) {
@@ -100,9 +91,7 @@ __device__ __forceinline__ uint4 from_floats(const float (&f)[kWidth<T>]) {
   } else {
     unsigned w[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      w[i] = static_cast<unsigned>(bits16(from_float<T>(f[2 * i]))) |
-             (static_cast<unsigned>(bits16(from_float<T>(f[2 * i + 1]))) << 16);
+    for (int i = 0; i < 4; ++i) w[i] = pack_rounded<T>(f[2 * i], f[2 * i + 1]);
     v = make_uint4(w[0], w[1], w[2], w[3]);
   }
   return v;
@@ -141,8 +130,7 @@ struct MaskSource {
     return y_value > 0.f && (relu_max <= 0.f || y_value < relu_max);
   }
   __device__ __forceinline__ bool recomputed_on(float x, int64_t c) const {
-    const float v = __fadd_rn(__fmul_rn(x, affine[c]), affine[channels + c]);
-    return to_float(from_float<T>(v)) > 0.f;
+    return rounds_positive<T>(__fadd_rn(__fmul_rn(x, affine[c]), affine[channels + c]));
   }
   __device__ __forceinline__ bool on(int64_t m, int64_t c, int64_t i, float x) const {
     if (bits) return (bits[m * row_bytes + c / 8] >> (c % 8)) & 1u;
@@ -185,8 +173,7 @@ __device__ __forceinline__ void mask_gradient(const MaskSource<T>& mask, const u
   if (mask.affine) {
 #pragma unroll
     for (int j = 0; j < kWidth<T>; ++j) {
-      const float v = __fadd_rn(__fmul_rn(x[j], affine.scale[j]), affine.shift[j]);
-      if (!(to_float(from_float<T>(v)) > 0.f)) dz[j] = 0.f;
+      if (!rounds_positive<T>(__fadd_rn(__fmul_rn(x[j], affine.scale[j]), affine.shift[j]))) dz[j] = 0.f;
     }
     return;
   }

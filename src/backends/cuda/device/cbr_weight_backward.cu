@@ -3,19 +3,23 @@
 // one pass over dy and conv_out, instead of the batchnorm backward's two passes, the dconv it
 // writes and the weight gradient's pass over it.
 //
-// The pass is a split-K GEMM on the tensor cores over tiles of 128 output pixels. Per tile a
-// thread loads 16-byte vectors of dy and conv_out, masks dy (g), centres conv_out on the saved
-// mean and stores both into a [pixel][g | conv_out − mean] tile, and the block gathers each
-// pixel's window of x as the forward does. Eight warps then multiply the tile's 128 "channel
-// rows" (64 of g, 64 centred) with the 16·n gathered values, accumulating G1 = Σ g·x and
-// G2 = Σ (conv_out − mean)·x across the block's tiles in registers; the same walk sums Σg,
-// Σg·(conv_out − mean) (exactly as the batchnorm backward's statistics), and G3 = Σ x as the
-// product of an all-ones matrix with the windows (one more mma for each of the first n-tiles'
-// warps). Each block writes its partial sums; a second kernel adds them per value in a fixed
-// order (f64) and a third combines them into dgamma, dbeta and dw.
+// The pass is a split-K GEMM on the tensor cores over tiles of 128 output pixels. Per tile the
+// block copies dy and conv_out as [pixel][dy | conv_out] and each pixel's window of x into
+// shared memory, one tile ahead (asynchronous copies, two stages); a thread then masks its own
+// vectors of dy (g) and centres conv_out on the saved mean, in place. Eight warps then multiply
+// the tile's 128 "channel rows" (64 of g, 64 centred) with the 16·n gathered values,
+// accumulating G1 = Σ g·x and G2 = Σ (conv_out − mean)·x across the block's tiles in registers;
+// the same walk sums Σg, Σg·(conv_out − mean) (exactly as the batchnorm backward's statistics),
+// and G3 = Σ x as the product of an all-ones matrix with the windows (one more mma a k-step for
+// each of the first NT warps). Each block writes its partial sums; a second kernel adds them per
+// value in a fixed order (f64) and a third combines them into dgamma, dbeta and dw. On an H200
+// the pass is bound by shared-memory traffic (every warp reads the whole gathered tile), not by
+// the device memory it streams.
 #include <algorithm>
+#include <type_traits>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device/async_copy.cuh"
 #include "backends/cuda/device/batchnorm_detail.cuh"
 #include "backends/cuda/device/mma.cuh"
 #include "backends/cuda/device/small_channel_conv.cuh"
@@ -48,6 +52,7 @@ __host__ __device__ int64_t g3_at(int kp) { return 2 * kChannels * kp + 2 * kCha
 
 struct BackwardParams {
   SmallConvShape shape;
+  small_conv::PixelSplit split;
   const void* x;
   const void* dy;
   const void* conv_out;
@@ -60,11 +65,18 @@ struct BackwardParams {
   int64_t tiles;
 };
 
+// Shared memory: two stages, each [128 pixels][dy | conv_out] (becoming [g | conv_out − mean]
+// in place) and the gathered windows [128 pixels][kp], then the chunk table. The cross-warp
+// statistics reuse the first stage once the walk is over.
+constexpr int kStageRowElems = 2 * kChannels + kPad;
+template <int NT>
+constexpr size_t stage_elems() {
+  return static_cast<size_t>(kTileRows) * (kStageRowElems + NT * 8 + kPad);
+}
 template <int NT>
 size_t backward_shared_bytes() {
   constexpr int kp = NT * 8;
-  return 2 * (kTileRows * (2 * kChannels + kPad) + kTileRows * (kp + kPad)) + sizeof(ChunkTap) * (kp / kChunk) +
-         sizeof(float) * kWarps * 2 * kChannels;
+  return 2 * 2 * stage_elems<NT>() + sizeof(ChunkTap) * (kp / kChunk);
 }
 
 // 1.0 in both halves of an operand register: the A fragment of an all-ones matrix.
@@ -72,17 +84,19 @@ template <class T>
 constexpr uint32_t kOnes = std::is_same_v<T, __half> ? 0x3C003C00u : 0x3F803F80u;
 
 // NT: n-tiles of 8 in the padded reduction (kp = 8·NT ∈ {16, 32, 48, 64}). Two blocks stay
-// resident per multiprocessor, so one block's loads overlap the other's matrix products.
+// resident per multiprocessor. Each block walks its tiles with two stages: while tile i is
+// masked, centred and multiplied, tile i + 1's dy, conv_out and windows are in flight by
+// asynchronous copies, so the loads never wait behind the matrix products.
 template <class T, int NT>
 __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(BackwardParams p) {
 #if __CUDA_ARCH__ >= 800
   constexpr int kp = NT * 8, chunks = kp / kChunk;
-  constexpr int ldg = 2 * kChannels + kPad, ldx = kp + kPad;
+  constexpr int ldg = kStageRowElems, ldx = kp + kPad;
   extern __shared__ __align__(16) unsigned char shared[];
-  T* grad = reinterpret_cast<T*>(shared);       // [128 pixels][g | conv_out − mean]
-  T* gathered = grad + kTileRows * ldg;         // [128 pixels][kp]
-  auto* taps = reinterpret_cast<ChunkTap*>(gathered + kTileRows * ldx);
-  auto* cross_stats = reinterpret_cast<float*>(taps + chunks);  // [8 warps][2][64]
+  T* stages = reinterpret_cast<T*>(shared);  // stage b: grad rows, then gathered rows
+  auto* taps = reinterpret_cast<ChunkTap*>(stages + 2 * stage_elems<NT>());
+  auto grad_of = [&](int b) { return stages + b * stage_elems<NT>(); };
+  auto gathered_of = [&](int b) { return stages + b * stage_elems<NT>() + kTileRows * ldg; };
 
   const SmallConvShape& sh = p.shape;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -111,72 +125,99 @@ __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(Backward
 
   const T* dy = static_cast<const T*>(p.dy);
   const T* conv_out = static_cast<const T*>(p.conv_out);
-  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   const int row = tid & (kTileRows - 1);  // the tile row this thread gathers x for
-  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const int64_t m0 = tile * kTileRows;
-    // The windows of x, all loads in flight before the first store.
-    const small_conv::WindowCorner corner = small_conv::window_corner(sh, m0 + row);
-    uint2 window[NT];
+  // Tile `tile`'s copies into stage b: this thread's eight channels of dy and conv_out in four
+  // rows (zeros past the last pixel), and its chunks of one pixel's window.
+  auto load = [&](int64_t tile, int b) {
+    if (tile < p.tiles) {
+      const int64_t m0 = tile * kTileRows;
+      T* grad = grad_of(b);
 #pragma unroll
-    for (int i = 0; i < NT; ++i) window[i] = small_conv::gather_chunk(p.x, sh, corner, taps[(tid >> 7) + 2 * i]);
-    // g and the centred conv_out of four rows, two at a time, loads first.
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      uint4 dv[2], xv[2], yv[2];
-      unsigned bits[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int64_t m = m0 + (tid >> 3) + 32 * (2 * half + i);
-        dv[i] = xv[i] = yv[i] = zero;
-        bits[i] = 0u;
-        if (m < M) {
-          dv[i] = batchnorm_detail::load_vector(dy + m * kChannels + c0);
-          xv[i] = batchnorm_detail::load_vector(conv_out + m * kChannels + c0);
-          if (mask.y) yv[i] = batchnorm_detail::load_vector(mask.y + m * kChannels + c0);
-          if (mask.bits) bits[i] = mask.byte_from(m, c0);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int r = (tid >> 3) + 32 * (2 * half + i);
-        float d[8], x[8], centred[8];
-        batchnorm_detail::to_floats<T>(dv[i], d);
-        batchnorm_detail::to_floats<T>(xv[i], x);
-        batchnorm_detail::mask_gradient<T>(mask, yv[i], bits[i], x, affine, d);
+      for (int i = 0; i < 4; ++i) {
+        const int r = (tid >> 3) + 32 * i;
         const bool live = m0 + r < M;
+        const int64_t at = live ? (m0 + r) * kChannels + c0 : 0;
+        async_copy::copy<16>(grad + r * ldg + c0, dy + at, live);
+        async_copy::copy<16>(grad + r * ldg + kChannels + c0, conv_out + at, live);
+      }
+      const small_conv::WindowCorner corner = small_conv::window_corner(sh, p.split, m0 + row);
+      T* into = gathered_of(b) + row * ldx;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          centred[j] = live ? __fsub_rn(x[j], mean[j]) : 0.f;
-          gsum[j] += d[j];
-          centred_sum[j] = __fmaf_rn(d[j], centred[j], centred_sum[j]);
-        }
-        batchnorm_detail::store_vector(grad + r * ldg + c0, batchnorm_detail::from_floats<T>(d));
-        batchnorm_detail::store_vector(grad + r * ldg + kChannels + c0, batchnorm_detail::from_floats<T>(centred));
+      for (int i = 0; i < chunks / 2; ++i) {  // chunks tid / 128, + 2, + 4, …
+        const int j = (tid >> 7) + 2 * i;
+        small_conv::gather_chunk_async(into + j * kChunk, p.x, sh, corner, taps[j]);
       }
     }
-#pragma unroll
-    for (int i = 0; i < NT; ++i)
-      *reinterpret_cast<uint2*>(gathered + row * ldx + ((tid >> 7) + 2 * i) * kChunk) = window[i];
+    async_copy::commit();
+  };
+
+  load(blockIdx.x, 0);
+  int b = 0;
+  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x, b ^= 1) {
+    const int64_t m0 = tile * kTileRows;
+    // Stage b ^ 1 was last read by the tile before's matrix products, which every warp
+    // finished before the barrier that ends its iteration.
+    load(tile + gridDim.x, b ^ 1);
+    async_copy::wait<1>();
     __syncthreads();
 
-    // Warp w: GEMM rows 16w … 16w + 15 (A = the tile's columns, transposed by ldmatrix).
+    // In place: dy becomes g (masked by the relu), conv_out becomes conv_out − mean; the thread
+    // transforms the very vectors it copied, so no other thread's copies are read here.
+    T* grad = grad_of(b);
 #pragma unroll
-    for (int k0 = 0; k0 < kTileRows; k0 += 16) {
-      uint32_t a[4];
-      mma::ldmatrix_x4_trans(a, grad + (k0 + 8 * (lane >> 4) + (lane & 7)) * ldg + 16 * warp + 8 * ((lane >> 3) & 1));
+    for (int i = 0; i < 4; ++i) {
+      const int r = (tid >> 3) + 32 * i;
+      const int64_t m = m0 + r;
+      const bool live = m < M;
+      uint4 yv = make_uint4(0u, 0u, 0u, 0u);
+      unsigned bits = 0u;
+      if (live && mask.y) yv = batchnorm_detail::load_vector(mask.y + m * kChannels + c0);
+      if (live && mask.bits) bits = mask.byte_from(m, c0);
+      float d[8], x[8], centred[8];
+      batchnorm_detail::to_floats<T>(*reinterpret_cast<const uint4*>(grad + r * ldg + c0), d);
+      batchnorm_detail::to_floats<T>(*reinterpret_cast<const uint4*>(grad + r * ldg + kChannels + c0), x);
+      batchnorm_detail::mask_gradient<T>(mask, yv, bits, x, affine, d);
+      // A row past the last pixel keeps −mean here: its dy is zero, and so is its window of x.
 #pragma unroll
-      for (int np = 0; np < NT / 2; ++np) {
-        uint32_t b[4];
-        mma::ldmatrix_x4_trans(b, gathered + (k0 + 8 * ((lane >> 3) & 1) + (lane & 7)) * ldx + 16 * np + 8 * (lane >> 4));
-        mma::mma_16x8x16<T>(acc[2 * np], a, b[0], b[1]);
-        mma::mma_16x8x16<T>(acc[2 * np + 1], a, b[2], b[3]);
-        if (warp == 2 * np) mma::mma_16x8x16<T>(ones, all_ones, b[0], b[1]);
-        if (warp == 2 * np + 1) mma::mma_16x8x16<T>(ones, all_ones, b[2], b[3]);
+      for (int j = 0; j < 8; ++j) {
+        centred[j] = __fsub_rn(x[j], mean[j]);
+        gsum[j] += d[j];
+        centred_sum[j] = __fmaf_rn(d[j], centred[j], centred_sum[j]);
       }
+      batchnorm_detail::store_vector(grad + r * ldg + c0, batchnorm_detail::from_floats<T>(d));
+      batchnorm_detail::store_vector(grad + r * ldg + kChannels + c0, batchnorm_detail::from_floats<T>(centred));
     }
     __syncthreads();
+
+    // Warp w: GEMM rows 16w … 16w + 15 (A = the tile's columns, transposed by ldmatrix), and
+    // for w < NT also G3's n-tile w (one more product, with the all-ones A).
+    const T* gathered = gathered_of(b);
+    auto multiply = [&](auto with_ones) {
+#pragma unroll
+      for (int k0 = 0; k0 < kTileRows; k0 += 16) {
+        const int k_row = k0 + 8 * ((lane >> 3) & 1) + (lane & 7);
+        uint32_t a[4];
+        mma::ldmatrix_x4_trans(a, grad + (k0 + 8 * (lane >> 4) + (lane & 7)) * ldg + 16 * warp + 8 * ((lane >> 3) & 1));
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          uint32_t bf[4];
+          mma::ldmatrix_x4_trans(bf, gathered + k_row * ldx + 16 * np + 8 * (lane >> 4));
+          mma::mma_16x8x16<T>(acc[2 * np], a, bf[0], bf[1]);
+          mma::mma_16x8x16<T>(acc[2 * np + 1], a, bf[2], bf[3]);
+        }
+        if constexpr (decltype(with_ones)::value) {
+          uint32_t bo[2];
+          mma::ldmatrix_x2_trans(bo, gathered + k_row * ldx + 8 * warp);
+          mma::mma_16x8x16<T>(ones, all_ones, bo[0], bo[1]);
+        }
+      }
+    };
+    if (warp < NT) multiply(std::true_type{});
+    else multiply(std::false_type{});
+    __syncthreads();
   }
+  async_copy::wait<0>();  // the last, empty group
+  auto* cross_stats = reinterpret_cast<float*>(stages);  // [8 warps][2][64], over stage 0
 
   // The block's partial sums.
   float* record = p.partials + static_cast<int64_t>(blockIdx.x) * record_floats(kp);
@@ -320,6 +361,7 @@ void launch_cbr_weight_backward(const SmallConvShape& s, const CbrWeightBackward
   const int kp = static_cast<int>(s.taps_padded());
   BackwardParams p;
   p.shape = s;
+  p.split = small_conv::PixelSplit(s);
   p.x = a.x;
   p.dy = a.dy;
   p.conv_out = a.conv_out;

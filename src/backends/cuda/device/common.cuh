@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/device/launch.h"
 
@@ -26,6 +27,33 @@ template <>
 __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Two f32 values rounded to a 16-bit storage type T and packed into one word, `lo` in the low
+// half (as in memory): one conversion instruction for the pair. widen_pair is its inverse.
+template <class T>
+__device__ __forceinline__ unsigned pack_rounded(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&h);
+  }
+}
+template <class T>
+__device__ __forceinline__ float2 widen_pair(unsigned w) {
+  if constexpr (std::is_same_v<T, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&w));
+  else return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w));
+}
+
+// to_float(from_float<T>(v)) > 0 without the round trip: v rounds to a positive T exactly when
+// it exceeds half of T's smallest positive subnormal (the midpoint rounds to the even zero).
+template <class T>
+__device__ __forceinline__ bool rounds_positive(float v) {
+  if constexpr (std::is_same_v<T, __half>) return v > 0x1p-25f;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return v > 0x1p-134f;
+  else return v > 0.f;
+}
 
 // Per-channel tensors (BN parameters and statistics, the loss seed) are small and read once
 // per thread, so their dtype is a run-time value rather than a template parameter.

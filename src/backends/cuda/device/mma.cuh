@@ -56,18 +56,12 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
                : "r"(shared_address(row)));
 }
 
-// Two 16-bit values as one register, `lo` in the low half.
-template <class T>
-__device__ __forceinline__ uint32_t pack2(T lo, T hi) {
-  uint16_t l, h;
-  if constexpr (std::is_same_v<T, __half>) {
-    l = __half_as_ushort(lo);
-    h = __half_as_ushort(hi);
-  } else {
-    l = __bfloat16_as_ushort(lo);
-    h = __bfloat16_as_ushort(hi);
-  }
-  return static_cast<uint32_t>(l) | (static_cast<uint32_t>(h) << 16);
+// Two transposed 8×8 matrices: lanes 0-15 give the row addresses (lanes 16-31 are not read);
+// r[j] receives matrix j's (rows 2t, 2t+1, col g) — one n-tile's B fragment.
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(shared_address(row)));
 }
 
 }  // namespace trident::cuda::device::mma

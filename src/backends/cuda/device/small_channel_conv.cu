@@ -1,7 +1,8 @@
 // The forward of trident's small-channel convolution (small_channel_conv.h says when and why):
 // conv2d + per-channel Σ, Σ² in one pass, an implicit GEMM on the tensor cores. A persistent
 // grid walks tiles of 128 output pixels × 64 channels; per tile the block gathers each pixel's
-// window (R·S·C values, padded to a multiple of 16) into shared memory, eight warps multiply it
+// window (R·S·C values, padded to a multiple of 16) into shared memory — by asynchronous
+// copies issued one tile ahead, in flight during the tile before — eight warps multiply it
 // with the block's 64 filters (resident in shared memory for the whole walk) by mma.sync, and
 // the epilogue rounds to the io dtype, adds the rounded values to the thread's running sums and
 // stages the tile so that it leaves as whole 16-byte rows. The statistics are the block's
@@ -9,6 +10,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device/async_copy.cuh"
 #include "backends/cuda/device/common.cuh"
 #include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/device/mma.cuh"
@@ -27,10 +29,10 @@ constexpr int kTileRows = 128;  // output pixels per tile
 constexpr int kTileCols = 64;   // output channels per block
 constexpr int kBlock = 256;     // 8 warps: 4 along the rows × 2 along the channels, 32 × 32 each
 constexpr int kMostTaps = 256;  // R·S·C padded: the gathered tile stays within shared memory
-constexpr int kGather = 8;      // window chunks a thread loads before storing them (of 6 for VGG's 3×3×4)
 
 struct ForwardParams {
   SmallConvShape shape;
+  small_conv::PixelSplit split;
   const void* x;
   const void* w;
   ChannelTensor bias;
@@ -40,23 +42,24 @@ struct ForwardParams {
   int64_t tiles;
 };
 
-// Shared memory: the filters [64][kp + pad], the gathered tile [128][kp + pad], the output
+// Shared memory: the filters [64][kp + pad], two gathered tiles [128][kp + pad], the output
 // tile [128][64 + pad], the chunk table and the statistics' cross-warp sums.
 size_t forward_shared_bytes(int kp) {
   const size_t lda = static_cast<size_t>(kp + kPad);
-  return 2 * (kTileCols * lda + kTileRows * lda + kTileRows * (kTileCols + kPad)) + sizeof(ChunkTap) * (kp / kChunk) +
-         sizeof(float) * 4 * 2 * kTileCols;
+  return 2 * (kTileCols * lda + 2 * kTileRows * lda + kTileRows * (kTileCols + kPad)) +
+         sizeof(ChunkTap) * (kp / kChunk) + sizeof(float) * 4 * 2 * kTileCols;
 }
 
-template <class T>
-__global__ void __launch_bounds__(kBlock) small_conv_stats_kernel(ForwardParams p) {
+// kBias: whether p.bias is set (without one the epilogue adds nothing and tests no row).
+template <class T, bool kBias>
+__global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardParams p) {
 #if __CUDA_ARCH__ >= 800
   extern __shared__ __align__(16) unsigned char shared[];
   const SmallConvShape& sh = p.shape;
   const int kp = p.taps_padded, lda = kp + kPad, ldc = kTileCols + kPad, chunks = kp / kChunk;
   T* filters = reinterpret_cast<T*>(shared);
   T* tile_in = filters + kTileCols * lda;
-  T* tile_out = tile_in + kTileRows * lda;
+  T* tile_out = tile_in + 2 * kTileRows * lda;
   auto* taps = reinterpret_cast<ChunkTap*>(tile_out + kTileRows * ldc);
   auto* cross = reinterpret_cast<float*>(taps + chunks);  // [4 row warps][2][64]
 
@@ -77,26 +80,31 @@ __global__ void __launch_bounds__(kBlock) small_conv_stats_kernel(ForwardParams 
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int64_t col = k0 + wn * 32 + nt * 8 + 2 * t + j;
-      bias[nt][j] = p.bias.data ? load_as_float(p.bias.data, p.bias.type, col) : 0.f;
+      bias[nt][j] = kBias ? load_as_float(p.bias.data, p.bias.type, col) : 0.f;
       sum[nt][j] = sq[nt][j] = 0.f;
     }
   __syncthreads();
 
-  const int row = tid & (kTileRows - 1);  // the tile row this thread gathers
-  T* y = static_cast<T*>(p.y);
-  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-    const int64_t m0 = tile * kTileRows;
-    const small_conv::WindowCorner corner = small_conv::window_corner(sh, m0 + row);
-    // The thread's chunks j = tid / 128 + 2u, kGather loads in flight before their stores.
-    for (int j0 = tid >> 7; j0 < chunks; j0 += 2 * kGather) {
-      uint2 v[kGather];
-#pragma unroll
-      for (int u = 0; u < kGather; ++u)
-        v[u] = j0 + 2 * u < chunks ? small_conv::gather_chunk(p.x, sh, corner, taps[j0 + 2 * u]) : make_uint2(0u, 0u);
-#pragma unroll
-      for (int u = 0; u < kGather; ++u)
-        if (j0 + 2 * u < chunks) *reinterpret_cast<uint2*>(tile_in + row * lda + (j0 + 2 * u) * kChunk) = v[u];
+  // The tile row this thread gathers, and its chunks tid / 128, + 2, + 4, …
+  const int row = tid & (kTileRows - 1), first_chunk = tid >> 7;
+  auto gather = [&](int64_t tile, T* into) {
+    if (tile < p.tiles) {
+      const small_conv::WindowCorner corner = small_conv::window_corner(sh, p.split, tile * kTileRows + row);
+      small_conv::gather_window_async(into + row * lda, p.x, sh, corner, taps, first_chunk, 2, chunks);
     }
+    async_copy::commit();
+  };
+  T* y = static_cast<T*>(p.y);
+  // Two gathered tiles: the next tile's windows are in flight while this one is multiplied,
+  // rounded and stored. Buffer buf ^ 1 was last read by the tile before, whose matrix products
+  // all warps finished before the barrier ahead of its stores.
+  gather(blockIdx.x, tile_in);
+  int buf = 0;
+  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x, buf ^= 1) {
+    const int64_t m0 = tile * kTileRows;
+    const T* in = tile_in + buf * kTileRows * lda;
+    gather(tile + gridDim.x, tile_in + (buf ^ 1) * kTileRows * lda);
+    async_copy::wait<1>();
     __syncthreads();
 
     float acc[2][4][4];
@@ -110,7 +118,7 @@ __global__ void __launch_bounds__(kBlock) small_conv_stats_kernel(ForwardParams 
       uint32_t a[2][4], b[2][4];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
-        mma::ldmatrix_x4(a[mt], tile_in + (wm * 32 + mt * 16 + 8 * ((lane >> 3) & 1) + (lane & 7)) * lda + kk +
+        mma::ldmatrix_x4(a[mt], in + (wm * 32 + mt * 16 + 8 * ((lane >> 3) & 1) + (lane & 7)) * lda + kk +
                                     8 * (lane >> 4));
 #pragma unroll
       for (int np = 0; np < 2; ++np)  // n-tiles 2np (b[np][0..1]) and 2np + 1 (b[np][2..3])
@@ -131,16 +139,17 @@ __global__ void __launch_bounds__(kBlock) small_conv_stats_kernel(ForwardParams 
         const bool live = m0 + r < M;
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
-          const T lo = from_float<T>(acc[mt][nt][2 * half] + bias[nt][0]);
-          const T hi = from_float<T>(acc[mt][nt][2 * half + 1] + bias[nt][1]);
-          if (live) {
-            const float flo = to_float(lo), fhi = to_float(hi);
-            sum[nt][0] += flo;
-            sum[nt][1] += fhi;
-            sq[nt][0] = __fmaf_rn(flo, flo, sq[nt][0]);
-            sq[nt][1] = __fmaf_rn(fhi, fhi, sq[nt][1]);
+          const unsigned packed =
+              pack_rounded<T>(acc[mt][nt][2 * half] + bias[nt][0], acc[mt][nt][2 * half + 1] + bias[nt][1]);
+          // Rows past the last pixel hold zeros, which add nothing unless a bias moved them.
+          if (!kBias || live) {
+            const float2 v = widen_pair<T>(packed);
+            sum[nt][0] += v.x;
+            sum[nt][1] += v.y;
+            sq[nt][0] = __fmaf_rn(v.x, v.x, sq[nt][0]);
+            sq[nt][1] = __fmaf_rn(v.y, v.y, sq[nt][1]);
           }
-          *reinterpret_cast<uint32_t*>(tile_out + r * ldc + wn * 32 + nt * 8 + 2 * t) = mma::pack2(lo, hi);
+          *reinterpret_cast<uint32_t*>(tile_out + r * ldc + wn * 32 + nt * 8 + 2 * t) = packed;
         }
       }
     __syncthreads();
@@ -186,18 +195,19 @@ __global__ void __launch_bounds__(kBlock) small_conv_stats_kernel(ForwardParams 
 }
 
 // The persistent grid: as many blocks as stay resident, never more than there are tiles. It
-// depends only on the shape and the GPU, so the partial sums add in the same order every run.
-template <class T>
+// depends only on the shape, the bias's presence and the GPU, so the partial sums add in the
+// same order every run.
+template <class T, bool kBias>
 unsigned forward_grid(const SmallConvShape& s, int sm_count) {
-  const int kp = static_cast<int>(s.taps_padded());
-  const size_t shared = forward_shared_bytes(kp);
+  const size_t shared = forward_shared_bytes(static_cast<int>(s.taps_padded()));
   static const bool raised = [&] {
-    return cudaFuncSetAttribute(small_conv_stats_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    return cudaFuncSetAttribute(small_conv_stats_kernel<T, kBias>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(forward_shared_bytes(kMostTaps))) == cudaSuccess;
   }();
   (void)raised;
   int resident = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, small_conv_stats_kernel<T>, kBlock, shared) != cudaSuccess) {
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, small_conv_stats_kernel<T, kBias>, kBlock, shared) !=
+      cudaSuccess) {
     (void)cudaGetLastError();
     resident = 1;
   }
@@ -205,8 +215,20 @@ unsigned forward_grid(const SmallConvShape& s, int sm_count) {
   return static_cast<unsigned>(std::clamp<int64_t>(static_cast<int64_t>(std::max(resident, 1)) * sm_count, 1, tiles));
 }
 
-unsigned forward_grid(ElemType t, const SmallConvShape& s, int sm_count) {
-  return t == ElemType::bf16 ? forward_grid<__nv_bfloat16>(s, sm_count) : forward_grid<__half>(s, sm_count);
+// Launches the forward on its grid (capped by the scratch's room) and returns the block count.
+template <class T, bool kBias>
+unsigned launch_forward(const ForwardParams& p, int sm_count, cudaStream_t stream) {
+  const SmallConvShape& s = p.shape;
+  const auto room = static_cast<unsigned>(small_conv_stats_scratch_bytes(s, sm_count) / (2 * s.K * sizeof(float)));
+  const unsigned blocks = std::min<unsigned>(forward_grid<T, kBias>(s, sm_count), room);
+  const dim3 grid(blocks, static_cast<unsigned>(s.K / kTileCols));
+  small_conv_stats_kernel<T, kBias><<<grid, kBlock, forward_shared_bytes(p.taps_padded), stream>>>(p);
+  return blocks;
+}
+
+template <class T>
+unsigned launch_forward(const ForwardParams& p, int sm_count, cudaStream_t stream) {
+  return p.bias.data ? launch_forward<T, true>(p, sm_count, stream) : launch_forward<T, false>(p, sm_count, stream);
 }
 
 }  // namespace
@@ -236,6 +258,8 @@ std::string small_conv_refusal(const SmallConvShape& s, ElemType t, int64_t dila
     if (s.K % kTileCols != 0) return "it needs a multiple of 64 output channels (K = " + std::to_string(s.K) + ")";
   }
   if (s.rows() < 1) return "the output is empty";
+  if (s.rows() >= (int64_t{1} << 31))
+    return "it numbers output pixels in 32 bits (N·P·Q = " + std::to_string(s.rows()) + ")";
   int device = 0, major = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
@@ -255,6 +279,7 @@ size_t small_conv_stats_scratch_bytes(const SmallConvShape& s, int sm_count) {
 void launch_small_conv_stats(const SmallConvShape& s, const SmallConvStatsArgs& a, cudaStream_t stream) {
   ForwardParams p;
   p.shape = s;
+  p.split = small_conv::PixelSplit(s);
   p.x = a.x;
   p.w = a.w;
   p.bias = a.bias;
@@ -262,15 +287,8 @@ void launch_small_conv_stats(const SmallConvShape& s, const SmallConvStatsArgs& 
   p.partials = static_cast<float*>(a.scratch);
   p.taps_padded = static_cast<int>(s.taps_padded());
   p.tiles = (s.rows() + kTileRows - 1) / kTileRows;
-  const unsigned blocks = std::min<unsigned>(
-      forward_grid(a.io, s, a.sm_count),
-      static_cast<unsigned>(small_conv_stats_scratch_bytes(s, a.sm_count) / (2 * s.K * sizeof(float))));
-  const dim3 grid(blocks, static_cast<unsigned>(s.K / kTileCols));
-  const size_t shared = forward_shared_bytes(p.taps_padded);
-  if (a.io == ElemType::bf16)
-    small_conv_stats_kernel<__nv_bfloat16><<<grid, kBlock, shared, stream>>>(p);
-  else
-    small_conv_stats_kernel<__half><<<grid, kBlock, shared, stream>>>(p);
+  const unsigned blocks = a.io == ElemType::bf16 ? launch_forward<__nv_bfloat16>(p, a.sm_count, stream)
+                                                 : launch_forward<__half>(p, a.sm_count, stream);
   check_launch("small_conv_stats_kernel");
   launch_combine_channel_partials(p.partials, blocks, s.K, a.sum, a.sq_sum, stream);
 }
