@@ -334,6 +334,39 @@ void add_linear_loss_sgd_cases(std::vector<OpCase>& cases) {
     c.seeds = {41};
     cases.push_back(std::move(c));
   }
+  // The overflow check over the tensor table, loss-scaled: an inf deep inside the 7,000-element
+  // gradient (in the 16-byte vectors the check reads) or a NaN among the last elements of the
+  // 270-element one (read one by one). Either skips the step: only the scale and the good-step
+  // count change. f32 gradients, and f16/bf16 ones (cuda's form).
+  for (const bool narrow : {false, true})
+    for (const bool nan_in_tail : {false, true}) {
+      const Attrs hyper{{"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.05}};
+      OpCase c;
+      c.name = std::string("adamw_update_tensor_table_") + (nan_in_tail ? "nan_in_tail" : "inf_inside") +
+               (narrow ? "_narrow_gradients" : "");
+      c.build = [=](DType d) { return adamw_graph(params, hyper, true, true, narrow ? d : DType::f32); };
+      c.prepare = [=](GraphRunner& r, const ir::Graph& g) {
+        adamw_inputs(r, g, params.size(), 1);
+        TensorView grad = r.view(g.find_value(nan_in_tail ? "g1" : "g3"));
+        const int64_t at = nan_in_tail ? 268 : 4003;
+        if (grad.dtype == DType::f32)
+          grad.as<float>()[at] = nan_in_tail ? std::numeric_limits<float>::quiet_NaN()
+                                             : std::numeric_limits<float>::infinity();
+        else if (grad.dtype == DType::f16)
+          grad.as<uint16_t>()[at] = nan_in_tail ? 0x7e00 : 0x7c00;
+        else
+          grad.as<uint16_t>()[at] = nan_in_tail ? 0x7fc0 : 0x7f80;
+      };
+      c.outputs = adamw_updated;
+      c.outputs.push_back("loss_scale");
+      c.outputs.push_back("good_steps");
+      c.seeds = {43};
+      if (narrow) {
+        c.dtypes = {DType::f16, DType::bf16};
+        c.backends = {"cuda"};
+      }
+      cases.push_back(std::move(c));
+    }
 }
 
 }  // namespace trident::test_support::op_family

@@ -159,10 +159,42 @@ __global__ void adamw_flat_kernel(const float* __restrict__ lr, OptimizerTensor 
   step_range(AdamwElement(*lr, h), all, 0, all.numel, grid_start(), grid_stride(), gradient_factor(h.scaling));
 }
 
-__global__ void nonfinite_flat_kernel(OptimizerTensor all, int* flag) {
+// Whether a word of gradient bits holds an infinity or a NaN: an all-ones exponent in its one
+// f32 value or in either of its two f16/bf16 values.
+__device__ __forceinline__ bool nonfinite_word(uint32_t w, ElemType t) {
+  switch (t) {
+    case ElemType::f16: return (w & 0x7c00u) == 0x7c00u || (w & 0x7c000000u) == 0x7c000000u;
+    case ElemType::bf16: return (w & 0x7f80u) == 0x7f80u || (w & 0x7f800000u) == 0x7f800000u;
+    default: return (w & 0x7f800000u) == 0x7f800000u;
+  }
+}
+
+// Whether gradient elements [begin, end) of t hold an infinity or a NaN, as seen by the threads
+// lane, lane + lanes, …: in 16-byte vectors where the range starts aligned (2 bytes a thread
+// would keep too few loads in flight to read at the memory's bandwidth), the rest one by one.
+__device__ __forceinline__ bool nonfinite_range(const OptimizerTensor& t, int64_t begin, int64_t end, int64_t lane,
+                                                int64_t lanes) {
+  const int64_t width = t.grad_type == ElemType::f32 ? 4 : 8;  // elements a vector
+  const auto* first = static_cast<const char*>(t.grad) + begin * (16 / width);
   bool bad = false;
-  for (int64_t i = grid_start(); i < all.numel; i += grid_stride()) bad |= !isfinite(gradient(all, i));
-  if (bad) *flag = 1;  // every writer writes the same value
+  int64_t i = begin;
+  if (reinterpret_cast<uintptr_t>(first) % 16 == 0) {
+    const int64_t vectors = (end - begin) / width;
+    const auto* v = reinterpret_cast<const uint4*>(first);
+#pragma unroll 4
+    for (int64_t k = lane; k < vectors; k += lanes) {
+      const uint4 w = v[k];
+      bad |= nonfinite_word(w.x, t.grad_type) | nonfinite_word(w.y, t.grad_type) | nonfinite_word(w.z, t.grad_type) |
+             nonfinite_word(w.w, t.grad_type);
+    }
+    i = begin + vectors * width;
+  }
+  for (int64_t k = i + lane; k < end; k += lanes) bad |= !isfinite(gradient(t, k));
+  return bad;
+}
+
+__global__ void nonfinite_flat_kernel(OptimizerTensor all, int* flag) {
+  if (nonfinite_range(all, 0, all.numel, grid_start(), grid_stride())) *flag = 1;  // every writer writes the same value
 }
 
 // The elements of chunk `chunk` of a table's tensors: its tensor (the last whose first chunk
@@ -189,7 +221,7 @@ __global__ void nonfinite_table_kernel(const OptimizerTensor* __restrict__ table
   bool bad = false;
   for (int64_t chunk = blockIdx.x; chunk < total_chunks; chunk += gridDim.x) {
     const TableChunk c = table_chunk(table, count, chunk);
-    for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) bad |= !isfinite(gradient(c.t, i));
+    bad |= nonfinite_range(c.t, c.begin, c.end, threadIdx.x, blockDim.x);
   }
   if (bad) *flag = 1;
 }
