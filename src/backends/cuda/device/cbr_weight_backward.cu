@@ -37,8 +37,8 @@ using batchnorm_detail::VectorAffine;
 using small_conv::ChunkTap;
 using small_conv::kChunk;
 using small_conv::kPad;
+using small_conv::kTileRows;  // the GEMM's reduction step
 
-constexpr int kTileRows = 128;  // output pixels per tile: the GEMM's reduction step
 constexpr int kChannels = static_cast<int>(ops::kCbrWeightBackwardChannels);  // K: with g and the
                                                                             // centred conv_out, 128 GEMM rows
 constexpr int kBlock = 256;     // 8 warps, one 16-row slice of the 128 each
@@ -53,15 +53,7 @@ __host__ __device__ int64_t g3_at(int kp) { return 2 * kChannels * kp + 2 * kCha
 struct BackwardParams {
   SmallConvShape shape;
   small_conv::PixelSplit split;
-  const void* x;
-  const void* dy;
-  const void* conv_out;
-  const void* relu_output;
-  const void* relu_bits;
-  int64_t relu_bits_row_bytes;
-  const float* relu_affine;
-  ChannelTensor saved_mean;
-  float* partials;  // [gridDim.x][record_floats]
+  CbrWeightBackwardArgs args;  // scratch starts with the partials: [gridDim.x][record_floats]
   int64_t tiles;
 };
 
@@ -102,14 +94,15 @@ __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(Backward
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int64_t M = sh.rows();
   const int c0 = 8 * (tid & 7);  // this thread's eight channels of dy and conv_out
-  const MaskSource<T> mask{static_cast<const T*>(p.relu_output), static_cast<const unsigned char*>(p.relu_bits),
-                           p.relu_bits_row_bytes, p.relu_affine, kChannels, 0.f};
+  const CbrWeightBackwardArgs& args = p.args;
+  const MaskSource<T> mask{static_cast<const T*>(args.relu_output), static_cast<const unsigned char*>(args.relu_bits),
+                           args.relu_bits_row_bytes, args.relu_affine, kChannels, 0.f};
   VectorAffine<T> affine;
   affine.load(mask, c0);
   float mean[8], gsum[8], centred_sum[8];
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    mean[j] = load_as_float(p.saved_mean.data, p.saved_mean.type, c0 + j);
+    mean[j] = load_as_float(args.saved_mean.data, args.saved_mean.type, c0 + j);
     gsum[j] = centred_sum[j] = 0.f;
   }
   // acc: this warp's 16 GEMM rows × kp; ones: G3's n-tile `warp` (warps below NT), as the
@@ -123,8 +116,8 @@ __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(Backward
   small_conv::make_chunk_taps(taps, sh, chunks);
   __syncthreads();
 
-  const T* dy = static_cast<const T*>(p.dy);
-  const T* conv_out = static_cast<const T*>(p.conv_out);
+  const T* dy = static_cast<const T*>(args.dy);
+  const T* conv_out = static_cast<const T*>(args.conv_out);
   const int row = tid & (kTileRows - 1);  // the tile row this thread gathers x for
   // Tile `tile`'s copies into stage b: this thread's eight channels of dy and conv_out in four
   // rows (zeros past the last pixel), and its chunks of one pixel's window.
@@ -145,7 +138,7 @@ __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(Backward
 #pragma unroll
       for (int i = 0; i < chunks / 2; ++i) {  // chunks tid / 128, + 2, + 4, …
         const int j = (tid >> 7) + 2 * i;
-        small_conv::gather_chunk_async(into + j * kChunk, p.x, sh, corner, taps[j]);
+        small_conv::gather_chunk_async(into + j * kChunk, args.x, sh, corner, taps[j]);
       }
     }
     async_copy::commit();
@@ -220,7 +213,7 @@ __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(Backward
   auto* cross_stats = reinterpret_cast<float*>(stages);  // [8 warps][2][64], over stage 0
 
   // The block's partial sums.
-  float* record = p.partials + static_cast<int64_t>(blockIdx.x) * record_floats(kp);
+  float* record = static_cast<float*>(args.scratch) + static_cast<int64_t>(blockIdx.x) * record_floats(kp);
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int r = 16 * warp + g, col = nt * 8 + 2 * t;
@@ -274,9 +267,7 @@ struct CombineParams {
   const double* global;  // Σg, Σg·(conv_out − mean) over the ranks (sync-BN), or null
   int64_t rows;          // M over every rank the statistics span
   int kp, taps;
-  ChannelTensor gamma, saved_invstd, dgamma, dbeta;
-  void* dw;
-  ElemType dw_type;
+  CbrWeightBackwardArgs args;  // gamma, saved_invstd in; dgamma, dbeta, dw out
 };
 
 // dw[k, i] = γ·invstd·(G1 − Σg/M·G3 − invstd·dγ/M·G2) for i < R·S·C; dgamma and dbeta (the
@@ -286,19 +277,20 @@ __global__ void combine_kernel(CombineParams c) {
   if (v >= static_cast<int64_t>(kChannels) * c.taps) return;
   const int k = static_cast<int>(v / c.taps), i = static_cast<int>(v % c.taps);
   const double* stats = c.totals + stats_at(c.kp);
-  const double invstd = load_as_float(c.saved_invstd.data, c.saved_invstd.type, k);
+  const CbrWeightBackwardArgs& a = c.args;
+  const double invstd = load_as_float(a.saved_invstd.data, a.saved_invstd.type, k);
   if (i == 0) {
-    store_from_float(c.dgamma.data, c.dgamma.type, k, static_cast<float>(stats[kChannels + k] * invstd));
-    store_from_float(c.dbeta.data, c.dbeta.type, k, static_cast<float>(stats[k]));
+    store_from_float(a.dgamma.data, a.dgamma.type, k, static_cast<float>(stats[kChannels + k] * invstd));
+    store_from_float(a.dbeta.data, a.dbeta.type, k, static_cast<float>(stats[k]));
   }
   const double dbeta = c.global ? c.global[k] : stats[k];
   const double dgamma = (c.global ? c.global[kChannels + k] : stats[kChannels + k]) * invstd;
   const double M = static_cast<double>(c.rows);
   const double g1 = c.totals[k * c.kp + i], g2 = c.totals[(kChannels + k) * c.kp + i];
   const double g3 = c.totals[g3_at(c.kp) + i];
-  const double scale = static_cast<double>(load_as_float(c.gamma.data, c.gamma.type, k)) * invstd;
+  const double scale = static_cast<double>(load_as_float(a.gamma.data, a.gamma.type, k)) * invstd;
   const double dw = scale * (g1 - dbeta / M * g3 - invstd * dgamma / M * g2);
-  store_from_float(c.dw, c.dw_type, v, static_cast<float>(dw));
+  store_from_float(a.dw, a.dw_type, v, static_cast<float>(dw));
 }
 
 template <class T, int NT>
@@ -340,20 +332,22 @@ void dispatch_backward(ElemType io, int kp, Fn&& fn) {
 }
 
 int64_t backward_blocks(const SmallConvShape& s, int sm_count, int resident) {
-  const int64_t tiles = (s.rows() + kTileRows - 1) / kTileRows;
-  return std::clamp<int64_t>(static_cast<int64_t>(resident) * sm_count, 1, tiles);
+  return std::clamp<int64_t>(static_cast<int64_t>(resident) * sm_count, 1, small_conv::tile_count(s));
 }
 
-// The scratch: the partial records of at most 4 resident blocks per multiprocessor, the f64
-// totals of one record and the [2][64] f64 sums over the ranks.
-int64_t most_backward_blocks(const SmallConvShape& s, int sm_count) { return backward_blocks(s, sm_count, 4); }
+// The scratch: the partial records of at most 4 resident blocks per multiprocessor (rounded up
+// to 256 bytes), then the f64 totals of one record and the [2][64] f64 sums over the ranks.
+size_t partials_bytes(const SmallConvShape& s, int sm_count) {
+  const int64_t floats = backward_blocks(s, sm_count, 4) * record_floats(static_cast<int>(s.taps_padded()));
+  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+  return (bytes + 255) / 256 * 256;
+}
 
 }  // namespace
 
 size_t cbr_weight_backward_scratch_bytes(const SmallConvShape& s, int sm_count) {
   const int kp = static_cast<int>(s.taps_padded());
-  const size_t partials = static_cast<size_t>(most_backward_blocks(s, sm_count) * record_floats(kp)) * sizeof(float);
-  return (partials + 255) / 256 * 256 + static_cast<size_t>(record_floats(kp) + 2 * kChannels) * sizeof(double);
+  return partials_bytes(s, sm_count) + static_cast<size_t>(record_floats(kp) + 2 * kChannels) * sizeof(double);
 }
 
 void launch_cbr_weight_backward(const SmallConvShape& s, const CbrWeightBackwardArgs& a, cudaStream_t stream,
@@ -362,16 +356,8 @@ void launch_cbr_weight_backward(const SmallConvShape& s, const CbrWeightBackward
   BackwardParams p;
   p.shape = s;
   p.split = small_conv::PixelSplit(s);
-  p.x = a.x;
-  p.dy = a.dy;
-  p.conv_out = a.conv_out;
-  p.relu_output = a.relu_output;
-  p.relu_bits = a.relu_bits;
-  p.relu_bits_row_bytes = a.relu_bits_row_bytes;
-  p.relu_affine = a.relu_affine;
-  p.saved_mean = a.saved_mean;
-  p.partials = static_cast<float*>(a.scratch);
-  p.tiles = (s.rows() + kTileRows - 1) / kTileRows;
+  p.args = a;
+  p.tiles = small_conv::tile_count(s);
   int64_t blocks = 0;
   dispatch_backward(a.io, kp, [&](auto tag, auto nt) {
     using T = decltype(tag);
@@ -383,12 +369,10 @@ void launch_cbr_weight_backward(const SmallConvShape& s, const CbrWeightBackward
   check_launch("cbr_weight_backward_kernel");
 
   const int64_t record = record_floats(kp);
-  const size_t partial_bytes =
-      (static_cast<size_t>(most_backward_blocks(s, a.sm_count) * record) * sizeof(float) + 255) / 256 * 256;
-  auto* totals = reinterpret_cast<double*>(static_cast<char*>(a.scratch) + partial_bytes);
+  auto* totals = reinterpret_cast<double*>(static_cast<char*>(a.scratch) + partials_bytes(s, a.sm_count));
   double* global = totals + record;
   add_partials_kernel<<<static_cast<unsigned>((record + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      p.partials, blocks, record, totals);
+      static_cast<const float*>(a.scratch), blocks, record, totals);
   check_launch("cbr_weight_backward add_partials_kernel");
   if (over_ranks) over_ranks->sum(totals + stats_at(kp), global, 2 * kChannels, stream);
 
@@ -398,12 +382,7 @@ void launch_cbr_weight_backward(const SmallConvShape& s, const CbrWeightBackward
   c.rows = s.rows() * (over_ranks ? over_ranks->ranks : 1);
   c.kp = kp;
   c.taps = static_cast<int>(s.taps());
-  c.gamma = a.gamma;
-  c.saved_invstd = a.saved_invstd;
-  c.dgamma = a.dgamma;
-  c.dbeta = a.dbeta;
-  c.dw = a.dw;
-  c.dw_type = a.dw_type;
+  c.args = a;
   const int64_t outputs = kChannels * s.taps();
   combine_kernel<<<static_cast<unsigned>((outputs + kThreads - 1) / kThreads), kThreads, 0, stream>>>(c);
   check_launch("cbr_weight_backward combine_kernel");

@@ -24,8 +24,8 @@ namespace {
 using small_conv::ChunkTap;
 using small_conv::kChunk;
 using small_conv::kPad;
+using small_conv::kTileRows;
 
-constexpr int kTileRows = 128;  // output pixels per tile
 constexpr int kTileCols = 64;   // output channels per block
 constexpr int kBlock = 256;     // 8 warps: 4 along the rows × 2 along the channels, 32 × 32 each
 constexpr int kMostTaps = 256;  // R·S·C padded: the gathered tile stays within shared memory
@@ -33,11 +33,7 @@ constexpr int kMostTaps = 256;  // R·S·C padded: the gathered tile stays withi
 struct ForwardParams {
   SmallConvShape shape;
   small_conv::PixelSplit split;
-  const void* x;
-  const void* w;
-  ChannelTensor bias;
-  void* y;
-  float* partials;  // [2][gridDim.x][K]: Σ then Σ² of each block
+  SmallConvStatsArgs args;  // scratch: [2][gridDim.x][K], Σ then Σ² of each block
   int taps_padded;
   int64_t tiles;
 };
@@ -50,7 +46,7 @@ size_t forward_shared_bytes(int kp) {
          sizeof(ChunkTap) * (kp / kChunk) + sizeof(float) * 4 * 2 * kTileCols;
 }
 
-// kBias: whether p.bias is set (without one the epilogue adds nothing and tests no row).
+// kBias: whether p.args.bias is set (without one the epilogue adds nothing and tests no row).
 template <class T, bool kBias>
 __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardParams p) {
 #if __CUDA_ARCH__ >= 800
@@ -68,7 +64,7 @@ __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardPara
   const int64_t k0 = static_cast<int64_t>(blockIdx.y) * kTileCols, M = sh.rows();
   const int taps_total = static_cast<int>(sh.taps());
 
-  const T* w = static_cast<const T*>(p.w);
+  const T* w = static_cast<const T*>(p.args.w);
   for (int i = tid; i < kTileCols * kp; i += kBlock) {
     const int n = i / kp, k = i - n * kp;
     filters[n * lda + k] = k < taps_total ? w[(k0 + n) * taps_total + k] : from_float<T>(0.f);
@@ -80,7 +76,7 @@ __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardPara
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int64_t col = k0 + wn * 32 + nt * 8 + 2 * t + j;
-      bias[nt][j] = kBias ? load_as_float(p.bias.data, p.bias.type, col) : 0.f;
+      bias[nt][j] = kBias ? load_as_float(p.args.bias.data, p.args.bias.type, col) : 0.f;
       sum[nt][j] = sq[nt][j] = 0.f;
     }
   __syncthreads();
@@ -90,11 +86,11 @@ __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardPara
   auto gather = [&](int64_t tile, T* into) {
     if (tile < p.tiles) {
       const small_conv::WindowCorner corner = small_conv::window_corner(sh, p.split, tile * kTileRows + row);
-      small_conv::gather_window_async(into + row * lda, p.x, sh, corner, taps, first_chunk, 2, chunks);
+      small_conv::gather_window_async(into + row * lda, p.args.x, sh, corner, taps, first_chunk, 2, chunks);
     }
     async_copy::commit();
   };
-  T* y = static_cast<T*>(p.y);
+  T* y = static_cast<T*>(p.args.y);
   // Two gathered tiles: the next tile's windows are in flight while this one is multiplied,
   // rounded and stored. Buffer buf ^ 1 was last read by the tile before, whose matrix products
   // all warps finished before the barrier ahead of its stores.
@@ -188,8 +184,9 @@ __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardPara
       s += cross[(i * 2) * kTileCols + tid];
       s2 += cross[(i * 2 + 1) * kTileCols + tid];
     }
-    p.partials[static_cast<int64_t>(blockIdx.x) * sh.K + k0 + tid] = s;
-    p.partials[(static_cast<int64_t>(gridDim.x) + blockIdx.x) * sh.K + k0 + tid] = s2;
+    float* partials = static_cast<float*>(p.args.scratch);
+    partials[static_cast<int64_t>(blockIdx.x) * sh.K + k0 + tid] = s;
+    partials[(static_cast<int64_t>(gridDim.x) + blockIdx.x) * sh.K + k0 + tid] = s2;
   }
 #endif
 }
@@ -211,14 +208,15 @@ unsigned forward_grid(const SmallConvShape& s, int sm_count) {
     (void)cudaGetLastError();
     resident = 1;
   }
-  const int64_t tiles = (s.rows() + kTileRows - 1) / kTileRows;
+  const int64_t tiles = small_conv::tile_count(s);
   return static_cast<unsigned>(std::clamp<int64_t>(static_cast<int64_t>(std::max(resident, 1)) * sm_count, 1, tiles));
 }
 
 // Launches the forward on its grid (capped by the scratch's room) and returns the block count.
 template <class T, bool kBias>
-unsigned launch_forward(const ForwardParams& p, int sm_count, cudaStream_t stream) {
+unsigned launch_forward(const ForwardParams& p, cudaStream_t stream) {
   const SmallConvShape& s = p.shape;
+  const int sm_count = p.args.sm_count;
   const auto room = static_cast<unsigned>(small_conv_stats_scratch_bytes(s, sm_count) / (2 * s.K * sizeof(float)));
   const unsigned blocks = std::min<unsigned>(forward_grid<T, kBias>(s, sm_count), room);
   const dim3 grid(blocks, static_cast<unsigned>(s.K / kTileCols));
@@ -227,8 +225,8 @@ unsigned launch_forward(const ForwardParams& p, int sm_count, cudaStream_t strea
 }
 
 template <class T>
-unsigned launch_forward(const ForwardParams& p, int sm_count, cudaStream_t stream) {
-  return p.bias.data ? launch_forward<T, true>(p, sm_count, stream) : launch_forward<T, false>(p, sm_count, stream);
+unsigned launch_forward(const ForwardParams& p, cudaStream_t stream) {
+  return p.args.bias.data ? launch_forward<T, true>(p, stream) : launch_forward<T, false>(p, stream);
 }
 
 }  // namespace
@@ -271,7 +269,7 @@ std::string small_conv_refusal(const SmallConvShape& s, ElemType t, int64_t dila
 }
 
 size_t small_conv_stats_scratch_bytes(const SmallConvShape& s, int sm_count) {
-  const int64_t tiles = (s.rows() + kTileRows - 1) / kTileRows;
+  const int64_t tiles = small_conv::tile_count(s);
   const int64_t most_blocks = std::min<int64_t>(tiles, static_cast<int64_t>(sm_count) * 8);
   return static_cast<size_t>(2 * most_blocks * s.K) * sizeof(float);
 }
@@ -280,17 +278,13 @@ void launch_small_conv_stats(const SmallConvShape& s, const SmallConvStatsArgs& 
   ForwardParams p;
   p.shape = s;
   p.split = small_conv::PixelSplit(s);
-  p.x = a.x;
-  p.w = a.w;
-  p.bias = a.bias;
-  p.y = a.y;
-  p.partials = static_cast<float*>(a.scratch);
+  p.args = a;
   p.taps_padded = static_cast<int>(s.taps_padded());
-  p.tiles = (s.rows() + kTileRows - 1) / kTileRows;
-  const unsigned blocks = a.io == ElemType::bf16 ? launch_forward<__nv_bfloat16>(p, a.sm_count, stream)
-                                                 : launch_forward<__half>(p, a.sm_count, stream);
+  p.tiles = small_conv::tile_count(s);
+  const unsigned blocks =
+      a.io == ElemType::bf16 ? launch_forward<__nv_bfloat16>(p, stream) : launch_forward<__half>(p, stream);
   check_launch("small_conv_stats_kernel");
-  launch_combine_channel_partials(p.partials, blocks, s.K, a.sum, a.sq_sum, stream);
+  launch_combine_channel_partials(static_cast<float*>(a.scratch), blocks, s.K, a.sum, a.sq_sum, stream);
 }
 
 }  // namespace trident::cuda::device

@@ -18,6 +18,11 @@ constexpr int kChunk = 4;  // channels gathered at once (8 bytes)
 constexpr int kPad = 8;    // 16-bit values of padding per shared-memory row: the eight rows an
                            // ldmatrix phase reads then start on distinct 16-byte bank groups
 
+constexpr int kTileRows = 128;  // output pixels per tile, in both kernels
+
+// Tiles of kTileRows output pixels over the convolution's N·P·Q rows.
+inline int64_t tile_count(const SmallConvShape& sh) { return (sh.rows() + kTileRows - 1) / kTileRows; }
+
 constexpr int kOutside = 1 << 28;  // a window row that lies below every image: reads zeros
 
 // Chunk j of the reduction reads channels c … c+3 of tap (r, s), `offset` elements from the
