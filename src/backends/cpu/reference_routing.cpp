@@ -23,9 +23,13 @@ namespace trident::cpu {
 
 namespace {
 
-// Run on cpu_ref's kernel in deterministic mode: the reduction over the minibatch is the op itself.
-const std::set<std::string>& weight_gradients() {
-  static const std::set<std::string> ops{"conv2d_backward_weight", "linear_backward_weight"};
+// Run on cpu_ref's kernel in deterministic mode: the reduction over the minibatch is the op itself
+// (weight gradients), or the op is a GEMM that oneDNN's AVX2 sgemm may split along its reduced
+// axis among threads (the linear layer and its data gradient; AVX-512 machines do not, but a
+// classifier costs little either way).
+const std::set<std::string>& thread_dependent_sums() {
+  static const std::set<std::string> ops{"conv2d_backward_weight", "linear_backward_weight", "linear",
+                                         "linear_backward_data"};
   return ops;
 }
 
@@ -49,7 +53,7 @@ std::unique_ptr<Kernel> reference_kernel(const ir::Node& node, const ir::Graph& 
   const distributed::World* bn_world = options.batchnorm_world();
   const bool deterministic = options.deterministic, sync_bn = bn_world && bn_world->size() > 1;
   if (!deterministic && !sync_bn) return nullptr;
-  if (training_batchnorm(node) || (deterministic && weight_gradients().count(node.op)))
+  if (training_batchnorm(node) || (deterministic && thread_dependent_sums().count(node.op)))
     return KernelRegistry::make("cpu_ref", node, g, ctx);
   if (fused_with_batchnorm().count(node.op)) return cpu_ref::make_decomposed_on(kBackend, node, g, ctx);
   return nullptr;
