@@ -53,6 +53,10 @@ int Builder::activation(int x, const std::string& fn, const std::string& name) {
   return g_.add_node1("activation", {x}, {{"fn", fn}}, scoped(name, fn.c_str()));
 }
 
+int Builder::dropout(int x, double p, const std::string& name) {
+  return g_.add_node1("dropout", {x}, {{"p", p}}, scoped(name, "dropout"));
+}
+
 int Builder::mul(int a, int b, const std::string& name) { return g_.add_node1("mul", {a, b}, {}, scoped(name, "mul")); }
 
 int Builder::add(int a, int b, const std::string& name) {

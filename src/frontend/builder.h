@@ -29,6 +29,9 @@ class Builder {
   // fn: sigmoid, silu, hardsigmoid, hardswish (ops/activation.cpp).
   int activation(int x, const std::string& fn, const std::string& name = "");
   int mul(int a, int b, const std::string& name = "");
+  // Zeroes elements with probability p in training (scaling the rest by 1/(1-p)); the identity
+  // in inference (ops/dropout.h).
+  int dropout(int x, double p, const std::string& name = "");
   int add(int a, int b, const std::string& name = "");
   int maxpool(int x, int64_t kernel, int64_t stride, int64_t pad = 0, const std::string& name = "");
   int avgpool(int x, int64_t kernel, int64_t stride, int64_t pad = 0, const std::string& name = "");

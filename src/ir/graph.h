@@ -22,7 +22,8 @@ std::string_view role_name(ValueRole r);
 
 // How a parameter or state tensor is initialised before training.
 struct Init {
-  enum Kind { Zeros, Ones, KaimingNormal, KaimingUniform, Constant } kind = Zeros;
+  // RandomBits: uniform 32-bit words (i32 only): random keys, such as dropout's.
+  enum Kind { Zeros, Ones, KaimingNormal, KaimingUniform, Constant, RandomBits } kind = Zeros;
   int64_t fan_in = 1;
   double value = 0;  // Constant: every element
 };

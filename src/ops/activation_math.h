@@ -6,11 +6,7 @@
 #pragma once
 #include <math.h>
 
-#if defined(__CUDACC__)
-#define TRIDENT_HOST_DEVICE __host__ __device__
-#else
-#define TRIDENT_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace trident::ops {
 

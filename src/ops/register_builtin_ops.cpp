@@ -24,6 +24,7 @@ void register_bn_relu_ops();
 void register_pad_ops();
 void register_layernorm_ops();
 void register_cbr_weight_backward_ops();
+void register_dropout_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -51,6 +52,7 @@ void register_builtin_ops() {
   ops::register_pad_ops();
   ops::register_layernorm_ops();
   ops::register_cbr_weight_backward_ops();
+  ops::register_dropout_ops();
 }
 
 }  // namespace trident::ir

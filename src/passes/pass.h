@@ -166,5 +166,7 @@ void allreduce_gradients(ir::Graph& g, PassContext& ctx); // data parallel: grad
 void dead_code_elimination(ir::Graph& g, PassContext& ctx);
 void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f16/bf16 activations
 void pad_channels(ir::Graph& g, PassContext& ctx);        // GPU: conv input channels to 16 bytes
+void seed_dropout(ir::Graph& g, PassContext& ctx);        // training: dropout as a seeded mask and a mul
+void remove_dropout(ir::Graph& g, PassContext& ctx);      // inference: dropout is the identity
 
 }  // namespace trident::passes

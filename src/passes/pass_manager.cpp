@@ -62,6 +62,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   PassManager pm;
   if (mode == Mode::Infer) {
     pm.add({"set_batchnorm_mode", set_batchnorm_mode, true});
+    pm.add({"remove_dropout", remove_dropout, true});
     pm.add({"fold_bn", fold_bn, false, true});
     pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
     pm.add({"fuse_conv_epilogue", fuse_conv_epilogue, false, true});
@@ -76,6 +77,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});
     if (opt.precision != DType::f32) pm.add({"group_weight_casts", group_weight_casts, false, true});
     if (opt.packs_relu_mask()) pm.add({"pack_relu_mask", pack_relu_mask, false, true});
+    pm.add({"seed_dropout", seed_dropout, true});
     pm.add({"autodiff", autodiff, true});
     pm.add({"join_channel_gradients", join_channel_gradients, false, true});
     if (opt.optimizer) pm.add({"append_optimizer", append_optimizer, true});

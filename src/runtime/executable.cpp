@@ -263,6 +263,7 @@ void fill_init(T* data, int64_t n, const ir::Init& init, Rng& rng) {
         data[i] = T(rng.uniform(-bound, bound));
         break;
       }
+      case ir::Init::RandomBits: throw Error("random bits initialise i32 tensors only");
     }
   }
 }
@@ -276,7 +277,12 @@ void Executable::init_parameters(uint64_t seed) {
     if (plan_.placement[v].buffer == plan::Buffer::None) continue;
     Rng rng(seed ^ hash_name(val.name));
     TensorView t = host_view(v);
-    if (t.dtype == DType::f32) fill_init(t.as<float>(), t.numel(), val.init, rng);
+    if (t.dtype == DType::i32) {
+      if (val.init.kind != ir::Init::RandomBits && val.init.kind != ir::Init::Zeros)
+        throw Error("cannot initialise the i32 tensor '" + val.name + "' other than with zeros or random bits");
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.as<int32_t>()[i] = val.init.kind == ir::Init::Zeros ? 0 : static_cast<int32_t>(static_cast<uint32_t>(rng.next() >> 32));
+    } else if (t.dtype == DType::f32) fill_init(t.as<float>(), t.numel(), val.init, rng);
     else if (t.dtype == DType::f64) fill_init(t.as<double>(), t.numel(), val.init, rng);
     else if (t.dtype == DType::f16 || t.dtype == DType::bf16) {
       std::vector<float> f(static_cast<size_t>(t.numel()));

@@ -46,6 +46,10 @@ void avgpool2d_backward(const KernelArgs& args);
 void global_avgpool(const KernelArgs& args);
 void global_avgpool_backward(const KernelArgs& args);
 
+// dropout.cpp: the training mask (ops/dropout.h) and the random state's step
+void dropout_mask(const KernelArgs& args);
+void rng_advance(const KernelArgs& args);
+
 // layernorm.cpp
 void layernorm(const KernelArgs& args);
 void layernorm_backward(const KernelArgs& args);

@@ -51,6 +51,8 @@ void register_cpu_ref_kernels() {
       {"pad2d", cpu_ref::pad2d},
       {"channel_slice", cpu_ref::channel_slice},
       {"fold_batchnorm", cpu_ref::fold_batchnorm},
+      {"dropout_mask", cpu_ref::dropout_mask},
+      {"rng_advance", cpu_ref::rng_advance},
   };
   for (const Entry& e : entries) KernelRegistry::add_fn("cpu_ref", e.op, e.fn);
   KernelRegistry::add("cpu_ref", "allreduce_mean", cpu_ref::make_allreduce_mean);

@@ -1,5 +1,6 @@
 // The cuda backend's tensor ops: mul (same shape, [C] broadcast over the last axis, or
-// [N,1,1,C] per sample) and its operand gradient mul_reduce, the activations, clip,
+// [N,1,1,C] per sample) and its operand gradient mul_reduce, the activations, dropout's mask and
+// random state, clip,
 // concat along the last axis (one strided 2-D copy per input), and resize_channels, the
 // channel padding the pad_channels pass inserts in front of convolutions (and its backward,
 // which drops the padded channels again). Checked once, at construction.
@@ -9,10 +10,12 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device/activation.h"
 #include "backends/cuda/device/channel_resize.h"
+#include "backends/cuda/device/dropout.h"
 #include "backends/cuda/device/elementwise.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 #include "ops/activation.h"
+#include "ops/dropout.h"
 #include "ops/mul_broadcast.h"
 
 namespace trident::cuda {
@@ -239,6 +242,39 @@ class ResizeChannels final : public Kernel {
   size_t element_bytes_ = 0;
 };
 
+// dropout_mask: the mask from the i32[2] random state on the device (ops/dropout.h).
+class DropoutMaskKernel final : public Kernel {
+ public:
+  DropoutMaskKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_arity(node, 1, 1, 1, 1);
+    expect_dtype(node, input_value(node, g, 0), DType::i32, "random state");
+    type_ = elem_of(node, output_value(node, g, 0), "mask");
+    params_ = ops::dropout_params(node.attrs);
+  }
+  void run(const KernelArgs& a) override {
+    device::launch_dropout_mask(type_, params_, a.in[0].as<int32_t>(), a.out[0].data, a.out[0].numel(), ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+  ElemType type_ = ElemType::f32;
+  ops::DropoutParams params_;
+};
+
+// rng_advance: the random state's counter plus one, in place, after the step's masks.
+class RngAdvanceKernel final : public Kernel {
+ public:
+  RngAdvanceKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
+    expect_dtype(node, input_value(node, g, 0), DType::i32, "random state");
+  }
+  void run(const KernelArgs& a) override {
+    device::launch_rng_advance(a.in[0].as<int32_t>(), a.out[0].as<int32_t>(), ctx_.stream());
+  }
+
+ private:
+  CudaContext& ctx_;
+};
+
 }  // namespace
 
 void register_tensor_kernels() {
@@ -246,6 +282,8 @@ void register_tensor_kernels() {
   add_kernel<MulReduceKernel>("mul_reduce");
   add_kernel<ActivationKernel>("activation");
   add_kernel<ActivationKernel>("activation_backward");
+  add_kernel<DropoutMaskKernel>("dropout_mask");
+  add_kernel<RngAdvanceKernel>("rng_advance");
   add_kernel<ClipKernel>("clip");
   add_kernel<ConcatKernel>("concat");
   add_kernel<ResizeChannels>("resize_channels");

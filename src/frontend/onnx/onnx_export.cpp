@@ -313,6 +313,10 @@ class Writer {
       return;
     }
     if (n.op == "global_avgpool") return void(emit(n, "GlobalAveragePool", {name(n.inputs[0])}, {out}));
+    if (n.op == "dropout") {  // Dropout with its ratio and no training_mode: the identity of inference
+      const std::string ratio = constant(n.name + ".ratio", {static_cast<float>(n.attrs.f("p"))}, {});
+      return void(emit(n, "Dropout", {name(n.inputs[0]), ratio}, {out}));
+    }
     if (n.op == "flatten") return void(integer(emit(n, "Flatten", {name(n.inputs[0])}, {out}), "axis", 1));
     if (n.op == "linear") {
       std::vector<std::string> in{name(n.inputs[0]), param(n, n.inputs[1])};
@@ -348,8 +352,8 @@ class Writer {
                        {out}));
     }
     fail(n, "ONNX export covers conv2d, batchnorm2d, relu, the activations, add, mul, clip, max and average "
-            "pooling, global average pooling, flatten, linear, concat, pad2d, channel_slice and the channel "
-            "shuffle of 4-D tensors");
+            "pooling, global average pooling, flatten, linear, dropout, concat, pad2d, channel_slice and the "
+            "channel shuffle of 4-D tensors");
   }
 
   const ir::Graph& g_;
