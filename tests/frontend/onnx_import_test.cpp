@@ -16,26 +16,20 @@
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/checkpoint/torch_layout.h"
 #include "runtime/executable.h"
+#include "support/onnx_models.h"
 #include "support/tolerance.h"
 
 namespace trident {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kDir = TRIDENT_ONNX_MODELS;
+const fs::path kDir = test_support::kOnnxModels;
 
 nlohmann::json manifest() {
   std::ifstream f(kDir / "manifest.json");
   return nlohmann::json::parse(f);
 }
 
-#define REQUIRE_MODELS()                                                                \
-  do {                                                                                  \
-    if (!frontend::onnx_import_available()) GTEST_SKIP() << "built without ONNX";      \
-    if (!fs::exists(kDir / "manifest.json"))                                            \
-      GTEST_SKIP() << "no ONNX test models in " << kDir                                 \
-                   << ": the project .venv is missing (run scripts/setup.sh)";          \
-  } while (0)
 
 std::vector<float> read_floats(const fs::path& p) {
   std::ifstream f(p, std::ios::binary | std::ios::ate);
@@ -115,7 +109,7 @@ double max_rel_error(const std::vector<double>& got, const std::vector<double>& 
 }
 
 TEST(OnnxImport, SmallModelsMatchOnnxruntimeFusedAndUnfused) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   int checked = 0;
   const nlohmann::json all = manifest();
   for (const auto& m : all["models"]) {
@@ -131,14 +125,14 @@ TEST(OnnxImport, SmallModelsMatchOnnxruntimeFusedAndUnfused) {
           ++checked;
         }
   }
-  EXPECT_EQ(checked, 196);  // 49 (model, batch) references, on 2 backends, fused and unfused
+  EXPECT_EQ(checked, 200);  // 50 (model, batch) references, on 2 backends, fused and unfused
 }
 
 // ConvNeXt's block in its three exported forms (the TorchScript exporter's composites at opset 13,
 // LayerNormalization with Erf GELU at 17, Gelu and the dynamo pooling at 20) becomes the same
 // graph: two layernorms over channels, one GELU, the MatMuls as 1×1 convolutions, no transposes.
 TEST(OnnxImport, ConvNextBlocksBecomeLayerNormGeluAndConvolutions) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   for (const char* file : {"convnext_block_op13.onnx", "convnext_block_op17.onnx", "convnext_block_op20.onnx"}) {
     const auto imp = frontend::import_onnx((kDir / file).string());
     std::map<std::string, int> ops;
@@ -163,7 +157,7 @@ TEST(OnnxImport, ConvNextBlocksBecomeLayerNormGeluAndConvolutions) {
 }
 
 TEST(OnnxImport, ImportedGraphHasTridentLayouts) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   auto imp = frontend::import_onnx((kDir / "conv_bn_relu_op13.onnx").string(), {3});
   EXPECT_EQ(imp.opset, 13);
   EXPECT_EQ(imp.input_name, "input");
@@ -180,7 +174,7 @@ TEST(OnnxImport, ImportedGraphHasTridentLayouts) {
 }
 
 TEST(OnnxImport, TrainingModeBatchNormKeepsTrainingForm) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   auto imp = frontend::import_onnx((kDir / "bn_training_op15.onnx").string());
   int bns = 0;
   for (int nid : imp.graph.order()) {
@@ -237,24 +231,24 @@ void check_resnet(const std::string& name) {
 }
 
 TEST(OnnxImport, ResNet18EvalExportMatchesOnnxruntime) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   check_resnet("resnet18_eval");
 }
 TEST(OnnxImport, ResNet18WithBatchNormMatchesOnnxruntime) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   check_resnet("resnet18_bn");
 }
 TEST(OnnxImport, ResNet50EvalExportMatchesOnnxruntime) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   check_resnet("resnet50_eval");
 }
 TEST(OnnxImport, ResNet50WithBatchNormMatchesOnnxruntime) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   check_resnet("resnet50_bn");
 }
 
 TEST(OnnxImport, CorruptFilesGiveClearErrors) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   const std::map<std::string, std::vector<std::string>> expect = {
       {"truncated.onnx", {"truncated.onnx"}},
       {"empty.onnx", {"empty.onnx", "empty"}},
@@ -279,6 +273,7 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
       {"slice_height.onnx", {"Slice", "slices axis 2 (H)", "only channels (axis 1)"}},
       {"slice_step.onnx", {"Slice", "step 2", "only step 1"}},
       {"split_width.onnx", {"Split", "splits axis 3 (W)", "only channels (axis 1)"}},
+      {"random_uniform_alone.onnx", {"RandomUniformLike", "not supported", "dropout"}},
   };
   for (const auto& [file, words] : expect) {
     const std::string path = (kDir / file).string();
@@ -297,7 +292,7 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
 // 2000 deterministic mutations (bit flips, byte runs, truncations, splices) of a valid
 // model: each import succeeds or throws trident::Error; nothing crashes or allocates wildly.
 TEST(OnnxImport, FuzzSmoke) {
-  REQUIRE_MODELS();
+  REQUIRE_ONNX_MODELS();
   std::ifstream f(kDir / "ops_a_op13.onnx", std::ios::binary);
   const std::string good((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(good.empty());

@@ -329,6 +329,69 @@ def exported_head(opset):
     return n.model("input", y, opset, ["N", 3, 6, 6], 2)
 
 
+def dynamo_unoptimized(training_mode):
+    """What torch.onnx.export(dynamo=True, optimize=False) writes (PyTorch 2.15, opset 20): a bias-free
+    convolution's zero bias as Expand(CastLike(0, x), Expand(Shape(w)[0:1], [1])), BatchNormalization
+    kept, ReduceMean's axes a Reshape of a constant, Dropout with constant ratio and training_mode
+    inputs (true in a training-mode trace), and the fixed batch of the trace in the head's Reshape."""
+    n = Net(8)
+    w = n.init("conv.weight", n.weight((6, 3, 3, 3), 27))
+    channels = n.node("Shape", [w], start=0, end=1)
+    dims = n.node("Expand", [channels, n.node("Constant", [], value_ints=[1])])
+    zero = n.node("CastLike", [n.node("Constant", [], value=numpy_helper.from_array(np.array(0, np.float32))), "input"])
+    bias = n.node("Expand", [zero, dims])
+    y = n.node("Conv", ["input", w, bias], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1], dilations=[1, 1],
+               group=1)
+    y = n.node("Relu", [n.bn(y, "bn", 6)])
+    axes = n.node("Reshape", [n.node("Constant", [], value=numpy_helper.from_array(np.array([-1, -2], np.int64))),
+                              n.node("Constant", [], value_ints=[-1])])
+    y = n.node("ReduceMean", [y, axes], keepdims=1, noop_with_empty_axes=0)
+    y = n.node("Reshape", [y, n.init("head_shape", np.array([2, 6], np.int64))])  # the trace's batch of 2
+    ratio = n.node("Constant", [], value=numpy_helper.from_array(np.array(0.3, np.float32)))
+    mode = n.node("Constant", [], value=numpy_helper.from_array(np.array(training_mode, np.bool_)))
+    y = n.node("Dropout", [y, ratio, mode])
+    y = n.node("Gemm", [y, n.init("fc.weight", n.weight((4, 6), 6)), n.init("fc.bias", np.zeros(4, np.float32))],
+               transB=1)
+    return n.model("input", y, 20, [2, 3, 5, 5], 2)
+
+
+def random_dropout(cast_like):
+    """An in-place dropout as the dynamo exporter writes it (MobileNet v3's head, p = 0.2):
+    RandomUniformLike → Less(·, 0.8) → Cast → Div(·, 0.8) → Mul(x, ·); with optimize=False the
+    keep probability comes through CastLike to the draw's type and the Cast is a CastLike."""
+    n = Net(9)
+    y = n.node("Gemm", ["input", n.init("fc1.weight", n.weight((8, 6), 6)), n.init("fc1.bias", np.zeros(8, np.float32))],
+               transB=1)
+    like = n.init("self_float", np.zeros((2, 8), np.float32))  # the trace's batch, baked in
+    draw = n.node("RandomUniformLike", [like], low=0.0, high=1.0)
+    if cast_like:
+        keep = n.node("CastLike", [n.node("Constant", [], value_float=0.8), draw])
+        mask = n.node("CastLike", [n.node("Less", [draw, keep]), like])
+    else:
+        mask = n.node("Cast", [n.node("Less", [draw, n.init("p_cast", np.array(0.8, np.float32))])], to=TensorProto.FLOAT)
+    y = n.node("Mul", [y, n.node("Div", [mask, n.init("keep", np.array(0.8, np.float32))])])
+    y = n.node("Gemm", [y, n.init("fc2.weight", n.weight((3, 8), 8)), n.init("fc2.bias", np.zeros(3, np.float32))],
+               transB=1)
+    return n.model("input", y, 20, [2, 6], 2)
+
+
+def folded_batchnorm(exporter):
+    """A Conv whose batch norm an exporter folded away: the dynamo exporter's rewriter names its rule
+    in the node's metadata; the TorchScript exporter (eval mode) writes new onnx::Conv_<n> initializers."""
+    n = Net(10)
+    if exporter == "dynamo":
+        y = n.conv("input", "conv1", 3, 4, 3, pad=1, bias=True)
+        entry = n.nodes[-1].metadata_props.add()
+        entry.key, entry.value = "pkg.onnxscript.rewriter.rule_name", "RemoveOptionalBiasFromConv, FuseBatchNormIntoConv"
+    else:
+        w = n.init("onnx::Conv_12", n.weight((4, 3, 3, 3), 27))
+        b = n.init("onnx::Conv_13", np.zeros(4, np.float32))
+        y = n.node("Conv", ["input", w, b], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    m = n.model("input", n.node("Relu", [y]), 17, ["N", 3, 6, 6], 4)
+    m.producer_name = "pytorch"
+    return m
+
+
 def convnext_block(opset):
     """ConvNeXt's block as PyTorch's exporters write it: a 7x7 depthwise Conv, Transpose(0,2,3,1) to
     channels-last, LayerNorm over the channels, MatMul [C,4C] + Add bias, GELU, MatMul back + bias,
@@ -551,6 +614,12 @@ def corrupt(out_dir, good_path):
         files[f"shape_{kind}.onnx"] = shape_misuse(kind).SerializeToString()
     for kind in ("pad_reflect", "pad_channels", "slice_height", "slice_step", "split_width"):
         files[f"{kind}.onnx"] = pad_slice_misuse(kind).SerializeToString()
+    # Random numbers that are no dropout (a Greater where dropout's Less would be): refused.
+    lone = random_dropout(False)
+    for node in lone.graph.node:
+        if node.op_type == "Less":
+            node.op_type = "Greater"
+    files["random_uniform_alone.onnx"] = lone.SerializeToString()
     for name, b in files.items():
         with open(os.path.join(out_dir, name), "wb") as f:
             f.write(b)
@@ -601,6 +670,12 @@ def main():
         save(f"convnext_block_op{opset}", convnext_block(opset), [1, 2], (3, 8, 8), "small")
     save("convnext_block_op20", convnext_block(20), [1], (3, 8, 8), "small", external=True)
     save("bn_training_op15", bn_training(), [], None, "training")
+    save("dynamo_unoptimized", dynamo_unoptimized(False), [2], (3, 5, 5), "small")
+    save("dynamo_unoptimized_training", dynamo_unoptimized(True), [], None, "training")
+    for cast_like in (False, True):
+        save(f"random_dropout{'_cast_like' if cast_like else ''}", random_dropout(cast_like), [], None, "training")
+    for exporter in ("dynamo", "torchscript"):
+        save(f"folded_bn_{exporter}", folded_batchnorm(exporter), [], None, "training")
     for depth in (18, 50):
         for fold in (True, False):
             save(f"resnet{depth}_{'eval' if fold else 'bn'}", resnet(depth, fold), [1, 2], (3, 224, 224), "resnet")

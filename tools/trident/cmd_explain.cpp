@@ -44,7 +44,15 @@ int run_explain(Options o) {
   frontend::OnnxOptions import;
   import.batch = o.batch;
   import.train = opt.mode == passes::Mode::Train;
-  ir::Graph model = onnx ? frontend::import_onnx(o.model, import).graph : frontend::build_model(o.model, {o.batch});
+  ir::Graph model;
+  if (onnx) {
+    frontend::OnnxImport imp = frontend::import_onnx(o.model, import);
+    // What the import changed (a folded batch norm, above all) comes before the report.
+    for (const std::string& notice : imp.notices) std::cerr << "trident: notice: " << notice << "\n";
+    model = std::move(imp.graph);
+  } else {
+    model = frontend::build_model(o.model, {o.batch});
+  }
   // The report is made for the pipeline of the device asked for. --device cuda on a machine
   // without a usable GPU still compiles the graph for the cuda pipeline (no kernels are built).
   std::string no_gpu;

@@ -28,6 +28,9 @@ struct Const {
   bool is_float = false;       // float data in f, else integer data in i
   std::vector<float> f;
   std::vector<int64_t> i;
+  // Computed at import (shape arithmetic, Expand, CastLike), not data the file holds: the
+  // dynamo exporter's zero bias of a bias-free convolution is such a tensor.
+  bool derived = false;
   int64_t numel() const { return is_float ? int64_t(f.size()) : int64_t(i.size()); }
 };
 
@@ -81,7 +84,13 @@ class Importer {
   void matmul(const onnx::NodeProto& n);
   void concat(const onnx::NodeProto& n);
   void constant(const onnx::NodeProto& n);
-  void alias(const onnx::NodeProto& n);  // Identity, Dropout (inference)
+  void alias(const onnx::NodeProto& n);  // Identity; Dropout of an inference import
+  void dropout(const onnx::NodeProto& n);  // Dropout: trident's dropout when training, else an alias
+  // A dropout of probability p on `x` (training), or x itself (inference).
+  void emit_dropout(const onnx::NodeProto& n, int x, double p);
+  // Training imports: the convolutions whose batch norm the exporter folded into their
+  // weights, said in one notice (onnx_folded_bn.cpp).
+  void notice_folded_batchnorm(const onnx::ModelProto& model);
   void unary(const onnx::NodeProto& n, const std::string& op);
 
   // ---- onnx_layernorm.cpp: ConvNeXt's ops, channels-last views, the exporters' composites ----
@@ -99,11 +108,13 @@ class Importer {
   bool reshape_to_flat(const onnx::NodeProto& n);   // Reshape(x, [-1]): remembered for gather_from_flat
   bool gather_from_flat(const onnx::NodeProto& n);  // the as_strided identity over such a flat view
   // GELU through Erf and LayerNorm as separate nodes (the TorchScript exporter's forms).
+  // Dropout through RandomUniformLike (the dynamo exporter's form of an in-place dropout):
+  //   RandomUniformLike → Less(·, 1−p) → Cast → Div(·, 1−p) → Mul(x, ·)   (or Mul, then Div)
   struct Composite {
-    std::string kind;   // "gelu" or "layernorm"
+    std::string kind;   // "gelu", "layernorm" or "dropout"
     std::string x;      // the ONNX name of its input
     std::string gamma, beta;
-    double eps = 0;
+    double eps = 0;     // layernorm's epsilon; dropout's p
   };
   void find_composites(const onnx::GraphProto& graph);
   void convert_composite(const onnx::NodeProto& last, const Composite& c);
@@ -125,6 +136,9 @@ class Importer {
   void cast(const onnx::NodeProto& n);
   void fold_arithmetic(const onnx::NodeProto& n);  // Add, Sub, Mul, Div of integer constants
   void fold_concat(const onnx::NodeProto& n);      // Concat of 1-D integer constants
+  void fold_reshape(const onnx::NodeProto& n);     // Reshape of a constant (the dynamo exporter's axes)
+  void expand(const onnx::NodeProto& n);           // Expand of a constant (the dynamo exporter's zero biases)
+  void cast_like(const onnx::NodeProto& n);        // CastLike: a constant to its target's type
   void define_const(const onnx::NodeProto& n, Shape dims, std::vector<int64_t> values);
   // Input i as an integer constant of rank 0 or 1 (`what` names it in the sentence if not).
   const Const& integer_const(const onnx::NodeProto& n, int i, const char* what) const;

@@ -63,6 +63,7 @@ OnnxImport Importer::run(const onnx::ModelProto& model) {
     for (const auto& in : n.input()) ++uses_[in];
   for (const auto& o : graph.output()) ++uses_[o.name()];
   read_input(graph);
+  if (options_.train) notice_folded_batchnorm(model);
   find_composites(graph);
   for (int i = 0; i < graph.node_size(); ++i) {
     if (inside_composite_.count(i)) continue;
@@ -171,6 +172,8 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "Split") split(n);
   else if (t == "Pad") pad(n);
   else if (t == "Cast") cast(n);
+  else if (t == "CastLike") cast_like(n);
+  else if (t == "Expand") expand(n);
   else if ((t == "Add" || t == "Mul" || t == "Sub" || t == "Div") && n.input_size() == 2 && is_const(n.input(0)) &&
            is_const(n.input(1)) && !constant_of(n, 0).is_float && !constant_of(n, 1).is_float) {
     allow_attrs(n, {});
@@ -186,7 +189,11 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "Concat" && n.input_size() > 0 && is_const(n.input(0))) fold_concat(n);
   else if (t == "Concat") concat(n);
   else if (t == "Constant") constant(n);
-  else if (t == "Identity" || t == "Dropout") alias(n);
+  else if (t == "Identity") alias(n);
+  else if (t == "Dropout") dropout(n);
+  else if (t == "RandomUniformLike" || t == "RandomUniform" || t == "RandomNormalLike" || t == "Bernoulli")
+    fail(n, "op type is not supported by trident's ONNX importer; trident reads random numbers only in PyTorch's "
+            "dropout (a Dropout node, or RandomUniformLike → Less → Cast → Div → Mul)");
   else fail(n, "op type is not supported by trident's ONNX importer");
 }
 

@@ -14,6 +14,11 @@
 // Every intermediate of a pattern must have exactly the readers the pattern gives it; anything
 // else is converted node by node (and refused there with its reason).
 //
+// PyTorch's in-place dropout (MobileNet v3's head) arrives from the dynamo exporter as
+//   RandomUniformLike → Less(·, 1−p) → Cast → Div(·, 1−p) → Mul(x, ·)
+// (with optimize=False: CastLike for the Cast, and 1−p through a CastLike to the draw's type)
+// and becomes one dropout of probability p (the identity in an inference import).
+//
 // The dynamo exporter also writes the batch's average pool as ReduceMean → Reshape(·, [-1]) →
 // Gather(·, arange(N·C) shaped [N,C,1,1]) (an as_strided identity): read as the pooled tensor.
 #include <cmath>
@@ -185,6 +190,10 @@ void Importer::find_composites(const onnx::GraphProto& g) {
       c = &it->second;
     } else if (w.producer.count(name)) {
       const onnx::NodeProto& p = g.node(w.producer.at(name));
+      if (p.op_type() == "Constant" && p.attribute_size() == 1 && p.attribute(0).name() == "value_float") {
+        v = p.attribute(0).f();
+        return true;
+      }
       if (p.op_type() != "Constant" || p.attribute_size() != 1 || p.attribute(0).name() != "value" ||
           p.attribute(0).type() != onnx::AttributeProto::TENSOR)
         return false;
@@ -234,6 +243,57 @@ void Importer::find_composites(const onnx::GraphProto& g) {
 
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& e = g.node(i);
+    if (is(&e, "RandomUniformLike")) {
+      // Dropout: uniform [0, 1) → Less(·, keep) → Cast float → Div(·, keep) → Mul(x, ·), or the
+      // Mul first and the Div after it.
+      double low = 0, high = 1, keep = 0, keep2 = 0;
+      for (const auto& a : e.attribute()) {
+        if (a.name() == "low") low = a.f();
+        else if (a.name() == "high") high = a.f();
+        else if (a.name() != "dtype" && a.name() != "seed") low = -1;  // something else: not dropout's draw
+      }
+      if (low != 0 || high != 1 || e.output_size() != 1) continue;
+      // The draw's readers: the Less, and maybe the CastLike of the keep probability to its type.
+      int less = -1;
+      const auto draw_readers = w.readers.find(e.output(0));
+      if (draw_readers == w.readers.end() || draw_readers->second.size() > 2) continue;
+      for (int r : draw_readers->second)
+        if (is(node_at(r), "Less")) less = r;
+      if (less < 0 || g.node(less).input_size() != 2 || g.node(less).input(0) != e.output(0)) continue;
+      // The keep probability: a scalar, or CastLike(scalar, the draw) read by the Less alone.
+      const std::string& k = g.node(less).input(1);
+      int keep_cast = -1;
+      if (!scalar(k, keep)) {
+        keep_cast = w.producer.count(k) ? w.producer.at(k) : -1;
+        const onnx::NodeProto* c = node_at(keep_cast);
+        if (!is(c, "CastLike") || c->input_size() != 2 || c->input(1) != e.output(0) || w.only_reader(k) != less ||
+            !scalar(c->input(0), keep))
+          continue;
+      }
+      if (draw_readers->second.size() == 2 && (keep_cast < 0 || (draw_readers->second[0] != keep_cast &&
+                                                                 draw_readers->second[1] != keep_cast)))
+        continue;
+      if (!(keep > 0 && keep <= 1)) continue;
+      const int cast = w.only_reader(g.node(less).output(0));
+      if (!is(node_at(cast), "Cast") && !is(node_at(cast), "CastLike")) continue;
+      const int first = w.only_reader(g.node(cast).output(0));
+      const int second = first >= 0 ? w.only_reader(g.node(first).output(0)) : -1;
+      if (!node_at(first) || !node_at(second)) continue;
+      std::string x;
+      const onnx::NodeProto &f = g.node(first), &s = g.node(second);
+      if (is(&f, "Div") && f.input(0) == g.node(cast).output(0) && f.input_size() == 2 && scalar(f.input(1), keep2) &&
+          is(&s, "Mul") && other(s, f.output(0), x)) {
+      } else if (is(&f, "Mul") && other(f, g.node(cast).output(0), x) && is(&s, "Div") && s.input_size() == 2 &&
+                 s.input(0) == f.output(0) && scalar(s.input(1), keep2)) {
+      } else {
+        continue;
+      }
+      if (!near(keep2, keep) || constant_like(x, 0)) continue;
+      composites_[second] = {"dropout", x, "", "", 1 - keep};
+      for (int k : {i, less, cast, first, keep_cast})
+        if (k >= 0) inside_composite_.insert(k);
+      continue;
+    }
     if (e.op_type() == "Erf" && e.input_size() == 1) {
       // GELU: scale → Erf → Add 1 → Mul x → Mul 0.5.
       const onnx::NodeProto* s = node_at(w.producer.count(e.input(0)) ? w.producer.at(e.input(0)) : -1);
@@ -297,6 +357,11 @@ void Importer::convert_composite(const onnx::NodeProto& n, const Composite& c) {
   const int x = view_input(reads, 0, cl);
   if (c.kind == "gelu") {
     define_view(n, 0, emit(n, "activation", {x}, {{"fn", std::string("gelu")}}, 0)[0], cl);
+    return;
+  }
+  if (c.kind == "dropout") {
+    if (cl) fail(n, "drops out of a channels-last view, which trident does not support");
+    emit_dropout(n, x, c.eps);
     return;
   }
   if (!is_const(c.gamma) || !is_const(c.beta))

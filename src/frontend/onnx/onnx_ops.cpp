@@ -94,7 +94,10 @@ void Importer::conv(const onnx::NodeProto& n) {
     const Const& b = constant_of(n, 2);
     if (!b.is_float || b.dims != Shape{w.dims[0]})
       fail(n, "bias " + quoted_name(b.name) + " must be float32 of shape [" + std::to_string(w.dims[0]) + "]");
-    in.push_back(weight(n, b, "vector", b.dims, b.f));
+    // Zeros computed at import are how the dynamo exporter writes a convolution without bias
+    // (bias=False): no parameter, as in the PyTorch model.
+    const bool exported_no_bias = b.derived && std::all_of(b.f.begin(), b.f.end(), [](float v) { return v == 0.f; });
+    if (!exported_no_bias) in.push_back(weight(n, b, "vector", b.dims, b.f));
   }
   ir::Attrs a = window_attrs(win, true);
   a.set("groups", groups);
@@ -320,6 +323,7 @@ void Importer::flatten(const onnx::NodeProto& n) {
 void Importer::reshape(const onnx::NodeProto& n) {
   allow_attrs(n, {"allowzero"});
   expect_io(n, 2, 2, 1);
+  if (is_const(n.input(0))) return fold_reshape(n);  // a constant's new dims (onnx_shape_fold.cpp)
   if (reshape_for_shuffle(n) || reshape_to_flat(n)) return;
   const int x = activation(n, 0);
   const Const& s = constant_of(n, 1);
@@ -454,12 +458,20 @@ void Importer::constant(const onnx::NodeProto& n) {
   consts_[n.output(0)] = std::move(c);
 }
 
-void Importer::alias(const onnx::NodeProto& n) {
-  const bool dropout = n.op_type() == "Dropout";
-  if (dropout) allow_attrs(n, {"seed", "ratio", "is_test"});
-  else allow_attrs(n, {});
-  expect_io(n, 1, dropout ? 3 : 1, 1);
-  if (dropout && has_input(n, 2)) {  // training_mode: a training-mode export says true
+// Dropout(x, ratio, training_mode) (ratio an attribute before opset 12; 0.5 by default). A
+// training import trains it as PyTorch's model.train() does, whatever training_mode says (an
+// eval-mode export drops Dropout altogether); an inference import reads it as the identity.
+void Importer::dropout(const onnx::NodeProto& n) {
+  allow_attrs(n, {"seed", "ratio", "is_test"});
+  expect_io(n, 1, 3, 1);
+  double p = attr_float(n, "ratio", 0.5);
+  if (has_input(n, 1)) {
+    const Const& r = constant_of(n, 1);
+    if (!r.is_float || r.numel() != 1) fail(n, "ratio " + quoted_name(r.name) + " must be one float");
+    p = r.f[0];
+  }
+  if (!(p >= 0 && p < 1)) fail(n, "ratio " + std::to_string(p) + " is not a probability below 1");
+  if (has_input(n, 2)) {  // training_mode: a training-mode export says true
     const Const& t = constant_of(n, 2);
     if (t.numel() != 1 || t.is_float) fail(n, "training_mode must be one bool");
     if (t.i[0] != 0 && !options_.train && !dropout_noticed_) {
@@ -468,11 +480,21 @@ void Importer::alias(const onnx::NodeProto& n) {
       dropout_noticed_ = true;
     }
   }
-  if (dropout && options_.train && !dropout_noticed_) {
-    out_.notices.push_back("Dropout (first at node '" + node_name(n) + "') trains as an identity: trident has no "
-                           "dropout in training yet");
-    dropout_noticed_ = true;
+  if (is_const(n.input(0))) fail(n, "drops out of a constant, which trident does not support");
+  emit_dropout(n, activation(n, 0), p);
+}
+
+void Importer::emit_dropout(const onnx::NodeProto& n, int x, double p) {
+  if (!options_.train || p == 0) {
+    define(n, 0, x);
+    return;
   }
+  emit(n, "dropout", {x}, {{"p", p}});
+}
+
+void Importer::alias(const onnx::NodeProto& n) {
+  allow_attrs(n, {});
+  expect_io(n, 1, 1, 1);
   if (is_const(n.input(0))) {
     consts_[n.output(0)] = consts_.at(n.input(0));
     return;

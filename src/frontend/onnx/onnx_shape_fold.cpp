@@ -4,11 +4,14 @@
 // compiles for one batch, so those dims are known here: Shape of a computed tensor is a
 // constant, and Gather, Unsqueeze, Slice, Cast, integer Add/Sub/Mul/Div and Concat of constants
 // are evaluated into constants that the Reshape (or shuffle) reads as if the file held them.
+// The dynamo exporter with optimize=False adds Expand and CastLike of constants (a bias-free
+// convolution's zero bias, Expand(CastLike(0, x), Shape(w)[0:1])): evaluated the same way.
 // The same ops on a computed tensor's values, not its dims, are refused with the node named
 // (a Slice of a computed tensor's channels is a channel_slice: onnx_pad_slice.cpp).
 #include <algorithm>
 #include <limits>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "core/printable.h"
 #include "frontend/onnx/onnx_detail.h"
@@ -31,6 +34,7 @@ void Importer::define_const(const onnx::NodeProto& n, Shape dims, std::vector<in
   c.name = n.output(0);
   c.dims = std::move(dims);
   c.i = std::move(values);
+  c.derived = true;
   consts_[n.output(0)] = std::move(c);
 }
 
@@ -134,6 +138,7 @@ void Importer::cast(const onnx::NodeProto& n) {
   const Const& c = constant_of(n, 0);
   Const out = c;
   out.name = n.output(0);
+  out.derived = true;
   if (to == onnx::TensorProto::FLOAT) {
     if (!c.is_float) out.f.assign(c.i.begin(), c.i.end()), out.i.clear(), out.is_float = true;
   } else if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) {
@@ -186,6 +191,135 @@ void Importer::fold_concat(const onnx::NodeProto& n) {
   }
   const int64_t count = static_cast<int64_t>(out.size());
   define_const(n, {count}, std::move(out));
+}
+
+// Reshape(constant, shape): the same values with new dims (0 copies an extent unless allowzero,
+// one -1 takes the rest). The dynamo exporter reshapes ReduceMean's axes so.
+void Importer::fold_reshape(const onnx::NodeProto& n) {
+  const Const& data = constant_of(n, 0);
+  const Const& shape = integer_const(n, 1, "shape");
+  if (shape.dims.size() != 1 || shape.i.size() > 8) fail(n, "its shape " + quoted_name(shape.name) + " must be 1-D, of at most 8 values");
+  const bool allowzero = attr_int(n, "allowzero", 0) != 0;
+  Shape dims;
+  int64_t known = 1, infer_at = -1;
+  for (size_t k = 0; k < shape.i.size(); ++k) {
+    int64_t d = shape.i[k];
+    if (d == 0 && !allowzero) {
+      if (k >= data.dims.size()) fail(n, "copies extent " + std::to_string(k) + ", which its data does not have");
+      d = data.dims[k];
+    }
+    if (d == -1) {
+      if (infer_at >= 0) fail(n, "has more than one -1 in its shape");
+      infer_at = static_cast<int64_t>(k);
+    } else if (d < 0) {
+      fail(n, "has the negative extent " + std::to_string(d) + " in its shape");
+    } else {
+      known = checked_mul(known, d, "Reshape");
+    }
+    dims.push_back(d);
+  }
+  const int64_t count = data.numel();
+  if (infer_at >= 0) {
+    if (known == 0 || count % known != 0) fail(n, "cannot reshape " + std::to_string(count) + " values to " + shape_str(shape.i));
+    dims[static_cast<size_t>(infer_at)] = count / known;
+  } else if (known != count) {
+    fail(n, "cannot reshape " + std::to_string(count) + " values to " + shape_str(shape.i));
+  }
+  Const out = data;
+  out.name = n.output(0);
+  out.dims = std::move(dims);
+  out.derived = true;
+  consts_[n.output(0)] = std::move(out);
+}
+
+// Expand(data, shape): numpy's broadcast of data to shape. The dynamo exporter writes a
+// bias-free convolution's bias as Expand(CastLike(0, x), Shape(weight)[0:1]); a constant's
+// expansion is evaluated here, and an activation's only when it is the identity.
+void Importer::expand(const onnx::NodeProto& n) {
+  allow_attrs(n, {});
+  expect_io(n, 2, 2, 1);
+  const Const& shape = integer_const(n, 1, "shape");
+  if (shape.dims.size() != 1 || shape.i.size() > 8) fail(n, "its shape " + quoted_name(shape.name) + " must be 1-D, of at most 8 values");
+  Shape in;
+  const bool computed = !is_const(n.input(0));
+  if (computed) {
+    const Shape& s = out_.graph.value(activation(n, 0)).shape;
+    in = s.size() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s;  // trident's NHWC as ONNX's NCHW
+  } else {
+    in = constant_of(n, 0).dims;
+  }
+  // Right-aligned broadcast: each axis equal, or 1 on one side.
+  const size_t rank = std::max(in.size(), shape.i.size());
+  Shape out(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t a = k + in.size() >= rank ? in[k + in.size() - rank] : 1;
+    const int64_t b = k + shape.i.size() >= rank ? shape.i[k + shape.i.size() - rank] : 1;
+    if (a != b && a != 1 && b != 1)
+      fail(n, "cannot broadcast " + shape_str(in) + " to " + shape_str(shape.i));
+    if (b < 0) fail(n, "its shape " + shape_str(shape.i) + " has a negative extent");
+    out[k] = a == 1 ? b : a;
+  }
+  if (computed) {
+    if (out != in) fail(n, "expands the computed tensor " + quoted_name(n.input(0)) + " from " + shape_str(in) + " to " +
+                               shape_str(out) + "; trident expands constants only");
+    define(n, 0, activation(n, 0));
+    return;
+  }
+  int64_t count = 1;
+  for (int64_t d : out)
+    if ((count = checked_mul(count, d, "Expand")) > (int64_t{1} << 24)) fail(n, "makes a constant of more than 2^24 elements");
+  const Const& data = constant_of(n, 0);
+  Const c;
+  c.name = n.output(0);
+  c.dims = out;
+  c.is_float = data.is_float;
+  c.derived = true;
+  // Element k of the output reads the input at k's coordinates, extents of 1 read index 0.
+  std::vector<int64_t> in_stride(rank, 0);
+  for (int64_t k = static_cast<int64_t>(rank) - 1, s = 1; k >= 0; --k) {
+    const size_t j = static_cast<size_t>(k);
+    const int64_t a = j + in.size() >= rank ? in[j + in.size() - rank] : 1;
+    in_stride[j] = a == 1 ? 0 : s;
+    s *= a;
+  }
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t rest = flat, src = 0;
+    for (int64_t k = static_cast<int64_t>(rank) - 1; k >= 0; --k) {
+      const size_t j = static_cast<size_t>(k);
+      src += (rest % out[j]) * in_stride[j];
+      rest /= out[j];
+    }
+    if (c.is_float) c.f.push_back(data.f[static_cast<size_t>(src)]);
+    else c.i.push_back(data.i[static_cast<size_t>(src)]);
+  }
+  consts_[n.output(0)] = std::move(c);
+}
+
+// CastLike(x, target): x in target's element type. trident computes activations in float, so a
+// computed x with a float target is itself; a constant x becomes float or integer like target.
+void Importer::cast_like(const onnx::NodeProto& n) {
+  allow_attrs(n, {"saturate"});
+  expect_io(n, 2, 2, 1);
+  const bool target_float = !is_const(n.input(1)) ? (activation(n, 1), true) : constant_of(n, 1).is_float;
+  if (!is_const(n.input(0))) {
+    if (!target_float) fail(n, "casts a computed tensor to an integer type");
+    define(n, 0, activation(n, 0));
+    return;
+  }
+  Const out = constant_of(n, 0);
+  out.name = n.output(0);
+  out.derived = true;
+  if (target_float && !out.is_float) {
+    out.f.assign(out.i.begin(), out.i.end()), out.i.clear(), out.is_float = true;
+  } else if (!target_float && out.is_float) {
+    out.i.clear();
+    for (float v : constant_of(n, 0).f) {
+      if (!(v > -9.2e18f && v < 9.2e18f)) fail(n, "a value does not fit an integer");
+      out.i.push_back(static_cast<int64_t>(v));
+    }
+    out.f.clear(), out.is_float = false;
+  }
+  consts_[n.output(0)] = std::move(out);
 }
 
 }  // namespace trident::frontend::onnx_detail
