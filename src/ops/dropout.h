@@ -1,5 +1,7 @@
 // Dropout, as PyTorch trains it: each element zeroed with probability p and the others scaled
-// by 1/(1 − p); an identity in inference. The model graph holds `dropout` (x → y, attribute p);
+// by 1/(1 − p); an identity in inference. With per_sample = 1 it is torchvision's stochastic depth
+// (StochasticDepth "row", EfficientNet's and ConvNeXt's drop path): one draw per sample zeroes or
+// scales the sample's whole tensor. The model graph holds `dropout` (x → y, attribute p);
 // training rewrites it (passes/seed_dropout.cpp) into a mask drawn from the run's random state
 // and a mul, so the backward is mul's and the mask is the only thing saved; inference removes it.
 #pragma once

@@ -17,6 +17,7 @@ inline constexpr int kDropoutBits = 24;
 struct DropoutParams {
   double p = 0;            // probability of zeroing an element, in [0, 1)
   uint32_t salt = 0;       // tells the dropouts of one graph apart (dropout_mask only)
+  uint64_t group = 1;      // consecutive mask elements that share one draw (dropout_mask only)
   uint32_t threshold = 0;  // p·2^24 rounded: dropout_keeps' threshold
   double scale = 1;        // 1/(1 − p), the kept elements' factor
 };
@@ -33,7 +34,8 @@ TRIDENT_HOST_DEVICE inline uint64_t dropout_stream(uint32_t key, uint32_t counte
   return dropout_mix((static_cast<uint64_t>(key) << 32 | counter) ^ dropout_mix(0x9E3779B97F4A7C15ull * (salt + 1ull)));
 }
 
-// True when element `index` is kept; `threshold` is p·2^24 rounded (dropout_threshold).
+// True when draw `index` keeps its elements (element i of a mask is draw i / group);
+// `threshold` is p·2^24 rounded.
 TRIDENT_HOST_DEVICE inline bool dropout_keeps(uint64_t stream, uint64_t index, uint32_t threshold) {
   const uint64_t bits = dropout_mix(stream + 0x9E3779B97F4A7C15ull * (index + 1)) >> (64 - kDropoutBits);
   return bits >= threshold;

@@ -1,7 +1,7 @@
 // Training: every `dropout` of the model becomes a mask drawn from the run's random state and
 // a mul, so autodiff gives it mul's backward (dx = dy·mask) and the mask is all it saves:
 //
-//   x ──► dropout(p) ──► y        ⇒   rng ──► dropout_mask(p, salt k) ──► m
+//   x ──► dropout(p) ──► y        ⇒   rng ──► dropout_mask(p, salt k) ──► m   ([N,1,1,C] per sample)
 //                                      x, m ──► mul ──► y
 //                                      rng, m… ──► rng_advance   (after every mask is drawn)
 //
@@ -30,8 +30,13 @@ void seed_dropout(ir::Graph& g, PassContext&) {
   for (int nid : dropouts) {
     const ir::Node n = g.node(nid);  // a copy: add_node may move the node table
     const ir::Value& x = g.value(n.inputs[0]);
+    // Per sample (stochastic depth): one draw for each sample's C mask values, which mul spreads
+    // over H and W ([N,1,1,C]; a 2-D [N,F] takes its mask whole).
+    const bool per_sample = n.attrs.i("per_sample", 0) != 0;
+    const Shape shape = per_sample && x.shape.size() == 4 ? Shape{x.shape[0], 1, 1, x.shape[3]} : x.shape;
+    const int64_t group = per_sample ? shape.back() : 1;
     const int mask = g.add_node1("dropout_mask", {rng},
-                                 {{"p", n.attrs.f("p")}, {"salt", salt++}, {"shape", x.shape},
+                                 {{"p", n.attrs.f("p")}, {"salt", salt++}, {"shape", shape}, {"group", group},
                                   {"dtype", std::string(dtype_name(x.dtype))}},
                                  n.name + ".mask");
     g.value(n.outputs[0]).name += ".replaced";  // the live value below takes the model's name

@@ -186,6 +186,37 @@ TEST(SeedDropout, ATrainingStepMultipliesByTheMaskAndAdvancesTheState) {
   EXPECT_EQ(s.as<uint32_t>()[1], counter + 2);
 }
 
+// Stochastic depth: one draw per sample, a [N,1,1,C] mask that mul spreads over H and W, every
+// value of a sample's mask the same.
+TEST(SeedDropout, PerSampleDropoutDrawsOncePerSample) {
+  ir::Graph model;
+  {
+    frontend::Builder b(model);
+    int x = b.input("images", {16, 4, 4, 3});
+    x = b.conv(x, 8, 3, 1, 1, {}, "conv");
+    model.add_node1("dropout", {x}, {{"p", 0.5}, {"per_sample", int64_t{1}}}, "drop_path");
+    model.mark_output(b.linear(b.flatten(b.global_avgpool(model.find_value("drop_path"))), 3, true, "fc"));
+  }
+  passes::CompileOptions o = options(passes::Mode::Train);
+  o.optimizer = false;
+  auto exe = runtime::Executable::compile(model, o);
+  const ir::Value& mask = exe->graph().value(exe->value_id("drop_path.mask"));
+  EXPECT_EQ(mask.shape, (Shape{16, 1, 1, 8}));
+  exe->init_parameters(2);
+  exe->run_until("drop_path.mask");
+  const TensorView m = exe->host_view(exe->value_id("drop_path.mask"));
+  int kept = 0;
+  for (int64_t n = 0; n < 16; ++n) {
+    for (int64_t c = 1; c < 8; ++c) EXPECT_EQ(m.as<float>()[n * 8 + c], m.as<float>()[n * 8]) << "sample " << n;
+    kept += m.as<float>()[n * 8] != 0;
+    if (m.as<float>()[n * 8] != 0) {
+      EXPECT_EQ(m.as<float>()[n * 8], 2.0f);
+    }
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, 16);
+}
+
 TEST(SeedDropout, TheCpuBackendDrawsTheReferenceMasks) {
   for (const std::string backend : {"cpu_ref", "cpu"}) {
     SCOPED_TRACE(backend);

@@ -5,55 +5,19 @@ saved as a state dict, is run by `trident infer --weights` and must give torchvi
 `trident export --format torch` of those weights must load with `load_state_dict(strict=True)`
 and hold the same tensors; a checkpoint trident trained itself, exported, must give in
 PyTorch the logits trident gives. Exit 77 (skipped) where torch or torchvision cannot be
-imported (the project's set-up does not install them: PyPI has no CPU-only PyTorch, and
-Debian's python3-torchvision brings some 170 packages); the GPU machines have both.
+imported (`scripts/setup.sh --tests` installs PyPI's in .venv-torch; the GPU machines have both).
 
     python3 tests/torch/round_trip.py build/trident OUT_DIR [--device cuda]
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
-from torch_checks import setup  # exits 77 (skipped) without torch and torchvision
+from torch_checks import load_state_dict, save_state_dict, setup  # exits 77 (skipped) without torch, torchvision
 
 import numpy as np
 import torch
 import torchvision
-
-DTYPES = {torch.float32: ("F32", np.float32), torch.int64: ("I64", np.int64)}
-
-
-def save_state_dict(state, path):
-    """A state dict as safetensors, written here so the test needs no safetensors package."""
-    header, blobs, offset = {}, [], 0
-    for name, t in state.items():
-        code, np_type = DTYPES[t.dtype]
-        data = t.detach().cpu().contiguous().numpy().astype(np_type).tobytes()
-        header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
-def load_state_dict(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
-    types = {"F32": np.float32, "I64": np.int64, "I32": np.int32}
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        s, e = info["data_offsets"]
-        out[name] = torch.from_numpy(np.frombuffer(data[s:e], dtype=types[info["dtype"]]).reshape(info["shape"]).copy())
-    return out
-
 
 def randomise(model, seed):
     g = torch.Generator().manual_seed(seed)

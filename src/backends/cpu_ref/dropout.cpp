@@ -21,7 +21,8 @@ template <class T, class Convert>
 void fill_mask(T* mask, int64_t n, uint64_t stream, const ops::DropoutParams& p, Convert convert) {
   const T kept = convert(p.scale), dropped = convert(0.0);
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) mask[i] = ops::dropout_keeps(stream, static_cast<uint64_t>(i), p.threshold) ? kept : dropped;
+  for (int64_t i = 0; i < n; ++i)
+    mask[i] = ops::dropout_keeps(stream, static_cast<uint64_t>(i) / p.group, p.threshold) ? kept : dropped;
 }
 
 }  // namespace

@@ -79,6 +79,8 @@ class Importer {
   void flatten(const onnx::NodeProto& n);
   void reshape(const onnx::NodeProto& n);
   bool reshape_for_shuffle(const onnx::NodeProto& n);  // onnx_shuffle.cpp; false: not a shuffle's reshape
+  // `spec` with its first entry `batch` where it is the traced model's batch.
+  std::vector<int64_t> batch_of(std::vector<int64_t> spec, int64_t batch) const;
   void transpose(const onnx::NodeProto& n);            // onnx_shuffle.cpp
   void gemm(const onnx::NodeProto& n);
   void matmul(const onnx::NodeProto& n);
@@ -86,8 +88,9 @@ class Importer {
   void constant(const onnx::NodeProto& n);
   void alias(const onnx::NodeProto& n);  // Identity; Dropout of an inference import
   void dropout(const onnx::NodeProto& n);  // Dropout: trident's dropout when training, else an alias
-  // A dropout of probability p on `x` (training), or x itself (inference).
-  void emit_dropout(const onnx::NodeProto& n, int x, double p);
+  // A dropout of probability p on `x` (training; per_sample: one draw per sample, stochastic
+  // depth), or x itself (inference).
+  void emit_dropout(const onnx::NodeProto& n, int x, double p, bool per_sample = false);
   // Training imports: the convolutions whose batch norm the exporter folded into their
   // weights, said in one notice (onnx_folded_bn.cpp).
   void notice_folded_batchnorm(const onnx::ModelProto& model);
@@ -115,6 +118,7 @@ class Importer {
     std::string x;      // the ONNX name of its input
     std::string gamma, beta;
     double eps = 0;     // layernorm's epsilon; dropout's p
+    std::string like;   // dropout: the tensor whose shape the draw takes (x's, or [N,1,1,1] per sample)
   };
   void find_composites(const onnx::GraphProto& graph);
   void convert_composite(const onnx::NodeProto& last, const Composite& c);
@@ -122,6 +126,8 @@ class Importer {
   void pad(const onnx::NodeProto& n);
   void split(const onnx::NodeProto& n);
   void channel_slice(const onnx::NodeProto& n);  // Slice when its data is computed
+  void split_to_sequence(const onnx::NodeProto& n);  // SplitToSequence of channels: remembered
+  void sequence_at(const onnx::NodeProto& n);        // SequenceAt of such a sequence: a channel_slice
   // Where activation `x` is a pad2d that node `n` (a Conv, or a pooling of `kernel`) may take
   // as its own padding `pad`: removes the pad2d, adds its counts to `pad`, sets `x` to what
   // it padded (and count_include_pad to 1 for an average pooling) and returns true.
@@ -138,6 +144,8 @@ class Importer {
   void fold_concat(const onnx::NodeProto& n);      // Concat of 1-D integer constants
   void fold_reshape(const onnx::NodeProto& n);     // Reshape of a constant (the dynamo exporter's axes)
   void expand(const onnx::NodeProto& n);           // Expand of a constant (the dynamo exporter's zero biases)
+  void constant_of_shape(const onnx::NodeProto& n);  // ConstantOfShape of a constant shape
+  void fold_transpose(const onnx::NodeProto& n);   // Transpose of a constant (an unfolded Linear weight)
   void cast_like(const onnx::NodeProto& n);        // CastLike: a constant to its target's type
   void define_const(const onnx::NodeProto& n, Shape dims, std::vector<int64_t> values);
   // Input i as an integer constant of rank 0 or 1 (`what` names it in the sentence if not).
@@ -193,6 +201,12 @@ class Importer {
   // Channels-last views ([N,H,W,C] in ONNX: the same NHWC tensor in trident) and 1-D flattens of
   // an activation, by ONNX name, with the activation they view (onnx_layernorm.cpp).
   std::map<std::string, int> channels_last_, flat_views_;
+  // SplitToSequence of an activation's channels, by ONNX name: the activation and the chunk sizes.
+  struct ChannelSequence {
+    int x = -1;
+    std::vector<int64_t> sizes;
+  };
+  std::map<std::string, ChannelSequence> sequences_;
   // The composites find_composites() recognised, by the index of their last node, and the
   // indices of their other nodes, which are not converted.
   std::map<int, Composite> composites_;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/checked_math.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/input_file.h"
@@ -44,7 +45,9 @@ OnnxImport import_onnx(const std::string& path, const OnnxOptions& options) {
   if (f.size() > kMaxFileBytes) throw Error(path + ": larger than 2 GiB, the most ONNX protobuf allows");
   const std::string bytes = f.read_all();
   const std::string folder = std::filesystem::path(path).parent_path().string();
-  return import_bytes(bytes.data(), bytes.size(), options, path, folder.empty() ? "." : folder);
+  OnnxImport imp = import_bytes(bytes.data(), bytes.size(), options, path, folder.empty() ? "." : folder);
+  imp.file_crc = crc32c(bytes.data(), bytes.size());
+  return imp;
 }
 
 namespace onnx_detail {
@@ -170,10 +173,13 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "Unsqueeze") unsqueeze(n);
   else if (t == "Slice") slice(n);
   else if (t == "Split") split(n);
+  else if (t == "SplitToSequence") split_to_sequence(n);
+  else if (t == "SequenceAt") sequence_at(n);
   else if (t == "Pad") pad(n);
   else if (t == "Cast") cast(n);
   else if (t == "CastLike") cast_like(n);
   else if (t == "Expand") expand(n);
+  else if (t == "ConstantOfShape") constant_of_shape(n);
   else if ((t == "Add" || t == "Mul" || t == "Sub" || t == "Div") && n.input_size() == 2 && is_const(n.input(0)) &&
            is_const(n.input(1)) && !constant_of(n, 0).is_float && !constant_of(n, 1).is_float) {
     allow_attrs(n, {});
@@ -300,7 +306,9 @@ int Importer::activation(const onnx::NodeProto& n, int i) const {
               "identity Gather of a pooled [N,C,1,1] tensor");
     fail(n, "input " + quoted_name(n.input(i)) + " is neither an initializer nor an earlier node's output (missing initializer?)");
   }
-  if (chw_flattened_.count(it->second) && n.op_type() != "Gemm" && n.op_type() != "MatMul")
+  // Dropout is element-wise and its mask random: it reads the flatten in any order, and what it
+  // gives is flattened the same way (emit_dropout).
+  if (chw_flattened_.count(it->second) && n.op_type() != "Gemm" && n.op_type() != "MatMul" && n.op_type() != "Dropout")
     fail(n, "reads " + quoted_name(n.input(i)) + ", an [N,C,H,W] tensor flattened with H*W > 1; trident flattens in NHWC "
             "order and reorders only the weights of a Gemm or MatMul reading it directly");
   return it->second;

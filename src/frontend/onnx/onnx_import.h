@@ -27,6 +27,7 @@ struct OnnxImport {
   std::vector<std::string> output_names;
   int64_t opset = 0;
   std::vector<std::string> notices;  // what the import changed that a user should know, one sentence each
+  uint32_t file_crc = 0;             // CRC-32C of the model file's bytes (a run records it to know the file again)
 };
 
 // Tensors kept in external data files are read from the model's folder (and only from there).

@@ -17,10 +17,12 @@
 // PyTorch's in-place dropout (MobileNet v3's head) arrives from the dynamo exporter as
 //   RandomUniformLike → Less(·, 1−p) → Cast → Div(·, 1−p) → Mul(x, ·)
 // (with optimize=False: CastLike for the Cast, and 1−p through a CastLike to the draw's type)
-// and becomes one dropout of probability p (the identity in an inference import).
+// and becomes one dropout of probability p (the identity in an inference import); drawn in the
+// shape [N,1,1,1] it is torchvision's stochastic depth (EfficientNet, ConvNeXt), a per-sample one.
 //
 // The dynamo exporter also writes the batch's average pool as ReduceMean → Reshape(·, [-1]) →
 // Gather(·, arange(N·C) shaped [N,C,1,1]) (an as_strided identity): read as the pooled tensor.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -289,7 +291,7 @@ void Importer::find_composites(const onnx::GraphProto& g) {
         continue;
       }
       if (!near(keep2, keep) || constant_like(x, 0)) continue;
-      composites_[second] = {"dropout", x, "", "", 1 - keep};
+      composites_[second] = {"dropout", x, "", "", 1 - keep, e.input(0)};
       for (int k : {i, less, cast, first, keep_cast})
         if (k >= 0) inside_composite_.insert(k);
       continue;
@@ -308,7 +310,7 @@ void Importer::find_composites(const onnx::GraphProto& g) {
       if (!is(node_at(add), "Add") || !other(g.node(add), e.output(0), one) || !scalar(one, v) || v != 1) continue;
       if (!is(node_at(mul), "Mul") || !other(g.node(mul), g.node(add).output(0), xx) || xx != x) continue;
       if (!is(node_at(half), "Mul") || !other(g.node(half), g.node(mul).output(0), h) || !scalar(h, v) || v != 0.5) continue;
-      composites_[half] = {"gelu", x, "", "", 0};
+      composites_[half] = {"gelu", x, "", "", 0, ""};
       for (int k : {w.producer.at(e.input(0)), i, add, mul}) inside_composite_.insert(k);
       continue;
     }
@@ -343,7 +345,7 @@ void Importer::find_composites(const onnx::GraphProto& g) {
     const int shift = w.only_reader(g.node(mul).output(0));
     if (!is(node_at(shift), "Add") || !other(g.node(shift), g.node(mul).output(0), beta) || !constant_like(beta, 0))
       continue;
-    composites_[shift] = {"layernorm", x, gamma, beta, eps};
+    composites_[shift] = {"layernorm", x, gamma, beta, eps, ""};
     for (int k : {i, sub, pow, mean2, add, sqrt, div, mul}) inside_composite_.insert(k);
   }
 }
@@ -351,7 +353,7 @@ void Importer::find_composites(const onnx::GraphProto& g) {
 void Importer::convert_composite(const onnx::NodeProto& n, const Composite& c) {
   onnx::NodeProto reads;  // the composite as one node reading its input, for the readers' checks
   reads.set_name(n.name());
-  reads.set_op_type(n.op_type());
+  reads.set_op_type(c.kind == "dropout" ? "Dropout" : n.op_type());  // what the readers' checks see
   reads.add_input(c.x);
   bool cl = false;
   const int x = view_input(reads, 0, cl);
@@ -361,7 +363,21 @@ void Importer::convert_composite(const onnx::NodeProto& n, const Composite& c) {
   }
   if (c.kind == "dropout") {
     if (cl) fail(n, "drops out of a channels-last view, which trident does not support");
-    emit_dropout(n, x, c.eps);
+    // The draw's shape: x's (dropout) or [N,1,1,1] (stochastic depth), the batch the trace's.
+    const Shape& s = out_.graph.value(x).shape;
+    const Shape dims = s.size() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s;
+    if (!is_const(c.like)) fail(n, "draws random numbers shaped like the computed " + quoted_name(c.like) + ", which trident does not support");
+    const Shape& like = consts_.at(c.like).dims;
+    auto same_but_batch = [&](const Shape& want) {
+      return like.size() == want.size() && std::equal(like.begin() + 1, like.end(), want.begin() + 1);
+    };
+    Shape per_sample(dims.size(), 1);
+    if (!dims.empty()) per_sample[0] = dims[0];
+    if (same_but_batch(dims)) emit_dropout(n, x, c.eps, false);
+    else if (dims.size() > 1 && same_but_batch(per_sample)) emit_dropout(n, x, c.eps, true);
+    else
+      fail(n, "drops out with random numbers of shape " + shape_str(like) + " over a tensor of " + shape_str(dims) +
+                  "; trident's dropout draws per element or per sample");
     return;
   }
   if (!is_const(c.gamma) || !is_const(c.beta))

@@ -332,7 +332,15 @@ void Importer::reshape(const onnx::NodeProto& n) {
   const int64_t total = numel(xs);
   // ONNX dims of the input, for the "0 copies the input extent" rule.
   const Shape onnx_dims = xs.size() == 4 ? Shape{xs[0], xs[3], xs[1], xs[2]} : xs;
-  if (s.i.size() != 2) fail(n, "only reshapes to 2-D [N, features] are supported, got " + shape_str(s.i));
+  // [N, C] back to [N, C, 1, 1] (the dynamo exporter's view around an in-place dropout on pooled
+  // features): NHWC [N, 1, 1, C] holds the same bytes, so it is a view.
+  if (xs.size() == 2 && s.i.size() == 4 && (s.i[0] == xs[0] || s.i[0] == model_batch_ || s.i[0] == -1 || s.i[0] == 0) &&
+      (s.i[1] == xs[1] || s.i[1] == -1 || s.i[1] == 0) && s.i[2] == 1 && s.i[3] == 1) {
+    emit(n, "reshape", {x}, {{"shape", Shape{xs[0], 1, 1, xs[1]}}});
+    return;
+  }
+  if (s.i.size() != 2)
+    fail(n, "only reshapes to 2-D [N, features] (and of [N, C] to [N, C, 1, 1]) are supported, got " + shape_str(s.i));
   if (attr_int(n, "allowzero", 0) != 0 && (s.i[0] == 0 || s.i[1] == 0))
     fail(n, "allowzero with a zero extent is not supported");
   int64_t d0 = s.i[0] == 0 ? onnx_dims[0] : s.i[0];
@@ -484,17 +492,29 @@ void Importer::dropout(const onnx::NodeProto& n) {
   emit_dropout(n, activation(n, 0), p);
 }
 
-void Importer::emit_dropout(const onnx::NodeProto& n, int x, double p) {
+void Importer::emit_dropout(const onnx::NodeProto& n, int x, double p, bool per_sample) {
   if (!options_.train || p == 0) {
     define(n, 0, x);
     return;
   }
-  emit(n, "dropout", {x}, {{"p", p}});
+  const int y = emit(n, "dropout", {x}, {{"p", p}, {"per_sample", int64_t{per_sample}}})[0];
+  if (const auto flat = chw_flattened_.find(x); flat != chw_flattened_.end()) chw_flattened_[y] = flat->second;
 }
 
 void Importer::alias(const onnx::NodeProto& n) {
   allow_attrs(n, {});
   expect_io(n, 1, 1, 1);
+  // An Identity of a view (the dynamo exporter's clone of a shuffle's transposed view) is that view.
+  for (auto* views : {&shuffle_split_, &shuffle_transposed_})
+    if (const auto v = views->find(n.input(0)); v != views->end()) {
+      (*views)[n.output(0)] = v->second;
+      return;
+    }
+  for (auto* views : {&channels_last_, &flat_views_})
+    if (const auto v = views->find(n.input(0)); v != views->end()) {
+      (*views)[n.output(0)] = v->second;
+      return;
+    }
   if (is_const(n.input(0))) {
     consts_[n.output(0)] = consts_.at(n.input(0));
     return;

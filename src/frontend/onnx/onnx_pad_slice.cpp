@@ -218,4 +218,49 @@ void Importer::split(const onnx::NodeProto& n) {
   }
 }
 
+// SplitToSequence(x, split, axis 1) and SequenceAt(sequence, k): the dynamo exporter's
+// x.chunk(2, dim=1) with optimize=False (ShuffleNet v2). The sequence is remembered by name with
+// its chunks' channel ranges; each SequenceAt of a constant index is that chunk's channel_slice.
+void Importer::split_to_sequence(const onnx::NodeProto& n) {
+  allow_attrs(n, {"axis", "keepdims"});
+  expect_io(n, 1, 2, 1);
+  const int x = activation(n, 0);
+  const Shape xs = out_.graph.value(x).shape;
+  int64_t axis = attr_int(n, "axis", 0);
+  if (!normalise_axis(axis, static_cast<int64_t>(xs.size()))) fail(n, "axis " + std::to_string(axis) + " is out of range");
+  if (axis != 1) fail(n, "splits axis " + axis_name(axis, xs.size()) + "; trident splits only channels (axis 1)");
+  if (!has_input(n, 1)) fail(n, "splits into single channels (no split input), which trident does not support");
+  const Const& split = integer_const(n, 1, "split");
+  const int64_t C = xs.back();
+  std::vector<int64_t> sizes = split.i;
+  if (split.dims.empty()) {  // one size: chunks of it, the last one what is left
+    const int64_t chunk = split.i[0];
+    if (chunk <= 0) fail(n, "split " + std::to_string(chunk) + " is not positive");
+    sizes.clear();
+    for (int64_t start = 0; start < C; start += chunk) sizes.push_back(std::min(chunk, C - start));
+  }
+  int64_t sum = 0;
+  for (int64_t s : sizes) {
+    if (s <= 0 || s > C) fail(n, "split " + shape_str(sizes) + " holds a size that is not positive, or too large");
+    sum += s;
+  }
+  if (sum != C) fail(n, "split " + shape_str(sizes) + " does not add up to the " + std::to_string(C) + " channels");
+  sequences_[n.output(0)] = {x, sizes};
+}
+
+void Importer::sequence_at(const onnx::NodeProto& n) {
+  allow_attrs(n, {});
+  expect_io(n, 2, 2, 1);
+  const auto seq = sequences_.find(n.input(0));
+  if (seq == sequences_.end()) fail(n, "reads " + quoted_name(n.input(0)) + ", which is no SplitToSequence of channels");
+  const Const& index = integer_const(n, 1, "position");
+  const int64_t count = static_cast<int64_t>(seq->second.sizes.size());
+  int64_t k = index.i.size() == 1 ? index.i[0] : -count - 1;
+  if (k < 0) k += count;
+  if (k < 0 || k >= count) fail(n, "position " + shape_str(index.i) + " is not one of the " + std::to_string(count) + " chunks");
+  int64_t start = 0;
+  for (int64_t j = 0; j < k; ++j) start += seq->second.sizes[static_cast<size_t>(j)];
+  emit(n, "channel_slice", {seq->second.x}, {{"start", start}, {"channels", seq->second.sizes[static_cast<size_t>(k)]}});
+}
+
 }  // namespace trident::frontend::onnx_detail

@@ -295,6 +295,75 @@ void Importer::expand(const onnx::NodeProto& n) {
   consts_[n.output(0)] = std::move(c);
 }
 
+// Transpose(constant, perm): the dynamo exporter with optimize=False leaves nn.Linear's
+// weight.T as a Transpose of the initializer. The result keeps an initializer's name, so the
+// parameter it becomes is named as in PyTorch's state dict.
+void Importer::fold_transpose(const onnx::NodeProto& n) {
+  const Const& data = constant_of(n, 0);
+  const size_t rank = data.dims.size();
+  std::vector<int64_t> perm = attr_ints(n, "perm");
+  if (perm.empty())
+    for (size_t k = rank; k > 0; --k) perm.push_back(static_cast<int64_t>(k - 1));
+  std::vector<bool> seen(rank, false);
+  if (perm.size() != rank) fail(n, "perm " + shape_str(perm) + " does not permute " + std::to_string(rank) + " axes");
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)])
+      fail(n, "perm " + shape_str(perm) + " is not a permutation of " + std::to_string(rank) + " axes");
+    seen[static_cast<size_t>(p)] = true;
+  }
+  Const out = data;
+  if (data.derived) out.name = n.output(0);
+  for (size_t k = 0; k < rank; ++k) out.dims[k] = data.dims[static_cast<size_t>(perm[k])];
+  // Output element o, at coordinates c, reads input coordinates c' with c'[perm[k]] = c[k].
+  std::vector<int64_t> in_stride(rank, 1);
+  for (size_t k = rank; k-- > 1;) in_stride[k - 1] = in_stride[k] * data.dims[k];
+  const int64_t count = data.numel();
+  for (int64_t o = 0; o < count; ++o) {
+    int64_t rest = o, src = 0;
+    for (size_t k = rank; k-- > 0;) {
+      src += (rest % out.dims[k]) * in_stride[static_cast<size_t>(perm[k])];
+      rest /= out.dims[k];
+    }
+    if (data.is_float) out.f[static_cast<size_t>(o)] = data.f[static_cast<size_t>(src)];
+    else out.i[static_cast<size_t>(o)] = data.i[static_cast<size_t>(src)];
+  }
+  consts_[n.output(0)] = std::move(out);
+}
+
+// ConstantOfShape(shape): a tensor of those dims holding attribute value's one element (a float
+// 0 by default). The TorchScript exporter's stochastic depth draws like one of [N, 1, 1, 1].
+void Importer::constant_of_shape(const onnx::NodeProto& n) {
+  allow_attrs(n, {"value"});
+  expect_io(n, 1, 1, 1);
+  const Const& shape = integer_const(n, 0, "shape");
+  if (shape.dims.size() != 1 || shape.i.size() > 8) fail(n, "its shape " + quoted_name(shape.name) + " must be 1-D, of at most 8 values");
+  Const value;
+  value.is_float = true;
+  value.f = {0.f};
+  if (const auto* a = attr(n, "value", onnx::AttributeProto::TENSOR)) {
+    try {
+      value = read_tensor(a->t(), label_ + ": node '" + node_name(n) + "': ", external_);
+    } catch (const Error& e) {
+      fail(n, e.what());
+    }
+    if (value.numel() != 1) fail(n, "its value must hold one element");
+  }
+  int64_t count = 1;
+  for (int64_t d : shape.i) {
+    if (d < 0) fail(n, "its shape " + shape_str(shape.i) + " has a negative extent");
+    if ((count = checked_mul(count, d, "ConstantOfShape")) > (int64_t{1} << 24))
+      fail(n, "makes a constant of more than 2^24 elements");
+  }
+  Const c;
+  c.name = n.output(0);
+  c.dims = shape.i;
+  c.is_float = value.is_float;
+  c.derived = true;
+  if (c.is_float) c.f.assign(static_cast<size_t>(count), value.f[0]);
+  else c.i.assign(static_cast<size_t>(count), value.i[0]);
+  consts_[n.output(0)] = std::move(c);
+}
+
 // CastLike(x, target): x in target's element type. trident computes activations in float, so a
 // computed x with a float target is itself; a constant x becomes float or integer like target.
 void Importer::cast_like(const onnx::NodeProto& n) {

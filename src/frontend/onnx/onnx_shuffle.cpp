@@ -25,6 +25,13 @@ bool reshape_gives(const std::vector<int64_t>& spec, const Shape& input, const S
 
 }  // namespace
 
+// A view's shape as the trace wrote it, its batch the one being compiled: the dynamo exporter
+// writes the trace's fixed batch into every view.
+std::vector<int64_t> Importer::batch_of(std::vector<int64_t> spec, int64_t batch) const {
+  if (!spec.empty() && spec[0] == model_batch_) spec[0] = batch;
+  return spec;
+}
+
 bool Importer::reshape_for_shuffle(const onnx::NodeProto& n) {
   const std::string& in = n.input(0);
   const auto transposed = shuffle_transposed_.find(in);
@@ -36,7 +43,7 @@ bool Importer::reshape_for_shuffle(const onnx::NodeProto& n) {
     if (s.is_float || s.dims.size() != 1 || s.i.size() != 5 || xs.size() != 4) return false;
     const Shape d = onnx_dims(xs);
     const int64_t g = s.i[1];
-    if (g < 1 || g > d[1] || d[1] % g != 0 || !reshape_gives(s.i, d, {d[0], g, d[1] / g, d[2], d[3]}))
+    if (g < 1 || g > d[1] || d[1] % g != 0 || !reshape_gives(batch_of(s.i, d[0]), d, {d[0], g, d[1] / g, d[2], d[3]}))
       fail(n, "reshape of " + shape_str(d) + " to " + shape_str(s.i) +
                   " is not the [N, groups, C/groups, H, W] view of a channel shuffle, the only 5-D reshape supported");
     shuffle_split_[n.output(0)] = {v->second, g};
@@ -46,7 +53,7 @@ bool Importer::reshape_for_shuffle(const onnx::NodeProto& n) {
   const ShuffleView view = transposed->second;
   const Shape d = onnx_dims(out_.graph.value(view.x).shape);
   const Shape five{d[0], d[1] / view.groups, view.groups, d[2], d[3]};
-  if (s.is_float || s.dims.size() != 1 || !reshape_gives(s.i, five, d))
+  if (s.is_float || s.dims.size() != 1 || !reshape_gives(batch_of(s.i, d[0]), five, d))
     fail(n, "reshape of the transposed channel-shuffle view " + shape_str(five) + " to " + shape_str(s.i) +
                 " does not close the shuffle (it must give " + shape_str(d) + ")");
   emit(n, "channel_shuffle", {view.x}, {{"groups", view.groups}});
@@ -56,6 +63,7 @@ bool Importer::reshape_for_shuffle(const onnx::NodeProto& n) {
 void Importer::transpose(const onnx::NodeProto& n) {
   allow_attrs(n, {"perm"});
   expect_io(n, 1, 1, 1);
+  if (is_const(n.input(0))) return fold_transpose(n);  // a weight the exporter left untransposed
   if (transpose_channels_last(n)) return;  // ConvNeXt's permutes (onnx_layernorm.cpp)
   const auto split = shuffle_split_.find(n.input(0));
   if (split == shuffle_split_.end())

@@ -37,6 +37,22 @@ void add_dropout_cases(std::vector<OpCase>& cases) {
       cases.push_back(std::move(c));
     }
   }
+  // Per sample (stochastic depth): one draw for each sample's C values, [N,1,1,C].
+  OpCase per_sample = scaled_case(
+      "dropout_mask_per_sample_5x1x1x24",
+      [](DType d) {
+        ir::Graph g;
+        const int rng = g.add_state("rng", {2}, {}, DType::i32);
+        g.add_node1("dropout_mask", {rng},
+                    {{"p", 0.3}, {"salt", int64_t{1}}, {"shape", Shape{5, 1, 1, 24}}, {"group", int64_t{24}},
+                     {"dtype", std::string(dtype_name(d))}},
+                    "mask");
+        return g;
+      },
+      44, kAllFloat, {"mask"});
+  per_sample.measure = Measure::Rounded;
+  per_sample.prepare = random_state;
+  cases.push_back(std::move(per_sample));
   OpCase advance = scaled_case(
       "rng_advance",
       [](DType d) {

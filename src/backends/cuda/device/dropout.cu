@@ -10,11 +10,12 @@ namespace trident::cuda::device {
 namespace {
 
 template <class T>
-__global__ void dropout_mask_kernel(const int32_t* rng, T* mask, int64_t n, uint32_t salt, uint32_t threshold, float scale) {
+__global__ void dropout_mask_kernel(const int32_t* rng, T* mask, int64_t n, uint32_t salt, uint32_t threshold, float scale,
+                                    uint64_t group) {
   const uint64_t stream = ops::dropout_stream(static_cast<uint32_t>(rng[0]), static_cast<uint32_t>(rng[1]), salt);
   const T kept = from_float<T>(scale), dropped = from_float<T>(0.f);
   for (int64_t i = grid_start(); i < n; i += grid_stride())
-    mask[i] = ops::dropout_keeps(stream, static_cast<uint64_t>(i), threshold) ? kept : dropped;
+    mask[i] = ops::dropout_keeps(stream, static_cast<uint64_t>(i) / group, threshold) ? kept : dropped;
 }
 
 __global__ void rng_advance_kernel(const int32_t* in, int32_t* out) {
@@ -32,7 +33,7 @@ void launch_dropout_mask(ElemType t, const ops::DropoutParams& p, const int32_t*
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
     dropout_mask_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(rng, static_cast<T*>(mask), n, p.salt, p.threshold,
-                                                                 static_cast<float>(p.scale));
+                                                                 static_cast<float>(p.scale), p.group);
   });
   check_launch("dropout_mask_kernel");
 }

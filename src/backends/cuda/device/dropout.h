@@ -12,7 +12,7 @@
 
 namespace trident::cuda::device {
 
-// mask[i] = p.scale where element i is kept, else 0; `rng` is the i32[2] state on the device.
+// mask[i] = p.scale where draw i / p.group keeps, else 0; `rng` is the i32[2] state on the device.
 void launch_dropout_mask(ElemType t, const ops::DropoutParams& p, const int32_t* rng, void* mask, int64_t n,
                          cudaStream_t stream);
 // out = in with the counter word plus one (out may be in).
