@@ -1,8 +1,10 @@
 // A Model compiled for one mode, device, precision and batch: the static plan and kernels the
 // engine runs with no allocation per step. Inference and training take host buffers of floats;
-// a training network also trains for epochs over a dataset folder, as `trident train` does.
+// a training network also trains for epochs over a dataset folder, as `trident train` does, and
+// every network evaluates, loads PyTorch's weights and exports its own as ONNX or a state dict.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,6 +44,8 @@ struct CompileOptions {
   double weight_decay = 5e-4;
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  // Training loss: cross-entropy against (1 − e)·onehot + e/classes, PyTorch's label_smoothing.
+  double label_smoothing = 0;
   // The same bits on every run, and on the CPU at every thread count (`trident train
   // --deterministic`): nothing chosen by timing, cuDNN's deterministic engines only (a layer
   // without one is an error), fixed-order sums on the cpu backend (slower).
@@ -54,22 +58,67 @@ struct CompileOptions {
 // Until this is called a process runs on OpenMP's thread count, whatever the machine's load.
 TRIDENT_API void set_cpu_threads(int max_threads, bool adaptive);
 
-// train(): how long, and how much of the dataset folder to read (0: all of a split).
+// train(): the run `trident train` makes, over a dataset folder — Fashion-MNIST's IDX files,
+// CIFAR-10's binary batches, or an image folder as torchvision's ImageFolder lays it out
+// (DIR/train/<class>/*.jpg|png, DIR/val/<class>/...: decoded and augmented on worker threads,
+// RandomResizedCrop and flips, val resized and centre-cropped) — evaluating after every epoch.
+struct EpochResult {
+  int64_t epoch = 0;  // 1-based
+  double loss = 0, accuracy = 0, seconds = 0;  // training, over the epoch's batches
+  double images_per_second = 0, learning_rate = 0, data_wait_seconds = 0;
+  // The evaluation split ("test", or an image folder's "val") after the epoch.
+  double eval_loss = 0, eval_accuracy = 0, eval_top5_accuracy = 0;
+  int64_t eval_images = 0;
+  std::string skipped;  // what the data passed over so far (unreadable images, other files), or ""
+};
+
 struct TrainOptions {
   int64_t epochs = 1;
   double warmup_epochs = 0.2;  // linear warm-up from a tenth of the rate, then cosine decay to 0
+  // A step schedule instead of the cosine (torch's MultiStepLR): after the warm-up the rate is
+  // multiplied by lr_gamma once each of these many epochs is done. Empty: the cosine.
+  std::vector<int64_t> lr_steps;
+  double lr_gamma = 0.1;
+  // Read only this many images of a split (0: all); an image folder's are a sample across its
+  // classes drawn from the network's seed.
   int64_t train_limit = 0, test_limit = 0;
-};
-
-struct EpochResult {
-  int64_t epoch = 0;  // 1-based
-  double loss = 0, accuracy = 0, seconds = 0;
+  int image_size = 0;  // image folders: the crops' side; 0 (and it must be): the network's input side
+  int workers = 0;     // image folders: decoding threads (0: the cores but one); results do not depend on it
+  std::string save_path;  // a checkpoint after every epoch (`trident train --resume` continues it)
+  std::string log_path;   // one JSON line of metrics per epoch
+  std::function<void(const EpochResult&)> on_epoch;  // called after every epoch's evaluation
 };
 
 struct TrainResult {
   std::vector<EpochResult> epochs;
-  double test_loss = 0, test_accuracy = 0;  // of the trained weights on the test split
+  std::string eval_split;  // "test", or "val" for an image folder
+  double test_loss = 0, test_accuracy = 0, test_top5_accuracy = 0;  // of the trained weights on it
   int64_t test_images = 0;
+};
+
+struct EvalOptions {
+  int64_t limit = 0;   // evaluate only this many images (0: all)
+  int image_size = 0;  // image folders: 0, the network's input side
+  int workers = 0;
+};
+
+struct EvalResult {
+  std::string split;  // "test", or "val" for an image folder
+  double loss = 0, accuracy = 0, top5_accuracy = 0;
+  int64_t images = 0;
+  double seconds = 0;
+};
+
+// load_weights(): how a file's tensors meet the network's.
+struct LoadOptions {
+  // Fine-tuning: skip the tensors whose shape differs from the network's, or that it lacks (a
+  // torchvision classifier onto a new head); they keep their values, and load_weights lists them.
+  bool skip_mismatched = false;
+};
+
+// export_onnx(): ONNX opset 17, NCHW input with a symbolic batch, as `trident export` writes it.
+struct OnnxExportOptions {
+  bool fold_batchnorm = false;  // fold each batch norm into the convolution before it
 };
 
 class TRIDENT_API Network {
@@ -109,16 +158,28 @@ class TRIDENT_API Network {
   float train_step(std::span<const float> images, std::span<const int32_t> labels,
                    Layout layout = Layout::nchw);
   void set_learning_rate(double lr);
-  // Trains for options.epochs over the dataset in `data_dir` (Fashion-MNIST's IDX files or
-  // CIFAR-10's binary batches, as `trident train --data` reads), then evaluates on its test split.
+  // Trains for options.epochs over the dataset in `data_dir` (what `trident train --data` reads:
+  // Fashion-MNIST, CIFAR-10 or an image folder, whose classes must be the network's and whose
+  // crops its input), evaluating on the test (val) split after every epoch, through the loop
+  // `trident train` runs. Each call continues the learning-rate schedule from step 0 of its own.
   TrainResult train(const std::string& data_dir, const TrainOptions& options = {});
+  // Scores the weights on the dataset's test split (an image folder's val), as train() does
+  // after each epoch.
+  EvalResult evaluate(const std::string& data_dir, const EvalOptions& options = {});
 
   // Writes every parameter and running statistic (and a training network's optimizer state) to a
   // safetensors file, atomically; `trident infer --weights` reads it.
   void save_weights(const std::string& path) const;
-  // Reads a safetensors file of trident's layouts (save_weights', or a `trident train --save`
-  // checkpoint): every parameter and running statistic must be in it, with its shape.
-  void load_weights(const std::string& path);
+  // Reads a safetensors file: trident's layouts (save_weights', or a `trident train --save`
+  // checkpoint) or a PyTorch state dict (`safetensors.torch.save_file(model.state_dict(), f)`, or
+  // `trident export --format torch`), told apart by content. Every parameter and running
+  // statistic must be in it with its shape, unless options.skip_mismatched; returns the names of
+  // the tensors it skipped, each with its shape and the network's.
+  std::vector<std::string> load_weights(const std::string& path, const LoadOptions& options = {});
+  // The model and its weights out of trident: an ONNX file (opset 17, NCHW, as PyTorch exports)
+  // or a PyTorch state dict in safetensors that `model.load_state_dict` accepts.
+  void export_onnx(const std::string& path, const OnnxExportOptions& options = {}) const;
+  void export_state_dict(const std::string& path) const;
 
  private:
   struct Impl;

@@ -63,13 +63,21 @@ FloatArray infer_array(Network& net, py::object images, const std::string& layou
   return out;
 }
 
+py::dict epoch_dict(const EpochResult& e) {
+  return py::dict(py::arg("epoch") = e.epoch, py::arg("loss") = e.loss, py::arg("accuracy") = e.accuracy,
+                  py::arg("seconds") = e.seconds, py::arg("images_per_second") = e.images_per_second,
+                  py::arg("learning_rate") = e.learning_rate, py::arg("data_wait_seconds") = e.data_wait_seconds,
+                  py::arg("eval_loss") = e.eval_loss, py::arg("eval_accuracy") = e.eval_accuracy,
+                  py::arg("eval_top5_accuracy") = e.eval_top5_accuracy, py::arg("eval_images") = e.eval_images,
+                  py::arg("skipped") = e.skipped);
+}
+
 py::dict train_result_dict(const TrainResult& r) {
   py::list epochs;
-  for (const EpochResult& e : r.epochs)
-    epochs.append(py::dict(py::arg("epoch") = e.epoch, py::arg("loss") = e.loss, py::arg("accuracy") = e.accuracy,
-                           py::arg("seconds") = e.seconds));
-  return py::dict(py::arg("epochs") = epochs, py::arg("test_loss") = r.test_loss,
-                  py::arg("test_accuracy") = r.test_accuracy, py::arg("test_images") = r.test_images);
+  for (const EpochResult& e : r.epochs) epochs.append(epoch_dict(e));
+  return py::dict(py::arg("epochs") = epochs, py::arg("eval_split") = r.eval_split, py::arg("test_loss") = r.test_loss,
+                  py::arg("test_accuracy") = r.test_accuracy, py::arg("test_top5_accuracy") = r.test_top5_accuracy,
+                  py::arg("test_images") = r.test_images);
 }
 
 }  // namespace
@@ -79,7 +87,8 @@ void bind_network(py::module_& m) {
       .def(py::init([](const Model& model, const std::string& mode, const std::string& device,
                        const std::string& precision, int64_t batch, uint64_t seed, const std::string& optimizer,
                        std::optional<double> learning_rate, double momentum, std::optional<double> weight_decay,
-                       bool nesterov, double beta1, double beta2, double eps, bool deterministic) {
+                       bool nesterov, double beta1, double beta2, double eps, bool deterministic,
+                       double label_smoothing) {
              CompileOptions o;
              o.optimizer = enum_named<Optimizer>(optimizer, "optimizer", kOptimizers);
              // Unset: the optimizer's PyTorch defaults (SGD's are CompileOptions').
@@ -97,6 +106,7 @@ void bind_network(py::module_& m) {
              o.beta2 = beta2;
              o.eps = eps;
              o.deterministic = deterministic;
+             o.label_smoothing = label_smoothing;
              py::gil_scoped_release release;
              return Network(model, o);
            }),
@@ -104,12 +114,12 @@ void bind_network(py::module_& m) {
            py::arg("precision") = "fp32", py::arg("batch") = 1, py::arg("seed") = 1, py::arg("optimizer") = "sgd",
            py::arg("learning_rate") = py::none(), py::arg("momentum") = 0.9, py::arg("weight_decay") = py::none(),
            py::arg("nesterov") = false, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
-           py::arg("deterministic") = false,
+           py::arg("deterministic") = false, py::arg("label_smoothing") = 0.0,
            "Compiles `model`: mode inference or training; device cpu, cpu_ref, cuda or auto; precision fp32, fp16 or "
            "bf16 (cuda); batch 0 keeps an ONNX file's batch in inference; training: optimizer sgd (momentum, nesterov) or "
            "adamw (torch.optim.AdamW: beta1, beta2, eps), learning_rate and weight_decay for both (unset: 0.05 and "
-           "5e-4 for sgd, 0.001 and 0.01 for adamw); deterministic: the same bits on every run "
-           "(and on the CPU at every thread count), slower.")
+           "5e-4 for sgd, 0.001 and 0.01 for adamw), label_smoothing (PyTorch's); deterministic: the same bits on "
+           "every run (and on the CPU at every thread count), slower.")
       .def_property_readonly("mode", [](const Network& n) { return kModes[static_cast<int>(n.mode())]; })
       .def_property_readonly("backend", &Network::backend, "The backend that runs: cpu, cpu_ref or cuda.")
       .def_property_readonly("notices", &Network::notices, "What compiling chose or changed, one sentence each.")
@@ -154,24 +164,92 @@ void bind_network(py::module_& m) {
       .def(
           "train",
           [](Network& n, const std::filesystem::path& data_dir, int64_t epochs, double warmup_epochs,
-             int64_t train_limit, int64_t test_limit) {
+             std::vector<int64_t> lr_steps, double lr_gamma, int64_t train_limit, int64_t test_limit, int image_size,
+             int workers, std::optional<std::filesystem::path> save, std::optional<std::filesystem::path> log,
+             py::object on_epoch) {
+            TrainOptions o;
+            o.epochs = epochs;
+            o.warmup_epochs = warmup_epochs;
+            o.lr_steps = std::move(lr_steps);
+            o.lr_gamma = lr_gamma;
+            o.train_limit = train_limit;
+            o.test_limit = test_limit;
+            o.image_size = image_size;
+            o.workers = workers;
+            if (save) o.save_path = save->string();
+            if (log) o.log_path = log->string();
+            if (!on_epoch.is_none()) {
+              if (!PyCallable_Check(on_epoch.ptr())) throw Error("on_epoch must be callable (it is given each epoch's dict)");
+              o.on_epoch = [on_epoch](const EpochResult& e) {
+                py::gil_scoped_acquire gil;  // the engine runs without it
+                on_epoch(epoch_dict(e));
+              };
+            }
             TrainResult r;
             {
               py::gil_scoped_release release;
-              r = n.train(data_dir.string(), {epochs, warmup_epochs, train_limit, test_limit});
+              r = n.train(data_dir.string(), o);
             }
             return train_result_dict(r);
           },
           py::arg("data_dir"), py::kw_only(), py::arg("epochs") = 1, py::arg("warmup_epochs") = 0.2,
-          py::arg("train_limit") = 0, py::arg("test_limit") = 0,
-          "Trains over a dataset folder as `trident train --data` reads it; returns a dict: 'epochs' (a list of dicts: "
-          "epoch, loss, accuracy, seconds), 'test_loss', 'test_accuracy', 'test_images'.")
+          py::arg("lr_steps") = std::vector<int64_t>{}, py::arg("lr_gamma") = 0.1, py::arg("train_limit") = 0,
+          py::arg("test_limit") = 0, py::arg("image_size") = 0, py::arg("workers") = 0, py::arg("save") = py::none(),
+          py::arg("log") = py::none(), py::arg("on_epoch") = py::none(),
+          "Trains over a dataset folder as `trident train --data` reads it (Fashion-MNIST, CIFAR-10, or an image "
+          "folder DIR/train/<class>/, DIR/val/<class>/ whose classes and crop size are the network's), evaluating "
+          "after every epoch; lr_steps/lr_gamma: a step schedule instead of the cosine; save: a checkpoint after "
+          "every epoch; log: one JSON line per epoch; on_epoch(dict) after every epoch. Returns a dict: 'epochs' "
+          "(dicts: epoch, loss, accuracy, seconds, images_per_second, learning_rate, data_wait_seconds, eval_loss, "
+          "eval_accuracy, eval_top5_accuracy, eval_images, skipped), 'eval_split', 'test_loss', 'test_accuracy', "
+          "'test_top5_accuracy', 'test_images'.")
+      .def(
+          "evaluate",
+          [](Network& n, const std::filesystem::path& data_dir, int64_t limit, int image_size, int workers) {
+            EvalResult r;
+            {
+              py::gil_scoped_release release;
+              r = n.evaluate(data_dir.string(), {limit, image_size, workers});
+            }
+            return py::dict(py::arg("split") = r.split, py::arg("loss") = r.loss, py::arg("accuracy") = r.accuracy,
+                            py::arg("top5_accuracy") = r.top5_accuracy, py::arg("images") = r.images,
+                            py::arg("seconds") = r.seconds);
+          },
+          py::arg("data_dir"), py::kw_only(), py::arg("limit") = 0, py::arg("image_size") = 0, py::arg("workers") = 0,
+          "Scores the weights on the dataset's test split (an image folder's val); returns a dict: split, loss, "
+          "accuracy, top5_accuracy, images, seconds.")
       .def(
           "save_weights", [](const Network& n, const std::filesystem::path& p) { n.save_weights(p.string()); },
           py::arg("path"), "Writes every parameter and running statistic to a safetensors file.")
       .def(
-          "load_weights", [](Network& n, const std::filesystem::path& p) { n.load_weights(p.string()); },
-          py::arg("path"), "Reads a safetensors file of trident's layouts (save_weights', or a checkpoint).")
+          "load_weights",
+          [](Network& n, const std::filesystem::path& p, bool skip_mismatched) {
+            py::gil_scoped_release release;
+            return n.load_weights(p.string(), {skip_mismatched});
+          },
+          py::arg("path"), py::kw_only(), py::arg("skip_mismatched") = false,
+          "Reads a safetensors file: trident's (save_weights', a checkpoint) or a PyTorch state dict "
+          "(safetensors.torch.save_file(model.state_dict(), path)); skip_mismatched: tensors whose shape differs "
+          "(a new classifier) or that the network lacks are skipped and keep their values. Returns the skipped "
+          "names, each with its shape and the network's.")
+      .def(
+          "export_onnx",
+          [](const Network& n, const std::filesystem::path& p, bool fold_batchnorm) {
+            py::gil_scoped_release release;
+            n.export_onnx(p.string(), {fold_batchnorm});
+          },
+          py::arg("path"), py::kw_only(), py::arg("fold_batchnorm") = false,
+          "Writes the model with its weights as ONNX (opset 17, NCHW input with a symbolic batch), as `trident "
+          "export` does; fold_batchnorm folds each batch norm into the convolution before it.")
+      .def(
+          "export_state_dict",
+          [](const Network& n, const std::filesystem::path& p) {
+            py::gil_scoped_release release;
+            n.export_state_dict(p.string());
+          },
+          py::arg("path"),
+          "Writes the weights as a PyTorch state dict in safetensors: "
+          "model.load_state_dict(safetensors.torch.load_file(path)) takes it.")
       .def("__repr__", [](const Network& n) {
         return "trident.Network(mode=" + std::string(kModes[static_cast<int>(n.mode())]) + ", backend=" + n.backend() +
                ", input_shape=" + shape_text(n.input_shape()) + ")";

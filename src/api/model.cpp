@@ -4,6 +4,7 @@
 
 #include "api/model_impl.h"
 #include "core/error.h"
+#include "frontend/model_source.h"
 #include "frontend/onnx/onnx_import.h"
 
 namespace trident {
@@ -38,28 +39,10 @@ const std::string& Model::name() const { return impl_->name; }
 
 namespace api {
 
-BuiltModel build_graph(const Model::Impl& model, int64_t batch, bool train) {
-  BuiltModel b;
-  if (!model.onnx) {
-    frontend::ModelConfig cfg = model.zoo;
-    cfg.batch = batch;
-    b.graph = frontend::build_model(model.name, cfg);
-    return b;
-  }
-  frontend::OnnxOptions opt;
-  opt.batch = batch;
-  opt.train = train;
-  frontend::OnnxImport imp = frontend::import_onnx(model.name, opt);
-  const int input = imp.graph.find_value(imp.input_name);
-  if (train && (imp.graph.value(input).shape.size() != 4 || imp.graph.outputs().size() != 1 ||
-                imp.graph.value(imp.graph.outputs()[0]).shape.size() != 2))
-    throw Error("'" + model.name + "' must take one image batch [N,C,H,W] and give one [N, classes] output to be "
-                "trained as a classifier");
-  imp.graph.value(input).name = kImagesInput;
-  b.graph = std::move(imp.graph);
-  b.weights = std::move(imp.weights);
-  b.notices = std::move(imp.notices);
-  return b;
+frontend::LoadedModel build_graph(const Model::Impl& model, int64_t batch, bool train) {
+  frontend::ModelConfig cfg = model.zoo;
+  cfg.batch = batch;
+  return frontend::load_model(model.name, cfg, train);
 }
 
 }  // namespace api

@@ -131,8 +131,11 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
   }
   n.backend = resolve_backend(options, n.notices);
 
-  api::BuiltModel built = api::build_graph(*model.impl_, options.batch, train);
+  frontend::LoadedModel built = api::build_graph(*model.impl_, options.batch, train);
   n.notices.insert(n.notices.end(), built.notices.begin(), built.notices.end());
+  n.info = built.info;
+  n.model_path = built.path;
+  n.model_crc = built.file_crc;
   passes::CompileOptions compile =
       runtime::default_compile_options(train ? passes::Mode::Train : passes::Mode::Infer);
   compile.backend = n.backend;
@@ -146,6 +149,8 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
   compile.adam_eps = options.eps;
   BackendOptions backend;
   backend.deterministic = options.deterministic;
+  compile.label_smoothing = options.label_smoothing;
+  if (train) api::check_limit(runtime::kLabelSmoothingLimit, options.label_smoothing, "CompileOptions::label_smoothing");
   if (train) {
     runtime::TrainConfig config;
     config.compile = compile;
@@ -159,6 +164,7 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
     if (built.weights.empty()) n.inference->init_parameters(options.seed);
     else n.inference->import_weights(built.weights, true);
   }
+  n.model_graph = std::move(built.graph);
 }
 
 Network::Network(Network&&) noexcept = default;

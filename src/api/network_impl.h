@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/zoo.h"
 #include "runtime/executable.h"
 #include "runtime/train_limits.h"
 #include "runtime/trainer.h"
@@ -17,12 +18,19 @@ namespace trident {
 struct Network::Impl {
   Mode mode = Mode::inference;
   std::string model, backend;
+  // The model as built or imported, before the compile passes: what exports write and what a
+  // PyTorch state dict's layouts are read against; and the file it came from (checkpoints).
+  ir::Graph model_graph;
+  frontend::ModelInfo info;
+  std::string model_path;  // an ONNX model's absolute path
+  uint32_t model_crc = 0;
   std::vector<std::string> notices;
   uint64_t seed = 1;
   double learning_rate = 0;
   std::unique_ptr<runtime::Executable> inference;  // Mode::inference
   std::unique_ptr<runtime::Trainer> trainer;       // Mode::training
   bool eval_current = false;  // the trainer's inference executable has the trained weights
+  int64_t batches_trained = 0;  // steps taken, by train_step and train: a state dict's num_batches_tracked
 
   // The executable infer() runs: a training network's inference form, its weights brought up
   // to date first.

@@ -1,49 +1,46 @@
-// Saving and loading a Network's weights as safetensors in trident's layouts, the files
-// `trident infer --weights` and `trident train --weights` read. Optimizer state (momentum or moments, the
-// loss scale) is the one part a file may lack: an inference network has none, and a training
-// network keeps its own.
+// A Network's weights in and out: safetensors in trident's layouts (the files `trident infer
+// --weights` and `trident train --weights` read), PyTorch state dicts read through the loader the
+// command line uses (runtime/checkpoint/weight_file.h, which also skips what a new head does not
+// fit), and the model out as ONNX or a state dict, as `trident export` writes them. Optimizer
+// state (momentum or moments, the loss scale, dropout's random state) is the one part a file may
+// lack: an inference network has none, and a training network keeps its own.
 #include <string>
 
 #include "api/network_impl.h"
 #include "core/error.h"
-#include "passes/optimizer_kind.h"
+#include "frontend/onnx/onnx_export.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/torch_layout.h"
+#include "runtime/checkpoint/weight_file.h"
 
 namespace trident {
-
-namespace {
-
-bool is_optimizer_state(const std::string& name) {
-  return passes::is_optimizer_state_name(name) || name.starts_with("amp.");
-}
-
-}  // namespace
 
 void Network::save_weights(const std::string& path) const {
   runtime::write_safetensors(path, impl_->weights_executable().export_weights(), {{"model", impl_->model}});
 }
 
-void Network::load_weights(const std::string& path) {
+std::vector<std::string> Network::load_weights(const std::string& path, const LoadOptions& options) {
   runtime::Executable& exe = impl_->weights_executable();
-  runtime::WeightMap weights = runtime::read_safetensors(path);
-  // A training checkpoint read by an inference network: its optimizer state has no place here.
-  std::erase_if(weights, [&](const auto& entry) {
-    return is_optimizer_state(entry.first) && exe.graph().find_value(entry.first) < 0;
-  });
-  const ir::Graph& g = exe.graph();
-  for (int v = 0; v < g.num_values(); ++v) {
-    const ir::Value& value = g.value(v);
-    const bool weight = value.role == ir::ValueRole::Parameter || value.role == ir::ValueRole::State;
-    if (weight && exe.memory_plan().placement[v].buffer != plan::Buffer::None && !is_optimizer_state(value.name) &&
-        !weights.count(value.name))
-      throw Error("'" + path + "' lacks the weight '" + value.name + "' of this network");
-  }
-  try {
-    exe.import_weights(weights, false);
-  } catch (const Error& e) {
-    throw Error("'" + path + "' does not fit this network: " + e.what());
-  }
+  const runtime::LoadedWeights w = runtime::load_weight_file(
+      path, impl_->model_graph, exe,
+      {.model = impl_->model, .skip_mismatched = options.skip_mismatched, .require_all = true});
   impl_->eval_current = false;
+  return w.skipped;
+}
+
+void Network::export_onnx(const std::string& path, const OnnxExportOptions& options) const {
+  frontend::OnnxExportOptions o;
+  o.fold_bn = options.fold_batchnorm;
+  o.model_name = impl_->model;
+  frontend::export_onnx(impl_->model_graph, impl_->weights_executable().export_weights(), o, path);
+}
+
+void Network::export_state_dict(const std::string& path) const {
+  const runtime::TorchLayout layout = runtime::torch_layout(impl_->model_graph);
+  const int64_t steps = impl_->batches_trained;  // num_batches_tracked
+  const runtime::WeightMap state =
+      runtime::to_torch_state_dict(layout, impl_->weights_executable().export_weights(), steps);
+  runtime::write_safetensors(path, state, {{"format", "pt"}});
 }
 
 }  // namespace trident

@@ -149,9 +149,12 @@ void Trainer::restore(const WeightMap& weights, int64_t step) {
   step_ = step;
 }
 
-void Trainer::set_schedule(double lr, double warmup_epochs, int64_t step) {
+void Trainer::set_schedule(double lr, double warmup_epochs, int64_t step, std::vector<int64_t> step_epochs,
+                           double gamma) {
   config_.lr = lr;
   config_.warmup_epochs = warmup_epochs;
+  config_.lr_step_epochs = std::move(step_epochs);
+  config_.lr_gamma = gamma;
   step_ = step;
 }
 
@@ -294,23 +297,28 @@ void Trainer::average_running_statistics() {
 }
 
 EvalStats Trainer::evaluate(data::BatchSource& batches) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
   average_running_statistics();
   eval_->copy_weights_from(*train_);
-  const int images_id = eval_->value_id("images");
-  TensorView images = eval_->host_view(images_id), logits = eval_->host_view(eval_->logits());
-  std::vector<int32_t> labels(batch_);
-  check_batch_fits(batches, batch_, "evaluation");
+  return evaluate_executable(*eval_, batches, config_.backend_options.world.get());
+}
+
+EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const int images_id = exe.value_id("images");
+  TensorView images = exe.host_view(images_id), logits = exe.host_view(exe.logits());
+  const int64_t batch = images.shape[0];
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  check_batch_fits(batches, batch, "evaluation");
   batches.start_epoch(0);
   const int64_t classes = logits.shape[1];
   EvalStats st;
   int64_t filled = 0, correct = 0, top5 = 0;
   double nll = 0;
   while (batches.next(images.as<float>(), labels.data(), &filled)) {
-    eval_->upload(images_id);
-    eval_->run();
-    eval_->download(eval_->logits());
+    exe.upload(images_id);
+    exe.run();
+    exe.download(exe.logits());
     correct += count_correct(logits.as<float>(), labels.data(), filled, classes);
     for (int64_t r = 0; r < filled; ++r) {
       const float* z = logits.as<float>() + r * classes;
@@ -326,7 +334,7 @@ EvalStats Trainer::evaluate(data::BatchSource& batches) {
   }
   // Each rank evaluated its own shard: the counts and the loss sum over the ranks.
   double sums[4] = {static_cast<double>(correct), static_cast<double>(top5), nll, static_cast<double>(st.samples)};
-  if (distributed::World* w = config_.backend_options.world.get()) w->sum(sums, 4);
+  if (world) world->sum(sums, 4);
   correct = static_cast<int64_t>(sums[0]);
   top5 = static_cast<int64_t>(sums[1]);
   nll = sums[2];

@@ -96,9 +96,11 @@ class Trainer {
   // equal) and sets the optimizer step, so the learning-rate schedule continues where a
   // checkpointed run stopped. Validates before changing anything.
   void restore(const WeightMap& weights, int64_t step);
-  // The learning-rate schedule of the epochs that follow: its peak, its warm-up in epochs and
-  // the step it stands at (0: a new schedule). The compiled executables stay as they are.
-  void set_schedule(double lr, double warmup_epochs, int64_t step);
+  // The learning-rate schedule of the epochs that follow: its peak, its warm-up in epochs, the
+  // step schedule's epochs and factor (none: the cosine) and the step it stands at (0: a new
+  // schedule). The compiled executables stay as they are.
+  void set_schedule(double lr, double warmup_epochs, int64_t step, std::vector<int64_t> step_epochs = {},
+                    double gamma = 0.1);
 
   // Data parallel without sync-BN: each rank's running statistics are its own shard's. This
   // replaces them on every rank by their mean over the ranks (collective: every rank calls
@@ -123,6 +125,11 @@ class Trainer {
   int64_t batch_ = 0, step_ = 0;
   int64_t statistics_averaged_at_ = -1;  // the step average_running_statistics() last ran at
 };
+
+// Scores an inference executable (input "images", its logits an output) on every sample of
+// `batches` once (their epoch 0), counting only each batch's real rows: top-1, top-5, mean
+// cross-entropy. With a world, each rank scored its own shard and the sums span them all.
+EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world = nullptr);
 
 // Fraction of rows of `logits` [rows, classes] whose arg-max equals the label.
 int64_t count_correct(const float* logits, const int32_t* labels, int64_t rows, int64_t classes);

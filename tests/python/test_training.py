@@ -78,7 +78,10 @@ class Training(TestCase):
         result = net.train(FASHION_MNIST, epochs=2, train_limit=256, test_limit=64)
         self.assertEqual([e["epoch"] for e in result["epochs"]], [1, 2])
         for e in result["epochs"]:
-            self.assertEqual(set(e), {"epoch", "loss", "accuracy", "seconds"})
+            self.assertEqual(set(e), {"epoch", "loss", "accuracy", "seconds", "images_per_second", "learning_rate",
+                                      "data_wait_seconds", "eval_loss", "eval_accuracy", "eval_top5_accuracy",
+                                      "eval_images", "skipped"})
+            self.assertEqual(e["eval_images"], 64)
             self.assertTrue(np.isfinite(e["loss"]) and 0 <= e["accuracy"] <= 1)
         self.assertLess(result["epochs"][1]["loss"], result["epochs"][0]["loss"])
         self.assertEqual(result["test_images"], 64)

@@ -235,7 +235,7 @@ TEST(CheckpointResume, CommandLineErrorsAreOneSentence) {
   }
   expect_failure(run_with_stderr(common + " --resume " + (d / "junk.ckpt").string()), "junk.ckpt");
   expect_failure(run_with_stderr(common + " --resume " + ckpt + " --lr 0.5"), "--lr differs from the checkpoint");
-  expect_failure(run_with_stderr(base + " --resume " + ckpt + " --train-limit 96"), "resume on the same data");
+  expect_failure(run_with_stderr(base + " --resume " + ckpt + " --train-limit 96"), "--train-limit differs from the checkpoint");
   expect_failure(run_with_stderr(common + " --save " + (d / "no" / "c.ckpt").string()), "does not exist");
   // --weights takes a checkpoint's tensors into a new run; a different model's are an error.
   EXPECT_EQ(run(common + " --epochs 1 --weights " + ckpt).code, 0);

@@ -8,9 +8,10 @@
 #include "commands.h"
 #include "compile_flags.h"
 #include "core/error.h"
+#include "frontend/model_source.h"
 #include "frontend/onnx/onnx_export.h"
-#include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
+#include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/torch_layout.h"
 #include "runtime/checkpoint/weight_file.h"
@@ -23,6 +24,7 @@ namespace {
 struct Options {
   std::string weights_positional, weights, model = frontend::default_model(), output, format;
   bool fold_bn = false, json = false;
+  bool model_given = false;  // --model on the command line: a checkpoint's own model is not used
   uint64_t seed = 0;
 };
 
@@ -44,18 +46,34 @@ int run_export(Options o) {
   const std::string format = output_format(o);
   if (o.fold_bn && format != "onnx") throw Error("--fold-bn applies to ONNX export only; a state dict keeps batchnorm");
 
-  ir::Graph model;
-  runtime::WeightMap weights;
-  std::string source;
-  if (ends_with(o.model, ".onnx")) {
-    frontend::OnnxImport imp = frontend::import_onnx(o.model, {1});
-    for (const std::string& notice : imp.notices) std::cerr << "trident: notice: " << notice << "\n";
-    model = std::move(imp.graph);
-    weights = std::move(imp.weights);
-    source = "the ONNX file";
-  } else {
-    model = frontend::build_model(o.model, {1});
+  // A checkpoint names the model it trained, with the extents an image folder gave it: exported
+  // as that model unless --model says otherwise.
+  frontend::ModelConfig extents{1};
+  std::string recorded_crc;
+  if (!o.model_given && !o.weights.empty()) {
+    runtime::Metadata md;
+    runtime::read_safetensors(o.weights, &md);
+    const auto format = md.find("format");
+    if (format != md.end() && format->second == runtime::kCheckpointFormat) {
+      const runtime::CheckpointInfo i = runtime::load_checkpoint(o.weights).info;
+      o.model = i.model;
+      extents = {1, i.height, i.width, i.channels, i.classes};
+      recorded_crc = i.model_crc;
+    }
   }
+  frontend::LoadedModel loaded = frontend::load_model(o.model, extents, false);
+  for (const std::string& notice : loaded.notices) std::cerr << "trident: notice: " << notice << "\n";
+  if (!recorded_crc.empty()) {
+    char crc[9];
+    std::snprintf(crc, sizeof crc, "%08x", loaded.file_crc);
+    if (recorded_crc != crc)
+      throw Error("the model file '" + loaded.path + "' changed since checkpoint '" + o.weights +
+                  "' was written (its CRC-32C is " + crc + ", the run's was " + recorded_crc +
+                  "); export with the file the run trained, or name another with --model");
+  }
+  ir::Graph model = std::move(loaded.graph);
+  runtime::WeightMap weights = std::move(loaded.weights);
+  std::string source = weights.empty() ? "" : "the ONNX file";
   int64_t steps = 0;
   if (!o.weights.empty()) {
     runtime::WeightFile file = runtime::read_weight_file(o.weights, model);
@@ -106,14 +124,19 @@ RunSubcommand add_export_command(CLI::App& app) {
   sub->add_option("checkpoint", o->weights_positional,
                   "The weights: a training checkpoint or a PyTorch state dict (same as --weights)");
   sub->add_option("--weights", o->weights, "The weights (default: the ONNX file's, else random from --seed)");
-  sub->add_option("--model", o->model, "Zoo model name or an .onnx file (default: " + frontend::default_model() + ")");
+  CLI::Option* model = sub->add_option(
+      "--model", o->model,
+      "Zoo model name or an .onnx file (default: the model a checkpoint names, else " + frontend::default_model() + ")");
   sub->add_option("--output", o->output, "The file to write (.onnx or .safetensors)")->required();
   sub->add_option("--format", o->format, "onnx or torch (default: from --output's extension)")
       ->check(CLI::IsMember({"onnx", "torch"}));
   sub->add_flag("--fold-bn", o->fold_bn, "ONNX: fold each batchnorm into the convolution before it");
   add_seed_option(sub, o->seed, "Seed for random weights when none are given");
   sub->add_flag("--json", o->json, "Print one JSON object");
-  return [o] { return run_export(*o); };
+  return [o, model] {
+    o->model_given = model->count() > 0;
+    return run_export(*o);
+  };
 }
 
 }  // namespace trident::cli

@@ -1,9 +1,10 @@
 // `trident train`: trains a zoo model or an ONNX model on Fashion-MNIST, CIFAR-10, an image
-// folder (train_data.h) or synthetic data of the model's shape, with a progress bar per epoch on
-// stderr and, with --json, one JSON line per event
-// on stdout. Ends with the test accuracy, on stdout; a run whose loss blows up stops with a
-// sentence and exit 1. --save writes a checkpoint after every epoch, --resume continues one
-// exactly, --weights starts a fresh run from saved tensors.
+// folder (runtime/data/train_data.h) or synthetic data of the model's shape, through the epoch
+// loop the library shares (runtime/train_run.h), with a progress bar per epoch on stderr and,
+// with --json, one JSON line per event on stdout. Ends with the test accuracy, on stdout; a run
+// whose loss blows up stops with a sentence and exit 1. --save writes a checkpoint after every
+// epoch, --resume continues one exactly (its model, data and settings from the checkpoint),
+// --weights starts a fresh run from saved tensors (--skip-mismatched: those that fit).
 #include <omp.h>
 
 #include <algorithm>
@@ -22,16 +23,17 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/path_lock.h"
-#include "frontend/onnx/onnx_import.h"
+#include "frontend/model_source.h"
 #include "frontend/zoo.h"
 #include "runtime/default_batch.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/weight_file.h"
 #include "runtime/data/sharded_batches.h"
+#include "runtime/data/train_data.h"
 #include "runtime/progress.h"
+#include "runtime/train_run.h"
 #include "runtime/trainer.h"
 #include "rank.h"
-#include "train_data.h"
 
 namespace trident::cli {
 
@@ -42,11 +44,12 @@ struct Options {
   int64_t epochs = 3;
   int64_t batch = runtime::kDefaultTrainBatch;
   runtime::TrainConfig config;
-  TrainDataFlags data;  // its batch and seed are set from the two above when the data is opened
+  data::TrainDataOptions data;  // its batch and seed are set from the two above when the data is opened
   ThreadFlags threads;
   bool json = false;
   DeviceFlags device;
   std::string save_path, resume_path, weights_path, log_path;
+  bool skip_mismatched = false;  // --skip-mismatched: --weights loads what fits (fine-tuning)
   std::string lr_steps;  // --lr-steps as given; parsed into config.lr_step_epochs
   std::string optimizer = "sgd";  // --optimizer as given; parsed into config.compile.optimizer_kind
   std::string max_memory;
@@ -57,13 +60,22 @@ struct Options {
   CLI::App* app = nullptr;  // to tell flags given on the command line from defaults
 };
 
+bool given(const Options& o, const char* flag) { return o.app && o.app->count(flag) > 0; }
+
+// A path as the checkpoint records it: absolute, so a run resumed from another folder finds it.
+std::string absolute_path(const std::string& p) {
+  if (p.empty()) return p;
+  std::error_code ec;
+  const std::filesystem::path a = std::filesystem::absolute(p, ec);
+  return ec ? p : a.lexically_normal().string();
+}
+
 // A resumed run takes its settings from the checkpoint, so it retraces the interrupted run. A
 // flag given explicitly must agree; --epochs may change (it stretches the schedule's tail).
 void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   const runtime::CheckpointInfo& i = ck.info;
-  auto given = [&](const char* flag) { return o.app && o.app->count(flag) > 0; };
   auto adopt = [&](const char* flag, auto& mine, const auto& theirs) {
-    if (given(flag) && mine != theirs) {
+    if (given(o, flag) && mine != theirs) {
       std::ostringstream os;
       os << flag << " differs from the checkpoint '" << o.resume_path << "' (which has " << theirs
          << "); a resumed run keeps the checkpoint's settings, so drop the flag or start a new run with --weights";
@@ -71,7 +83,12 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
     }
     mine = theirs;
   };
-  adopt("--model", o.model, i.model);
+  // An ONNX model is recorded by its absolute path: the same file given another way agrees.
+  std::string model = o.model;
+  const bool onnx = frontend::is_onnx_path(i.model);
+  if (given(o, "--model") && frontend::is_onnx_path(model)) model = absolute_path(model);
+  adopt("--model", model, onnx ? absolute_path(i.model) : i.model);
+  o.model = model;
   // The checkpoint has the global batch; --batch is each process's share of it.
   const int ranks = o.world ? o.world->size() : 1;
   if (i.batch % ranks != 0)
@@ -97,8 +114,21 @@ void adopt_checkpoint(Options& o, const runtime::Checkpoint& ck) {
   std::string theirs = runtime::step_epochs_text(i.config.lr_step_epochs);
   adopt("--lr-steps", o.lr_steps, theirs);
   o.config.lr_step_epochs = i.config.lr_step_epochs;
-  if (!given("--epochs")) o.epochs = i.config.epochs;
-  if (!given("--device") && !given("--backend")) o.device.device = i.config.compile.backend;
+  // The data as the run read it: its folder (by absolute path), its kind, the limits, the crop
+  // (a checkpoint from before runs recorded them asks for them again, and checks the data's name).
+  if (i.recorded_data) {
+    std::string dir = given(o, "--data") ? absolute_path(o.data.dir) : o.data.dir;
+    adopt("--data", dir, i.data.dir);
+    o.data.dir = dir;
+    adopt("--synthetic", o.data.synthetic, i.data.synthetic);
+    adopt("--train-limit", o.data.train_limit, i.data.train_limit);
+    adopt("--test-limit", o.data.test_limit, i.data.test_limit);
+    adopt("--image-size", o.data.image_size, i.data.image_size);
+  }
+  if (!given(o, "--epochs")) o.epochs = i.config.epochs;
+  if (!given(o, "--device") && !given(o, "--backend")) o.device.device = i.config.compile.backend;
+  // It goes on saving where it saved: the checkpoint it resumes from.
+  if (!given(o, "--save")) o.save_path = o.resume_path;
 }
 
 std::string fixed(double v, int digits) {
@@ -107,50 +137,42 @@ std::string fixed(double v, int digits) {
   return os.str();
 }
 
-// The network to train: a zoo model, or an ONNX file (exported from PyTorch) whose
-// initializers are its initial weights and whose input and output give its image shape and
-// class count.
-struct TrainModel {
-  ir::Graph graph;
-  frontend::ModelInfo info;
-  runtime::WeightMap weights;  // ONNX: the initial parameters and statistics
-};
-
-bool is_onnx_path(const std::string& s) { return s.size() > 5 && s.ends_with(".onnx"); }
-
-// An image folder gives a zoo model its input (3 x S x S) and class count; an ONNX model's are
-// in the file, and load_train_data checks them.
-TrainModel load_model(const Options& o, const std::optional<ImageFolderInput>& folder) {
-  TrainModel m;
-  if (!is_onnx_path(o.model)) {
-    frontend::ModelConfig cfg{o.batch};
-    if (folder) {
-      cfg.height = cfg.width = folder->image_size;
-      cfg.channels = 3;
-      cfg.classes = static_cast<int64_t>(folder->train.classes.size());
-    }
-    m.graph = frontend::build_model(o.model, cfg);  // throws the unknown-model sentence
-    for (const auto& z : frontend::model_list())
-      if (z.name == o.model) m.info = z;
-    if (folder) m.info = {m.info.name, m.info.summary, cfg.height, cfg.width, cfg.channels, cfg.classes};
-    return m;
+// The model's own input side, which an image folder's crops take by default: an ONNX model's
+// (imported at batch 1), or a zoo model's default extent.
+int model_side(const std::string& model) {
+  if (frontend::is_onnx_path(model)) {
+    const frontend::LoadedModel m = frontend::load_model(model, {1}, false);
+    return m.info.height == m.info.width ? static_cast<int>(m.info.height) : 0;
   }
-  frontend::OnnxOptions opt;
-  opt.batch = o.batch;
-  opt.train = true;
-  frontend::OnnxImport imp = frontend::import_onnx(o.model, opt);
-  for (const std::string& notice : imp.notices) lead_stream(o.world.get(), std::cerr) << "trident: notice: " << notice << "\n";
-  const ir::Value& input = imp.graph.value(imp.graph.find_value(imp.input_name));
-  if (imp.graph.outputs().size() != 1 || imp.graph.value(imp.graph.outputs()[0]).shape.size() != 2 ||
-      input.shape.size() != 4)
-    throw Error("'" + o.model + "' must take one image batch [N,C,H,W] and give one [N, classes] output to be "
-                "trained as a classifier");
-  m.info = {o.model, "ONNX model", input.shape[1], input.shape[2], input.shape[3],
-            imp.graph.value(imp.graph.outputs()[0]).shape[1]};
-  imp.graph.value(input.id).name = "images";  // the name the trainer feeds
-  m.graph = std::move(imp.graph);
-  m.weights = std::move(imp.weights);
+  for (const frontend::ModelInfo& z : frontend::model_list())
+    if (z.name == model && z.height == z.width) return static_cast<int>(z.height);
+  return 0;
+}
+
+// The network to train: a zoo model (an image folder gives it its input, 3 x S x S, and class
+// count) or an ONNX file (exported from PyTorch) whose initializers are its initial weights and
+// whose input and output give its image shape and class count.
+frontend::LoadedModel load_model(const Options& o, const std::optional<data::ImageFolderInput>& folder) {
+  frontend::ModelConfig cfg{o.batch};
+  if (folder && !frontend::is_onnx_path(o.model)) {
+    cfg.height = cfg.width = folder->image_size;
+    cfg.channels = 3;
+    cfg.classes = static_cast<int64_t>(folder->train.classes.size());
+  }
+  frontend::LoadedModel m = frontend::load_model(o.model, cfg, true);
+  for (const std::string& notice : m.notices) lead_stream(o.world.get(), std::cerr) << "trident: notice: " << notice << "\n";
   return m;
+}
+
+// A resumed ONNX model must be the file the run trained: its content, not only its name.
+void check_model_file(const Options& o, const frontend::LoadedModel& m, const runtime::CheckpointInfo& i) {
+  if (i.model_crc.empty() || m.path.empty()) return;
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", m.file_crc);
+  if (i.model_crc != crc)
+    throw Error("the model file '" + m.path + "' changed since checkpoint '" + o.resume_path +
+                "' was written (its CRC-32C is " + crc + ", the run's was " + i.model_crc +
+                "); resume with the file the run trained");
 }
 
 // "test accuracy 91.52% on 10000 images (loss 0.2410, 5120 img/s)", with its line end.
@@ -160,26 +182,53 @@ std::string eval_sentence(const std::string& split, const runtime::EvalStats& ev
          " img/s)\n";
 }
 
-// Stops a run whose weights have blown up instead of training on (and saving) them: the mean
-// loss of the epoch so far is not finite, or 100 times what guessing uniformly among the
-// classes scores. The last checkpoint written (the previous epoch's) stays as it was.
-void check_divergence(const Options& o, double loss, int64_t classes, int64_t epoch, int64_t batch, int64_t batches) {
-  const double chance = std::log(static_cast<double>(std::max<int64_t>(classes, 2)));
-  if (std::isfinite(loss) && loss <= 100 * chance) return;
-  std::ostringstream os;
-  os << "training diverged in epoch " << epoch << " at batch " << batch << " of " << batches << ": the loss is "
-     << std::setprecision(3) << loss << " where guessing scores " << std::setprecision(3) << chance
-     << "; lower --lr (it is " << o.config.lr << ")";
-  if (!o.save_path.empty() && epoch > 1) os << "; '" << o.save_path << "' keeps epoch " << epoch - 1;
-  throw Error(os.str());
-}
-
 // Each rank reads its own slice of every global batch (data/sharded_batches.h).
-void shard(TrainData& data, const distributed::World& world, const frontend::ModelInfo& info) {
+void shard(data::TrainData& data, const distributed::World& world, const frontend::ModelInfo& info) {
   const int64_t row = info.height * info.width * info.channels;
   data.train = std::make_unique<data::ShardedBatches>(std::move(data.train), world.rank(), world.size(), row);
   data.eval = std::make_unique<data::ShardedBatches>(std::move(data.eval), world.rank(), world.size(), row);
 }
+
+// What `trident train` shows of a run: a progress bar per epoch and the epoch's lines on stderr,
+// and with --json one JSON object per event on stdout (rank 0 only).
+class CommandLineReport final : public runtime::TrainObserver {
+ public:
+  CommandLineReport(const Options& o, std::ostream& err) : o_(o), err_(err) {}
+  void emit(const nlohmann::json& j) const {
+    if (o_.json && is_lead(o_.world.get())) std::cout << j.dump() << std::endl;
+  }
+  void epoch_started(int64_t epoch, int64_t epochs, int64_t batches) override {
+    bar_ = std::make_unique<ProgressBar>("epoch " + std::to_string(epoch) + "/" + std::to_string(epochs), batches, err_);
+  }
+  void batch_done(int64_t done, double loss, double accuracy, double ips) override {
+    bar_->update(done, metrics(loss, accuracy, ips));
+  }
+  void epoch_done(const runtime::EpochReport& r) override {
+    const runtime::EpochStats& st = r.train;
+    bar_->finish(metrics(st.loss, st.accuracy, st.images_per_second));
+    err_ << "data: waited " << fixed(st.data_wait_seconds, 1) << " s of " << fixed(st.seconds, 1) << " s ("
+         << fixed(100 * st.data_wait_seconds / std::max(st.seconds, 1e-9), 0) << " %) for input\n";
+    if (!r.skipped.empty()) err_ << "data: " << r.skipped << "\n";
+    emit({{"event", "epoch"}, {"epoch", r.epoch}, {"loss", st.loss}, {"accuracy", st.accuracy},
+          {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr},
+          {"mean_threads", st.mean_threads}, {"data_wait_seconds", st.data_wait_seconds}});
+    if (r.epoch < r.epochs) err_ << "epoch " << r.epoch << ": " << eval_sentence(r.split, r.eval);
+    emit({{"event", "eval"}, {"epoch", r.epoch}, {"split", r.split}, {"accuracy", r.eval.accuracy},
+          {"top5_accuracy", r.eval.top5_accuracy}, {"loss", r.eval.loss}, {"images", r.eval.samples},
+          {"seconds", r.eval.seconds}});
+  }
+  void checkpoint_saved(const std::string& path, int64_t epoch, int64_t step) override {
+    emit({{"event", "checkpoint"}, {"path", path}, {"epoch", epoch}, {"step", step}});
+  }
+
+ private:
+  static ProgressBar::Metrics metrics(double loss, double acc, double ips) {
+    return {{"", fixed(ips, 0) + " img/s"}, {"loss", fixed(loss, 4)}, {"acc", fixed(100 * acc, 1) + "%"}};
+  }
+  const Options& o_;
+  std::ostream& err_;
+  std::unique_ptr<ProgressBar> bar_;
+};
 
 int run_train(Options o) {
   distributed::World* world = o.world.get();
@@ -189,9 +238,11 @@ int run_train(Options o) {
   o.lr_steps = runtime::step_epochs_text(o.config.lr_step_epochs);  // one spelling, compared on --resume
   o.config.compile.optimizer_kind = passes::parse_optimizer_kind(o.optimizer);
   if (o.config.compile.optimizer_kind == passes::OptimizerKind::AdamW) {  // torch.optim.AdamW's defaults
-    if (!o.app || o.app->count("--lr") == 0) o.config.lr = passes::kAdamwDefaultLr;
-    if (!o.app || o.app->count("--weight-decay") == 0) o.config.compile.weight_decay = passes::kAdamwDefaultWeightDecay;
+    if (!given(o, "--lr")) o.config.lr = passes::kAdamwDefaultLr;
+    if (!given(o, "--weight-decay")) o.config.compile.weight_decay = passes::kAdamwDefaultWeightDecay;
   }
+  if (o.skip_mismatched && o.weights_path.empty())
+    throw Error("--skip-mismatched applies to --weights (fine-tuning from another model's tensors), which is not given");
   o.threads.apply();
   MemoryBudget budget = MemoryBudget::for_run(o.max_memory, "lower --batch");
   runtime::Checkpoint resume;
@@ -215,10 +266,12 @@ int run_train(Options o) {
   }
   o.data.batch = o.batch * ranks;  // the global batch: each rank takes its share below
   o.data.seed = o.config.seed;
-  std::optional<ImageFolderInput> folder = find_image_folder(o.data);
-  TrainModel net = load_model(o, folder);
+  std::optional<data::ImageFolderInput> folder =
+      data::find_image_folder(o.data, o.data.image_size == 0 && !o.data.synthetic ? model_side(o.model) : 0);
+  frontend::LoadedModel net = load_model(o, folder);
+  if (!o.resume_path.empty()) check_model_file(o, net, resume.info);
   const frontend::ModelInfo* info = &net.info;
-  TrainData data = load_train_data(o.data, *info, std::move(folder), budget);
+  data::TrainData data = data::load_train_data(o.data, *info, std::move(folder), budget);
   if (world) shard(data, *world, *info);
 
   o.config.compile.backend = resolve_device(o.device);
@@ -228,6 +281,7 @@ int run_train(Options o) {
   o.config.backend_options.world = o.world;
   o.config.backend_options.sync_batchnorm = o.sync_bn;
   o.config.backend_options.batchnorm_group_size = o.bn_group;
+  o.config.epochs = o.epochs;
   if (o.sync_bn && ranks == 1)
     err << "trident: notice: --sync-bn has no effect in one process: its batch is the global batch, so batch "
            "norm is the plain one (as PyTorch's SyncBatchNorm)\n";
@@ -245,100 +299,49 @@ int run_train(Options o) {
   }
   if (!o.weights_path.empty()) {
     claim_file(budget, o.weights_path, "--weights '" + o.weights_path + "'");
-    runtime::WeightMap w = runtime::read_weight_file(o.weights_path, net.graph).weights;
-    // The other optimizer's state (an SGD checkpoint starting an AdamW run) has no place here.
-    std::erase_if(w, [&](const auto& entry) {
-      return passes::is_optimizer_state_name(entry.first) && trainer.train_executable().graph().find_value(entry.first) < 0;
-    });
-    try {
-      trainer.train_executable().import_weights(w, false);
-    } catch (const Error& e) {
-      throw Error("--weights '" + o.weights_path + "' does not fit model '" + o.model + "': " + e.what());
-    }
+    const runtime::LoadedWeights w = runtime::load_weight_file(o.weights_path, net.graph, trainer.train_executable(),
+                                                               {.model = o.model, .skip_mismatched = o.skip_mismatched});
+    if (!w.skipped.empty()) err << "trident: notice: " << runtime::skipped_sentence(o.weights_path, w.skipped) << "\n";
   }
-  data::BatchSource& batches = *data.train;
-  auto emit = [&](const nlohmann::json& j) {
-    if (o.json && is_lead(world)) std::cout << j.dump() << std::endl;
-  };
+  CommandLineReport report(o, err);
   err << "training " << o.model << " on " << data.name << " (" << data.train_count
             << " images, batch " << o.batch << ", " << o.epochs << " epochs, backend "
             << o.config.compile.backend << ", " << o.device.precision << ", " << omp_get_max_threads() << " threads"
             << (ranks > 1 ? " per process, " + std::to_string(ranks) + " processes" : "") << ")\n";
-  emit({{"event", "start"}, {"model", o.model}, {"dataset", data.name}, {"train_images", data.train_count},
-        {"test_images", data.eval_count}, {"batch", o.batch}, {"epochs", o.epochs},
-        {"backend", o.config.compile.backend}, {"precision", o.device.precision}, {"threads", omp_get_max_threads()},
-        {"params", trainer.train_executable().parameter_count()}, {"first_epoch", first_epoch + 1},
-        {"processes", ranks}});
+  report.emit({{"event", "start"}, {"model", o.model}, {"dataset", data.name}, {"train_images", data.train_count},
+               {"test_images", data.eval_count}, {"batch", o.batch}, {"epochs", o.epochs},
+               {"backend", o.config.compile.backend}, {"precision", o.device.precision},
+               {"threads", omp_get_max_threads()}, {"params", trainer.train_executable().parameter_count()},
+               {"first_epoch", first_epoch + 1}, {"processes", ranks}});
   if (first_epoch > 0)
     err << "resuming from '" << o.resume_path << "' after epoch " << first_epoch << " (step "
               << trainer.step() << ")\n";
 
-  // The metrics file, one JSON line per epoch; opened (and so checked) before the first epoch.
-  std::optional<std::ofstream> log;
-  if (!o.log_path.empty() && is_lead(world)) {
-    log.emplace(o.log_path, std::ios::out | std::ios::trunc);
-    if (!*log) throw Error("cannot create the metrics file '" + o.log_path + "' (--log)");
+  runtime::TrainRunOptions run;
+  run.first_epoch = first_epoch;
+  run.epochs = o.epochs;
+  run.classes = info->classes;
+  run.log_path = o.log_path;
+  run.save_path = o.save_path;
+  runtime::CheckpointInfo& ck = run.checkpoint;
+  ck.model = net.path.empty() ? o.model : net.path;
+  if (!net.path.empty()) {
+    char crc[9];
+    std::snprintf(crc, sizeof crc, "%08x", net.file_crc);
+    ck.model_crc = crc;
   }
-  std::optional<runtime::EvalStats> last_eval;
-  for (int64_t e = first_epoch; e < o.epochs; ++e) {
-    ProgressBar bar("epoch " + std::to_string(e + 1) + "/" + std::to_string(o.epochs),
-                    batches.batches_per_epoch(), err);
-    auto metrics = [](double loss, double acc, double ips) {
-      return ProgressBar::Metrics{{"", fixed(ips, 0) + " img/s"}, {"loss", fixed(loss, 4)},
-                                  {"acc", fixed(100 * acc, 1) + "%"}};
-    };
-    runtime::EpochStats st = trainer.train_epoch(
-        batches, e, o.epochs,
-        [&](int64_t done, int64_t, double loss, double acc, double ips) {
-          bar.update(done, metrics(loss, acc, ips));
-          check_divergence(o, loss, info->classes, e + 1, done, batches.batches_per_epoch());
-        });
-    bar.finish(metrics(st.loss, st.accuracy, st.images_per_second));
-    err << "data: waited " << fixed(st.data_wait_seconds, 1) << " s of " << fixed(st.seconds, 1) << " s ("
-              << fixed(100 * st.data_wait_seconds / std::max(st.seconds, 1e-9), 0) << " %) for input\n";
-    if (const std::string skipped = data.skipped_report(); !skipped.empty()) err << "data: " << skipped << "\n";
-    emit({{"event", "epoch"}, {"epoch", e + 1}, {"loss", st.loss}, {"accuracy", st.accuracy},
-          {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr},
-          {"mean_threads", st.mean_threads}, {"data_wait_seconds", st.data_wait_seconds}});
-    // The evaluation split after every epoch; the last one is the run's result below.
-    last_eval = trainer.evaluate(*data.eval);
-    if (e + 1 < o.epochs) err << "epoch " << e + 1 << ": " << eval_sentence(data.eval_split, *last_eval);
-    emit({{"event", "eval"}, {"epoch", e + 1}, {"split", data.eval_split}, {"accuracy", last_eval->accuracy},
-          {"top5_accuracy", last_eval->top5_accuracy}, {"loss", last_eval->loss}, {"images", last_eval->samples},
-          {"seconds", last_eval->seconds}});
-    if (log) {
-      *log << nlohmann::json{{"epoch", e + 1},
-                             {"train_loss", st.loss},
-                             {"train_accuracy", st.accuracy},
-                             {"split", data.eval_split},
-                             {"eval_loss", last_eval->loss},
-                             {"eval_accuracy", last_eval->accuracy},
-                             {"eval_top5_accuracy", last_eval->top5_accuracy},
-                             {"lr", st.lr},
-                             {"images_per_second", st.images_per_second},
-                             {"seconds", st.seconds},
-                             {"data_wait_seconds", st.data_wait_seconds}}
-                  .dump()
-           << std::endl;
-      if (!*log) throw Error("cannot write the metrics file '" + o.log_path + "'");
-    }
-    if (!o.save_path.empty()) trainer.average_running_statistics();  // every rank: a collective
-    if (!o.save_path.empty() && is_lead(world)) {
-      runtime::CheckpointInfo info = runtime::checkpoint_info(trainer);
-      info.model = o.model;
-      info.epoch = e + 1;
-      info.config.epochs = o.epochs;
-      info.dataset = data.name;
-      info.train_images = data.train_count;
-      runtime::save_checkpoint(o.save_path, trainer, info);
-      emit({{"event", "checkpoint"}, {"path", o.save_path}, {"epoch", e + 1}, {"step", trainer.step()}});
-    }
-  }
-  const runtime::EvalStats ev = last_eval ? *last_eval : trainer.evaluate(*data.eval);
+  ck.height = info->height, ck.width = info->width, ck.channels = info->channels, ck.classes = info->classes;
+  ck.dataset = data.name;
+  ck.train_images = data.train_count;
+  ck.data = o.data;
+  ck.data.dir = absolute_path(o.data.dir);
+  ck.data.image_size = data.streamed ? static_cast<int>(info->height) : 0;
+  ck.save_path = absolute_path(o.save_path);
+  const runtime::EvalStats ev = runtime::run_epochs(trainer, data, run, report);
   // The result goes to stdout (with --json, stdout carries the JSON lines instead).
   lead_stream(world, o.json ? std::cerr : std::cout) << eval_sentence(data.eval_split, ev);
-  emit({{"event", "test"}, {"split", data.eval_split}, {"accuracy", ev.accuracy}, {"top5_accuracy", ev.top5_accuracy},
-        {"loss", ev.loss}, {"images", ev.samples}, {"seconds", ev.seconds}});
+  report.emit({{"event", "test"}, {"split", data.eval_split}, {"accuracy", ev.accuracy}, {"top5_accuracy", ev.top5_accuracy},
+               {"loss", ev.loss}, {"images", ev.samples}, {"seconds", ev.seconds}});
   return 0;
 }
 
@@ -396,7 +399,8 @@ RunSubcommand add_train_command(CLI::App& app) {
                   "DIR/val/<class>/..., decoded and augmented while training, evaluated on val after every epoch), "
                   "told apart by what it holds (default: the Debian package's Fashion-MNIST)");
   sub->add_option("--image-size", o->data.image_size,
-                  "Image folders: the side S of the square crops the network takes (3 x S x S; default 224); "
+                  "Image folders: the side S of the square crops the network takes (3 x S x S; default: the "
+                  "model's own input side, an ONNX model's or a zoo model's default, 224 for resnet18); "
                   "training crops with RandomResizedCrop and flips, evaluation resizes the shorter side to S/0.875 "
                   "and crops the centre")
       ->check(CLI::Range(8, 4096));
@@ -409,8 +413,13 @@ RunSubcommand add_train_command(CLI::App& app) {
                 "before it runs (the parameters are the same; the epoch line's wait for data is then the "
                 "fetch's time)");
   sub->add_flag("--synthetic", o->data.synthetic, "Train on synthetic data of the model's input shape");
-  sub->add_option("--train-limit", o->data.train_limit, "Read only the first N training images (0: all)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--test-limit", o->data.test_limit, "Read only the first N test (image folders: val) images (0: all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--train-limit", o->data.train_limit,
+                  "Read only N training images (0: all): the first N of Fashion-MNIST or CIFAR-10, a sample across "
+                  "an image folder's classes drawn from --seed")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--test-limit", o->data.test_limit,
+                  "Read only N test (image folders: val) images (0: all), as --train-limit")
+      ->check(CLI::NonNegativeNumber);
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   sub->add_flag("--json", o->json, "Print one JSON line per event on stdout");
@@ -427,15 +436,20 @@ RunSubcommand add_train_command(CLI::App& app) {
   CLI::Option* resume = sub->add_option(
       "--resume", o->resume_path,
       "Continue the run saved in CKPT from its next epoch up to --epochs (default: the run's "
-      "planned total), with its model, batch, seed and hyper-parameters; the result equals an "
-      "uninterrupted run. A finished checkpoint is only evaluated");
+      "planned total), with its model (an ONNX file checked to be the same), data, limits, image size, "
+      "batch, seed and hyper-parameters, saving to CKPT after every epoch (or to --save); the result equals "
+      "an uninterrupted run. A finished checkpoint is only evaluated");
   resume->type_name("CKPT");
   sub->add_option("--weights", o->weights_path,
                   "Start a new run (step 0) from the tensors of a safetensors file (a checkpoint, or a PyTorch "
                   "state dict: told apart by content), matched by name; "
-                  "tensors it lacks keep their initial values, extra or mis-shaped ones are errors")
+                  "tensors it lacks keep their initial values, extra or mis-shaped ones are errors (see "
+                  "--skip-mismatched)")
       ->type_name("FILE")
       ->excludes(resume);
+  sub->add_flag("--skip-mismatched", o->skip_mismatched,
+                "With --weights: skip the tensors whose shape differs from the model's, or that the model lacks, "
+                "and say which (fine-tuning: a torchvision state dict onto a model with a new classifier)");
   add_device_options(sub, o->device);
   add_compile_flags(sub, o->config.compile);
   o->app = sub;

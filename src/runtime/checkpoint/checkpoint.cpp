@@ -97,6 +97,17 @@ void save_checkpoint(const std::string& path, const Trainer& trainer, const Chec
       {"lr_gamma", number(c.lr_gamma)},
       {"sync_bn", c.backend_options.sync_batchnorm ? "1" : "0"},
       {"bn_group", std::to_string(c.backend_options.batchnorm_group_size)},
+      {"model_crc32c", info.model_crc},
+      {"height", std::to_string(info.height)},
+      {"width", std::to_string(info.width)},
+      {"channels", std::to_string(info.channels)},
+      {"classes", std::to_string(info.classes)},
+      {"data_dir", info.data.dir},
+      {"synthetic", info.data.synthetic ? "1" : "0"},
+      {"train_limit", std::to_string(info.data.train_limit)},
+      {"test_limit", std::to_string(info.data.test_limit)},
+      {"image_size", std::to_string(info.data.image_size)},
+      {"save", info.save_path},
   };
   write_safetensors(path, trainer.train_executable().export_weights(), md);
 }
@@ -162,6 +173,30 @@ Checkpoint load_checkpoint(const std::string& path) {
     i.config.backend_options.batchnorm_group_size = k;
   }
   if (r.has("lr_steps")) i.config.lr_step_epochs = parse_step_epochs(r.text("lr_steps"), "checkpoint '" + path + "' metadata 'lr_steps'");
+  // Checkpoints written before runs recorded their model file, extents, data and --save.
+  if (r.has("model_crc32c")) {
+    i.model_crc = printable(r.text("model_crc32c"));
+    if (!i.model_crc.empty() && (i.model_crc.size() != 8 || i.model_crc.find_first_not_of("0123456789abcdef") != std::string::npos))
+      throw Error("checkpoint '" + path + "' has metadata 'model_crc32c' = " + quoted_name(i.model_crc) +
+                  ", which is not 8 hex digits");
+  }
+  for (auto [key, extent] : {std::pair<const char*, int64_t*>{"height", &i.height}, {"width", &i.width},
+                             {"channels", &i.channels}, {"classes", &i.classes}})
+    if (r.has(key) && (*extent = r.count(key)) > (int64_t{1} << 24))
+      throw Error("checkpoint '" + path + "' has metadata '" + key + "' = " + r.text(key) + ", which is absurdly large");
+  i.recorded_data = r.has("data_dir");
+  if (r.has("data_dir")) i.data.dir = printable(r.text("data_dir"));
+  if (r.has("synthetic")) i.data.synthetic = r.num<int>("synthetic") != 0;
+  if (r.has("train_limit")) i.data.train_limit = r.count("train_limit");
+  if (r.has("test_limit")) i.data.test_limit = r.count("test_limit");
+  if (r.has("image_size")) {
+    const int64_t s = r.count("image_size");
+    if (s != 0 && (s < 8 || s > 4096))
+      throw Error("checkpoint '" + path + "' has metadata 'image_size' = " + r.text("image_size") +
+                  ", but it must be 0 or from 8 to 4096 (as --image-size must)");
+    i.data.image_size = static_cast<int>(s);
+  }
+  if (r.has("save")) i.save_path = printable(r.text("save"));
   if (i.loss_scale != 1)
     throw Error("checkpoint '" + path + "' has loss scale " + quoted_name(r.text("loss_scale")) +
                 "; this version of trident trains without loss scaling and cannot resume it");

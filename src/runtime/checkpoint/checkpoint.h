@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/checkpoint/safetensors.h"
+#include "runtime/data/train_data.h"
 #include "runtime/trainer.h"
 
 namespace trident::runtime {
@@ -17,7 +18,17 @@ inline constexpr const char* kCheckpointFormat = "trident-checkpoint-1";
 // function of (seed, epoch) (see data::BatchIterator), and no other randomness exists, so
 // (seed, epoch, step) restores every random stream exactly.
 struct CheckpointInfo {
-  std::string model;
+  std::string model;          // a zoo name, or an ONNX model's absolute path
+  std::string model_crc;      // an ONNX model file's CRC-32C (8 hex digits); "" for a zoo model
+  // The model's extents: a zoo model trained on an image folder takes the folder's size and
+  // classes, so these rebuild it (0: unknown, a checkpoint from before they were recorded).
+  int64_t height = 0, width = 0, channels = 0, classes = 0;
+  // Where the run's images came from and how many (the folder's absolute path, "" for the default
+  // Fashion-MNIST; synthetic; the limits; an image folder's crop size), and where it saved: what a
+  // resumed run takes from here instead of asking again. Its batch and seed are not used.
+  data::TrainDataOptions data;
+  bool recorded_data = false;  // false for a checkpoint from before runs recorded their data
+  std::string save_path;
   int64_t epoch = 0;          // epochs completed
   int64_t step = 0;           // optimizer steps taken (drives the learning-rate schedule)
   int64_t batch = 0;          // a step's global batch: the per-process batch times the ranks

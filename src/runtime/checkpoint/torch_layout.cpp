@@ -135,7 +135,8 @@ WeightMap to_torch_state_dict(const TorchLayout& layout, const WeightMap& weight
   return out;
 }
 
-WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& state_dict, const std::string& file) {
+WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& state_dict, const std::string& file,
+                                std::vector<std::string>* unfit) {
   WeightMap out;
   for (const auto& [name, t] : state_dict) {
     if (ends_with(name, kCounterSuffix)) continue;
@@ -150,6 +151,10 @@ WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& stat
                       : kind == TorchLayout::Kind::pointwise_linear ? t.shape.size() == 2
                       : kind == TorchLayout::Kind::channel_factor   ? t.shape == c->second.dims || t.shape == Shape{numel(c->second.dims)}
                                                                     : t.shape.size() == 2 && t.shape[1] == features;
+    if (!fits && unfit) {
+      unfit->push_back(name + " " + std::string(dtype_name(t.dtype)) + shape_str(t.shape));
+      continue;
+    }
     if (!fits)
       throw Error("'" + file + "' (a PyTorch state dict) has " + quoted_name(name) + " of shape " + shape_str(t.shape) +
                   (kind == TorchLayout::Kind::conv_weight        ? ", not a 4-D OIHW convolution weight"

@@ -46,8 +46,9 @@ WeightMap to_torch_state_dict(const TorchLayout& layout, const WeightMap& weight
 
 // A PyTorch state dict (from `file`) in trident's layouts; the batch counters are dropped and
 // tensors the layout does not convert pass through for the importer to check. An Error names
-// a tensor whose shape fits neither layout.
-WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& state_dict, const std::string& file);
+// a tensor whose shape fits neither layout, or, with `unfit`, it is left out and named there.
+WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& state_dict, const std::string& file,
+                                std::vector<std::string>* unfit = nullptr);
 
 // One model tensor `name` (trident's layout) in PyTorch's layout; unchanged if it has no conversion.
 HostTensor to_torch_tensor(const TorchLayout& layout, const std::string& name, const HostTensor& t);

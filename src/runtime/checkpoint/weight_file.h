@@ -1,11 +1,15 @@
-// Reading the file a user passes as --weights: a trident checkpoint or a PyTorch state dict in
-// safetensors, told apart by what the file holds (runtime/checkpoint/torch_layout.h), not by
-// its name, and returned in trident's layouts for the model about to use them.
+// Reading the file a user passes as --weights or to Network::load_weights: a trident checkpoint
+// or a PyTorch state dict in safetensors, told apart by what the file holds
+// (runtime/checkpoint/torch_layout.h), not by its name, and returned in trident's layouts for the
+// model about to use them; and loading it into an executable, where fine-tuning skips what does
+// not fit a new head.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
+#include "runtime/executable.h"
 #include "runtime/weights.h"
 
 namespace trident::runtime {
@@ -14,9 +18,35 @@ struct WeightFile {
   WeightMap weights;    // in trident's layouts
   std::string layout;   // "trident" or "PyTorch state dict", for messages
   int64_t steps = 0;    // a checkpoint's optimizer steps (what PyTorch's num_batches_tracked counts); else 0
+  // With skip_unfit: the state dict's tensors that fit no layout of the model, "name dtype[shape]".
+  std::vector<std::string> unfit;
 };
 
-// Reads `path` for `model` (the model graph as built or imported). Errors name the file.
-WeightFile read_weight_file(const std::string& path, const ir::Graph& model);
+// Reads `path` for `model` (the model graph as built or imported). Errors name the file; with
+// `skip_unfit`, a state dict's tensor whose shape fits neither layout is listed instead.
+WeightFile read_weight_file(const std::string& path, const ir::Graph& model, bool skip_unfit = false);
+
+struct WeightLoad {
+  std::string model;             // the model's name, for messages
+  bool skip_mismatched = false;  // skip (and list) tensors of another shape or that the model lacks
+  bool require_all = false;      // every model tensor must be in the file (save → load), unless skipped
+};
+
+struct LoadedWeights {
+  size_t loaded = 0;
+  std::string layout;                // as WeightFile's
+  int64_t steps = 0;
+  std::vector<std::string> skipped;  // "name f32[1000,512] (the model's f32[3,512])" or "name (not in the model)"
+};
+
+// Reads `path` for `model` and loads it into `exe` by name. Optimizer state the executable has
+// no place for (another optimizer's) is left out. Tensors the file lacks keep their values unless
+// `require_all`; a tensor of another shape than the model's, or one the model lacks, is an Error
+// naming it (and saying how to fine-tune) or, with skip_mismatched, left out and listed.
+LoadedWeights load_weight_file(const std::string& path, const ir::Graph& model, Executable& exe, const WeightLoad& how);
+
+// "skipped 2 tensors of 'w.safetensors' that do not fit the model, which keep their initial
+// values: fc.weight f32[1000,512] (the model's f32[3,512]), fc.bias ...", for a notice.
+std::string skipped_sentence(const std::string& path, const std::vector<std::string>& skipped);
 
 }  // namespace trident::runtime

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,46 @@ TEST(ImageFolder, ClassesAreTheSortedFolderNames) {
   ASSERT_EQ(s.count(), 6);
   EXPECT_EQ(s.labels, (std::vector<int32_t>{0, 0, 1, 1, 2, 2}));
   EXPECT_EQ(s.files[2], (d / "train" / "ant" / "a.png").string());
-  EXPECT_EQ(scan_image_folder(d.string(), "train", 4).name, (d / "train").string() + "[0:4]");
+  EXPECT_EQ(s.skipped_files, 0);
+  fs::remove_all(d);
+}
+
+// A limit keeps a seeded sample drawn from every class, in listing order: the first N files would
+// be the first classes only (a run limited to 100 images of 10 classes trained on one).
+TEST(ImageFolder, ALimitSamplesEveryClassFromTheSeed) {
+  const fs::path d = fresh_temp_dir("folder_limit");
+  write_class_images(d, "train", 5, 20, 8, 8);
+  const ImageFolderSplit all = scan_image_folder(d.string(), "train");
+  ASSERT_EQ(all.count(), 100);
+  const ImageFolderSplit a = scan_image_folder(d.string(), "train", 20, nullptr, 7);
+  ASSERT_EQ(a.count(), 20);
+  EXPECT_EQ(a.name, (d / "train").string() + "[20 of 100, seed 7]");
+  std::set<int32_t> classes(a.labels.begin(), a.labels.end());
+  EXPECT_GE(classes.size(), 3u) << "a sample of 20 from 5 classes of 20 reaches most classes";
+  EXPECT_TRUE(std::is_sorted(a.files.begin(), a.files.end())) << "kept in listing order";
+  for (size_t i = 0; i < a.files.size(); ++i) {
+    const auto at = std::find(all.files.begin(), all.files.end(), a.files[i]);
+    ASSERT_NE(at, all.files.end());
+    EXPECT_EQ(a.labels[i], all.labels[static_cast<size_t>(at - all.files.begin())]) << a.files[i];
+  }
+  EXPECT_EQ(scan_image_folder(d.string(), "train", 20, nullptr, 7).files, a.files) << "the same seed, the same sample";
+  EXPECT_NE(scan_image_folder(d.string(), "train", 20, nullptr, 8).files, a.files) << "another seed, another sample";
+  EXPECT_EQ(scan_image_folder(d.string(), "train", 100, nullptr, 7).files, all.files) << "a limit of all is all";
+  fs::remove_all(d);
+}
+
+// Files that are no JPEG or PNG — notes beside the images, a README beside the class folders —
+// are passed over and counted, as torchvision's ImageFolder passes them over.
+TEST(ImageFolder, OtherFilesAreSkippedAndCounted) {
+  const fs::path d = fresh_temp_dir("folder_others");
+  write_class_images(d, "train", 2, 3, 8, 8);
+  write_file(d / "train" / "class1" / "notes.txt", {'h', 'i'});
+  write_file(d / "train" / "README.md", {'#'});
+  const ImageFolderSplit s = scan_image_folder(d.string(), "train");
+  EXPECT_EQ(s.count(), 6);
+  EXPECT_EQ(s.classes.size(), 2u);
+  EXPECT_EQ(s.skipped_files, 2);
+  EXPECT_FALSE(s.first_skipped.empty());
   fs::remove_all(d);
 }
 
@@ -91,10 +131,12 @@ TEST(ImageFolder, LayoutErrorsNameWhatIsWrong) {
             "the class folder '" + (d / "train" / "empty").string() + "' holds no images" + layout);
   fs::remove(d / "train" / "empty");
 
-  write_file(d / "train" / "class1" / "notes.txt", {'h', 'i'});
+  // A class folder whose files are none of them images holds no images.
+  fs::create_directories(d / "train" / "texts");
+  write_file(d / "train" / "texts" / "notes.txt", {'h', 'i'});
   EXPECT_EQ(error_of([&] { scan_image_folder(d.string(), "train"); }),
-            "'" + (d / "train" / "class1" / "notes.txt").string() + "' is not an image" + layout);
-  fs::remove(d / "train" / "class1" / "notes.txt");
+            "the class folder '" + (d / "train" / "texts").string() + "' holds no images" + layout);
+  fs::remove_all(d / "train" / "texts");
 
   const ImageFolderSplit train = scan_image_folder(d.string(), "train");
   fs::rename(d / "val" / "class1", d / "val" / "class9");
