@@ -2,8 +2,20 @@
 # Sets up a fresh Debian 12 machine for trident and builds it: installs the Debian packages
 # the project needs (only those missing, so a second run is quick), then configures and
 # builds into build/. Safe to run again at any time.
+#
+#   scripts/setup.sh           what training and inference need
+#   scripts/setup.sh --tests   also PyTorch as a user installs it (PyPI's torch, torchvision and
+#                              onnxscript, about 5.5 GB, in .venv-torch/), which the tests export
+#                              models from and compare with
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_tests=0
+for arg in "$@"; do
+  case $arg in
+    --tests) with_tests=1 ;;
+    *) echo "setup: unknown argument '$arg' (the only one is --tests)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   cmake g++ make pkg-config
@@ -53,6 +65,22 @@ then
   echo "setup: creating .venv with ${py_pins[*]}"
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check "${py_pins[@]}"
+fi
+
+# PyTorch as its users have it, for the tests that export torchvision's models with both of its
+# ONNX exporters, fine-tune from its weights and load trident's back (tests/torch/,
+# tests/python/test_from_torch.py): PyPI's wheels, pinned, in their own .venv-torch (git-ignored)
+# so the pins of .venv stay as they are. PyPI's torch brings its CUDA libraries and runs on the CPU.
+torch_pins=(torch==2.15.0 torchvision==0.29.2 onnxscript==0.7.2 onnx==1.23.2 numpy==2.4.6)
+if [ "$with_tests" = 1 ] && ! .venv-torch/bin/python - "${torch_pins[@]}" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import version
+sys.exit(any(version(n).split("+")[0] != v for n, v in (p.split("==") for p in sys.argv[1:])))
+PY
+then
+  echo "setup: creating .venv-torch with PyPI's ${torch_pins[*]}"
+  python3 -m venv .venv-torch
+  .venv-torch/bin/pip install -q --disable-pip-version-check --no-cache-dir "${torch_pins[@]}"
 fi
 
 # The GPU backend's cudnn-frontend headers (pinned; cmake/TridentCuda.cmake looks here), from
