@@ -142,12 +142,14 @@ class TRIDENT_API Network {
   size_t input_size() const;                  // floats in one batch of input
   size_t output_size() const;                 // floats in one batch of output
 
-  // Runs one batch: `images` holds input_size() floats in `layout`; returns the first output
-  // (a 4-D output in `layout` too). A training network runs its inference form on its weights.
+  // Runs the images: `images` holds any number of whole images in `layout` (input_size() floats
+  // are one batch; more or fewer run a batch at a time, the last padded); returns the first
+  // output of each image (a 4-D output in `layout` too). A training network runs its inference
+  // form on its weights.
   std::vector<float> infer(std::span<const float> images, Layout layout = Layout::nchw);
-  // The same into `out`, which must hold output_size() floats.
+  // The same into `out`, which must hold the output of exactly those images.
   void infer(std::span<const float> images, std::span<float> out, Layout layout = Layout::nchw);
-  // infer() with each row of a [batch, classes] output turned into probabilities (softmax).
+  // infer() with each row of a [images, classes] output turned into probabilities (softmax).
   std::vector<float> probabilities(std::span<const float> images, Layout layout = Layout::nchw);
   // Device memory in and out, on a network compiled for cuda: `images` NHWC, `out` as
   // output_shape(), both f32; returns when `out` is written. Any other backend is an Error.

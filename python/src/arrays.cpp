@@ -40,6 +40,17 @@ FloatArray images_array(py::handle images, const std::vector<int64_t>& shape, co
   return FloatArray::ensure(a);
 }
 
+FloatArray any_images_array(py::handle images, const std::vector<int64_t>& shape, const std::string& layout) {
+  const py::array a = numpy_array(images, "images");
+  std::vector<int64_t> given = shape_of(a);
+  if (a.dtype().is(py::dtype::of<float>()) && !given.empty() && given[0] >= 1 && given.size() == shape.size() &&
+      std::equal(given.begin() + 1, given.end(), shape.begin() + 1))
+    return FloatArray::ensure(a);
+  std::vector<int64_t> any = shape;
+  any[0] = given.empty() ? 1 : std::max<int64_t>(given[0], 1);
+  return images_array(images, any, layout);  // the sentence naming what is wrong
+}
+
 std::vector<int32_t> labels_vector(py::handle labels, int64_t batch) {
   const py::array a = numpy_array(labels, "labels");
   const bool int32 = a.dtype().is(py::dtype::of<int32_t>()), int64 = a.dtype().is(py::dtype::of<int64_t>());

@@ -47,8 +47,10 @@ std::vector<int64_t> output_shape(const Network& net, Layout layout) {
 
 FloatArray infer_array(Network& net, py::object images, const std::string& layout_name, bool probabilities) {
   const Layout layout = layout_named(layout_name);
-  const FloatArray in = images_array(images, net.input_shape(layout), layout == Layout::nchw ? "NCHW" : "NHWC");
-  FloatArray out(output_shape(net, layout));
+  const FloatArray in = any_images_array(images, net.input_shape(layout), layout == Layout::nchw ? "NCHW" : "NHWC");
+  std::vector<int64_t> shape = output_shape(net, layout);
+  shape[0] = in.shape(0);  // one result per image, whatever the batch
+  FloatArray out(shape);
   const std::span<const float> src(in.data(), static_cast<size_t>(in.size()));
   float* dst = out.mutable_data();
   {
@@ -132,7 +134,8 @@ void bind_network(py::module_& m) {
       .def(
           "infer", [](Network& n, py::object x, const std::string& layout) { return infer_array(n, x, layout, false); },
           py::arg("images"), py::kw_only(), py::arg("layout") = "nchw",
-          "Runs one batch of float32 images (NCHW unless layout='nhwc'); returns the first output.")
+          "Runs float32 images (NCHW unless layout='nhwc'), any number of them, a batch at a time; returns the "
+          "first output of each.")
       .def(
           "probabilities",
           [](Network& n, py::object x, const std::string& layout) { return infer_array(n, x, layout, true); },

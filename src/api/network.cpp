@@ -192,24 +192,49 @@ size_t Network::output_size() const { return static_cast<size_t>(numel(output_sh
 void Network::infer(std::span<const float> images, std::span<float> out, Layout layout) {
   runtime::Executable& exe = impl_->inference_executable();
   const int output = output_value(exe);
+  const Shape in_shape = in_layout(exe.view(exe.value_id(api::kImagesInput)).shape, layout);
   const Shape out_shape = in_layout(exe.view(output).shape, layout);
-  if (out.size() != static_cast<size_t>(numel(out_shape)))
-    throw Error("the output buffer holds " + std::to_string(out.size()) + " floats, but the network's output " +
-                shape_str(out_shape) + " has " + std::to_string(numel(out_shape)));
-  api::write_images(exe, exe.value_id(api::kImagesInput), images, layout);
-  exe.run();
-  exe.download(output);
-  const TensorView result = checked_f32(exe, output, true);
-  if (out_shape != result.shape) {
-    const HostTensor converted = nhwc_to_nchw(f32_tensor(result.shape, result.as<float>()));
-    std::memcpy(out.data(), converted.data.data(), converted.data.size());
-  } else {
-    std::memcpy(out.data(), result.data, result.bytes());
+  const int64_t batch = in_shape[0];
+  const size_t per_image = static_cast<size_t>(numel(in_shape) / batch), per_result = static_cast<size_t>(numel(out_shape) / batch);
+  if (images.empty() || images.size() % per_image != 0)
+    throw Error("the input holds " + std::to_string(images.size()) + " floats, which are no whole number of images: the "
+                "network takes " + std::to_string(numel(in_shape)) + " floats a batch, " + shape_str(in_shape) + " in " +
+                layout_name(layout) + " (" + std::to_string(per_image) + " an image)");
+  const size_t count = images.size() / per_image;
+  Shape want = out_shape;
+  want[0] = static_cast<int64_t>(count);
+  if (out.size() != count * per_result)
+    throw Error("the output buffer holds " + std::to_string(out.size()) + " floats, but " + std::to_string(count) +
+                " image" + (count == 1 ? "" : "s") + " give " + shape_str(want) + ", " +
+                std::to_string(count * per_result) + " floats");
+  // Any number of images: a batch at a time, the last one padded with zeros.
+  std::vector<float> padded;
+  for (size_t first = 0; first < count; first += static_cast<size_t>(batch)) {
+    const size_t n = std::min<size_t>(static_cast<size_t>(batch), count - first);
+    std::span<const float> chunk = images.subspan(first * per_image, n * per_image);
+    if (n < static_cast<size_t>(batch)) {
+      padded.assign(static_cast<size_t>(batch) * per_image, 0.f);
+      std::copy(chunk.begin(), chunk.end(), padded.begin());
+      chunk = padded;
+    }
+    api::write_images(exe, exe.value_id(api::kImagesInput), chunk, layout);
+    exe.run();
+    exe.download(output);
+    const TensorView result = checked_f32(exe, output, true);
+    float* dst = out.data() + first * per_result;
+    if (out_shape != result.shape) {
+      const HostTensor converted = nhwc_to_nchw(f32_tensor(result.shape, result.as<float>()));
+      std::memcpy(dst, converted.data.data(), n * per_result * sizeof(float));
+    } else {
+      std::memcpy(dst, result.data, n * per_result * sizeof(float));
+    }
   }
 }
 
 std::vector<float> Network::infer(std::span<const float> images, Layout layout) {
-  std::vector<float> out(output_size());
+  const size_t per_image = input_size() / static_cast<size_t>(batch());
+  const size_t count = per_image ? images.size() / per_image : 0;
+  std::vector<float> out(count * (output_size() / static_cast<size_t>(batch())));
   infer(images, out, layout);
   return out;
 }
@@ -219,7 +244,8 @@ std::vector<float> Network::probabilities(std::span<const float> images, Layout 
   if (shape.size() != 2)
     throw Error("probabilities need a [batch, classes] output, but this network's is " + shape_str(shape));
   std::vector<float> p = infer(images, layout);
-  for (int64_t r = 0; r < shape[0]; ++r) {
+  const int64_t rows = static_cast<int64_t>(p.size()) / shape[1];
+  for (int64_t r = 0; r < rows; ++r) {
     float* row = p.data() + r * shape[1];
     const float top = *std::max_element(row, row + shape[1]);
     double sum = 0;

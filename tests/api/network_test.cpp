@@ -173,6 +173,24 @@ TEST(Api, TrainsForEpochsOverADatasetFolder) {
   expect_error([&] { five.train(dir, t); }, {"10 classes", "does not fit", "5 classes"});
 }
 
+// Inference takes any number of images, a batch at a time (the last padded): each image's result
+// is what a network of that batch gives it.
+TEST(Api, InfersAnyNumberOfImages) {
+  const trident::Model model = trident::Model::zoo("fmnist_cnn");
+  trident::Network four(model, inference_on("cpu_ref", 4, 3)), ten(model, inference_on("cpu_ref", 10, 3));
+  const std::vector<float> x = ramp(ten.input_size());
+  const std::vector<float> want = ten.infer(x);
+  EXPECT_EQ(four.infer(x), want);  // 4 + 4 + 2
+  const std::vector<float> one(x.begin(), x.begin() + static_cast<long>(four.input_size() / 4));
+  EXPECT_EQ(four.infer(one), std::vector<float>(want.begin(), want.begin() + 10));
+  const std::vector<float> p = four.probabilities(x);
+  ASSERT_EQ(p.size(), 100u);
+  float row = 0;
+  for (int k = 0; k < 10; ++k) row += p[90 + k];
+  EXPECT_NEAR(row, 1.0f, 1e-5);
+  expect_error([&] { four.infer(std::vector<float>(one.size() + 1)); }, {"no whole number of images", "784 an image"});
+}
+
 TEST(Api, BadInputIsAnErrorInOneSentence) {
   const trident::Model model = trident::Model::zoo("fmnist_cnn");
   trident::Network net(model, inference_on("cpu", 2));

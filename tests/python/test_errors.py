@@ -19,8 +19,8 @@ class Errors(TestCase):
     def test_images_of_the_wrong_shape(self):
         self.assert_error(lambda: self.net.infer(np.zeros((2, 28, 28, 1), np.float32)), "[2,28,28,1]", "[2,1,28,28]",
                           "NCHW")
-        self.assert_error(lambda: self.net.infer(np.zeros((1, 28, 28, 1), np.float32), layout="nhwc"),
-                          "[2,28,28,1]", "NHWC")
+        self.assert_error(lambda: self.net.infer(np.zeros((1, 28, 27, 1), np.float32), layout="nhwc"),
+                          "[1,28,27,1]", "[1,28,28,1]", "NHWC")
         self.assert_error(lambda: self.net.infer(np.zeros(2 * 28 * 28, np.float32)), "[1568]")
 
     def test_images_of_the_wrong_type(self):

@@ -1,6 +1,7 @@
 """trident.Network's inference from Python: its output equals `trident infer`'s on the same
-weights and the same .npy input, NCHW and NHWC arrays give the same logits, probabilities are
-softmax rows, and an array that is float32 but not contiguous is taken as it is."""
+weights and the same .npy input, NCHW and NHWC arrays give the same logits, any number of images
+runs a batch at a time, probabilities are softmax rows, and an array that is float32 but not
+contiguous is taken as it is."""
 import os
 import subprocess
 import unittest
@@ -48,6 +49,17 @@ class Inference(TestCase):
         strided = wide[..., ::2]  # the same images in a view that is not C-contiguous
         self.assertFalse(strided.flags.c_contiguous)
         np.testing.assert_array_equal(self.net.infer(strided), y)
+
+    def test_any_number_of_images_runs_a_batch_at_a_time(self):
+        y = self.net.infer(self.x)
+        seven = np.concatenate([self.x, self.x, self.x[:1]])
+        out = self.net.infer(seven)
+        self.assertEqual(out.shape, (7, 10))
+        np.testing.assert_array_equal(out, np.concatenate([y, y, y[:1]]))
+        np.testing.assert_array_equal(self.net.infer(self.x[1:2]), y[1:2])
+        self.assertEqual(self.net.probabilities(seven).shape, (7, 10))
+        with self.assertRaisesRegex(trident.Error, r"the images are \[2,1,28,27\]"):
+            self.net.infer(np.zeros((2, 1, 28, 27), np.float32))
 
     def test_probabilities_are_softmax_rows(self):
         y = self.net.infer(self.x)

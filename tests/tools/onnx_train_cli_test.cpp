@@ -1,7 +1,8 @@
 // `trident train --model FILE.onnx`: a network exported from PyTorch trains like a zoo model. Its
 // initializers are the initial weights, an eval-mode BatchNormalization trains with batch
 // statistics (its running statistics move), and the loss comes down. The models are those
-// tests/onnx/make_models.py writes into the build folder (the tests skip without them).
+// tests/onnx/make_models.py writes into the build folder (the tests skip without them). A resumed
+// run checks that its ONNX file is the one it trained.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/checkpoint/safetensors.h"
+#include "support/onnx_models.h"
 #include "support/run_binary.h"
 #include "support/temp_dir.h"
 
@@ -87,6 +89,31 @@ TEST(OnnxTrainCli, AModelThatIsNotAClassifierIsRefusedWithAReason) {
   const auto r = test_support::run_trident(kTrain + model.string() + " --epochs 1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("one [N, classes] output"), std::string::npos) << r.output;
+}
+
+TEST(OnnxTrainCli, AChangedOnnxModelIsRefusedOnResume) {
+  REQUIRE_ONNX_MODELS();
+  const fs::path d = test_support::fresh_temp_dir("cli_changed_model");
+  const fs::path models = test_support::kOnnxModels;
+  // The model and the data file its weights live in, under the name the model gives it.
+  auto place = [&](const std::string& name) {
+    fs::copy_file(models / (name + ".onnx"), d / "model.onnx", fs::copy_options::overwrite_existing);
+    fs::copy_file(models / (name + ".onnx.data"), d / (name + ".onnx.data"), fs::copy_options::overwrite_existing);
+  };
+  place("exported_head_op13");
+  const std::string ckpt = (d / "run.ckpt").string();
+  const std::string model = (d / "model.onnx").string();
+  ASSERT_EQ(test_support::run_trident("train --model " + model + " --synthetic --train-limit 8 --test-limit 4 --batch 4 --epochs 1 "
+                        "--threads 1 --save " + ckpt)
+                .code,
+            0);
+  EXPECT_EQ(test_support::run_trident("train --resume " + ckpt + " --epochs 2 --threads 1").code, 0);
+  place("exported_head_op18");  // the same shapes, other weights and ops: another file
+  const auto changed = test_support::run_trident("train --resume " + ckpt + " --epochs 3 --threads 1");
+  EXPECT_EQ(changed.code, 1) << changed.output;
+  EXPECT_NE(changed.output.find("the model file '" + model + "' changed since checkpoint"), std::string::npos)
+      << changed.output;
+  fs::remove_all(d);
 }
 
 }  // namespace

@@ -67,6 +67,10 @@ LoadedWeights load_weight_file(const std::string& path, const ir::Graph& model, 
       ++it;
       continue;
     }
+    if (how.skip_mismatched && is_training_state(name)) {  // a skipped tensor's momentum goes with it, unsaid
+      it = file.weights.erase(it);
+      continue;
+    }
     if (!how.skip_mismatched)
       throw Error("'" + path + "' (" + file.layout + ") does not fit model '" + how.model + "': it holds " + misfit +
                   "; to fine-tune with a new head, skip what does not fit (--skip-mismatched, "
