@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Writes the checked-in seed corpora in fuzz/corpus/: tiny valid .npy, IDX (plain and gzip)
-# and checkpoint files with the Python standard library only, and copies the small ONNX models
-# that tests/onnx/make_models.py writes. Deterministic: rerunning it reproduces the same bytes.
+# and checkpoint files with the Python standard library, JPEG and PNG images with Pillow (where
+# it is installed: the project's .venv), and copies the small ONNX models that
+# tests/onnx/make_models.py writes. Deterministic: rerunning it reproduces the same bytes.
 #
 #   python3 fuzz/make_corpus.py [--onnx-models DIR]   # DIR: where make_models.py wrote them
 import argparse
@@ -102,6 +103,54 @@ def onnx_corpus(models_dir):
         shutil.copyfile(Path(models_dir) / name, HERE / "corpus" / "onnx" / name)
 
 
+# --- images: the odd corners of JPEG and PNG an image folder may hold. Pillow writes them, so
+# this part runs where it is installed (the project's .venv); 12x10 pixels of a gradient each.
+def png_chunk(kind, body):
+    import zlib
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def interlaced_png():
+    """A 1x1 RGB PNG with Adam7 interlacing, which Pillow does not write: only pass 1 holds a row."""
+    import zlib
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 1)
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", zlib.compress(b"\x00\x10\x80\xf0"))
+            + png_chunk(b"IEND", b""))
+
+
+def image_corpus():
+    try:
+        from PIL import Image
+    except ImportError:
+        print("make_corpus: no Pillow here; the image seeds are left as they are")
+        return
+    import io
+    rgb = Image.new("RGB", (12, 10))
+    rgb.putdata([(x * 20, y * 25, (x + y) * 10) for y in range(10) for x in range(12)])
+
+    def save(name, image, **options):
+        out = io.BytesIO()
+        image.save(out, **options)
+        write("image", name, out.getvalue())
+
+    save("baseline_420.jpg", rgb, format="JPEG", quality=90)
+    save("baseline_444.jpg", rgb, format="JPEG", quality=90, subsampling=0)
+    save("baseline_422.jpg", rgb, format="JPEG", quality=75, subsampling=1)
+    save("gray.jpg", rgb.convert("L"), format="JPEG")
+    save("cmyk.jpg", rgb.convert("CMYK"), format="JPEG")
+    save("progressive.jpg", rgb, format="JPEG", progressive=True)
+    save("restart.jpg", rgb, format="JPEG", restart_marker_rows=1)
+    save("optimized.jpg", rgb, format="JPEG", optimize=True, quality=50)
+    save("rgb.png", rgb, format="PNG")
+    save("rgba.png", rgb.convert("RGBA"), format="PNG")
+    save("gray.png", rgb.convert("L"), format="PNG")
+    save("gray_alpha.png", rgb.convert("LA"), format="PNG")
+    save("palette.png", rgb.convert("P"), format="PNG")
+    save("bilevel.png", rgb.convert("1"), format="PNG")
+    save("deep.png", rgb.convert("I;16"), format="PNG")
+    write("image", "interlaced.png", interlaced_png())
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--onnx-models", help="directory tests/onnx/make_models.py wrote (build/onnx_models)")
@@ -109,5 +158,6 @@ if __name__ == "__main__":
     npy_corpus()
     idx_corpus()
     checkpoint_corpus()
+    image_corpus()
     if args.onnx_models:
         onnx_corpus(args.onnx_models)

@@ -70,6 +70,7 @@ struct EpochResult {
   double eval_loss = 0, eval_accuracy = 0, eval_top5_accuracy = 0;
   int64_t eval_images = 0;
   std::string skipped;  // what the data passed over so far (unreadable images, other files), or ""
+  int64_t skipped_images = 0;  // images that could not be read so far (left out of the evaluation)
 };
 
 struct TrainOptions {
@@ -121,6 +122,8 @@ struct OnnxExportOptions {
   bool fold_batchnorm = false;  // fold each batch norm into the convolution before it
 };
 
+// A Network may be shared between threads: its calls run one at a time, each holding the
+// network's lock for as long as it runs (a thread's call waits for another's to end).
 class TRIDENT_API Network {
  public:
   // Compiles `model`; an Error names what is wrong (an unknown device, fp16 on a CPU, cuda

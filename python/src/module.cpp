@@ -2,6 +2,7 @@
 // the C++ API of include/trident/ one for one, over libtrident.so.
 // trident::Error becomes trident.Error, a RuntimeError whose message is the
 // engine's one sentence.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -45,6 +46,11 @@ void bind_model(py::module_& m) {
 
 PYBIND11_MODULE(_trident, m) {
   m.doc() = "trident: compile and train convolutional networks with fused Conv+BN+ReLU";
+  // pybind11 fetches NumPy's C API lazily, on the first array it makes; two threads making
+  // their first calls with the GIL released would race there (and deadlock on pybind11 2.10).
+  // Made here, under the import's GIL, once.
+  py::module_::import("numpy");
+  (void)py::array_t<float>(0);
   m.attr("__version__") = TRIDENT_VERSION;
   py::register_exception<trident::Error>(m, "Error", PyExc_RuntimeError);
   trident::python::bind_model(m);

@@ -71,7 +71,7 @@ py::dict epoch_dict(const EpochResult& e) {
                   py::arg("learning_rate") = e.learning_rate, py::arg("data_wait_seconds") = e.data_wait_seconds,
                   py::arg("eval_loss") = e.eval_loss, py::arg("eval_accuracy") = e.eval_accuracy,
                   py::arg("eval_top5_accuracy") = e.eval_top5_accuracy, py::arg("eval_images") = e.eval_images,
-                  py::arg("skipped") = e.skipped);
+                  py::arg("skipped") = e.skipped, py::arg("skipped_images") = e.skipped_images);
 }
 
 py::dict train_result_dict(const TrainResult& r) {

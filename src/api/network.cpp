@@ -11,6 +11,7 @@
 #include "backends/kernel.h"
 #include "core/error.h"
 #include "core/tensor_layout.h"
+#include "runtime/checkpoint/weight_file.h"
 #include "runtime/device.h"
 #include "runtime/train_limits.h"
 
@@ -136,6 +137,11 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
   n.info = built.info;
   n.model_path = built.path;
   n.model_crc = built.file_crc;
+  if (const std::string bad = runtime::non_finite_tensor(built.weights); !bad.empty()) {
+    const std::string sentence = "'" + model.name() + "' holds NaN or infinite values (in initializer '" + bad + "')";
+    if (train) throw Error(sentence + "; training from them can only give NaN");
+    n.notices.push_back(sentence + "; the outputs that depend on them will be NaN");
+  }
   passes::CompileOptions compile =
       runtime::default_compile_options(train ? passes::Mode::Train : passes::Mode::Infer);
   compile.backend = n.backend;
@@ -190,6 +196,7 @@ size_t Network::input_size() const { return static_cast<size_t>(numel(input_shap
 size_t Network::output_size() const { return static_cast<size_t>(numel(output_shape())); }
 
 void Network::infer(std::span<const float> images, std::span<float> out, Layout layout) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   runtime::Executable& exe = impl_->inference_executable();
   const int output = output_value(exe);
   const Shape in_shape = in_layout(exe.view(exe.value_id(api::kImagesInput)).shape, layout);
@@ -232,6 +239,7 @@ void Network::infer(std::span<const float> images, std::span<float> out, Layout 
 }
 
 std::vector<float> Network::infer(std::span<const float> images, Layout layout) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   const size_t per_image = input_size() / static_cast<size_t>(batch());
   const size_t count = per_image ? images.size() / per_image : 0;
   std::vector<float> out(count * (output_size() / static_cast<size_t>(batch())));
@@ -240,6 +248,7 @@ std::vector<float> Network::infer(std::span<const float> images, Layout layout) 
 }
 
 std::vector<float> Network::probabilities(std::span<const float> images, Layout layout) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   const Shape shape = output_shape();
   if (shape.size() != 2)
     throw Error("probabilities need a [batch, classes] output, but this network's is " + shape_str(shape));
@@ -256,6 +265,7 @@ std::vector<float> Network::probabilities(std::span<const float> images, Layout 
 }
 
 void Network::infer_device(const float* images, float* out) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   runtime::Executable& exe = impl_->inference_executable();
   if (!exe.on_device())
     throw Error("infer_device takes device memory, which the '" + impl_->backend +

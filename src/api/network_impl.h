@@ -3,6 +3,7 @@
 // that implement Network (compiling and inference, training, weights).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@
 namespace trident {
 
 struct Network::Impl {
+  // Held by every call that runs the network or touches its weights: a Network shared between
+  // threads runs one call at a time (recursive: infer() calls infer()).
+  mutable std::recursive_mutex mutex;
   Mode mode = Mode::inference;
   std::string model, backend;
   // The model as built or imported, before the compile passes: what exports write and what a

@@ -58,6 +58,7 @@ class ResultObserver final : public runtime::TrainObserver {
     e.eval_top5_accuracy = r.eval.top5_accuracy;
     e.eval_images = r.eval.samples;
     e.skipped = r.skipped;
+    e.skipped_images = r.skipped_images;
     result_.epochs.push_back(e);
     if (on_epoch_) on_epoch_(e);
   }
@@ -70,6 +71,7 @@ class ResultObserver final : public runtime::TrainObserver {
 }  // namespace
 
 float Network::train_step(std::span<const float> images, std::span<const int32_t> labels, Layout layout) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   runtime::Executable& exe = impl_->require_training("train_step").train_executable();
   const int labels_id = exe.value_id("labels"), lr_id = exe.value_id("lr");
   TensorView label_view = exe.host_view(labels_id);
@@ -94,12 +96,14 @@ float Network::train_step(std::span<const float> images, std::span<const int32_t
 }
 
 void Network::set_learning_rate(double lr) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   impl_->require_training("set_learning_rate");
   api::check_limit(runtime::kLrLimit, lr, "the learning rate");
   impl_->learning_rate = lr;
 }
 
 TrainResult Network::train(const std::string& data_dir, const TrainOptions& options) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   runtime::Trainer& trainer = impl_->require_training("train");
   api::check_limit(runtime::kEpochsLimit, static_cast<double>(options.epochs), "TrainOptions::epochs");
   api::check_limit(runtime::kWarmupLimit, options.warmup_epochs, "TrainOptions::warmup_epochs");
@@ -153,6 +157,7 @@ TrainResult Network::train(const std::string& data_dir, const TrainOptions& opti
 }
 
 EvalResult Network::evaluate(const std::string& data_dir, const EvalOptions& options) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   runtime::Executable& exe = impl_->inference_executable();
   if (options.limit < 0) throw Error("EvalOptions::limit counts images, so it cannot be negative");
   const frontend::ModelInfo info = model_info(impl_->model, impl_->info, exe);

@@ -16,19 +16,28 @@
 namespace trident {
 
 void Network::save_weights(const std::string& path) const {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   runtime::write_safetensors(path, impl_->weights_executable().export_weights(), {{"model", impl_->model}});
 }
 
 std::vector<std::string> Network::load_weights(const std::string& path, const LoadOptions& options) {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   runtime::Executable& exe = impl_->weights_executable();
   const runtime::LoadedWeights w = runtime::load_weight_file(
       path, impl_->model_graph, exe,
-      {.model = impl_->model, .skip_mismatched = options.skip_mismatched, .require_all = true});
+      {.model = impl_->model,
+       .skip_mismatched = options.skip_mismatched,
+       .require_all = true,
+       .refuse_non_finite = impl_->trainer != nullptr});
   impl_->eval_current = false;
+  if (!w.non_finite.empty())
+    impl_->notices.push_back("'" + path + "' holds NaN or infinite values (in '" + w.non_finite +
+                             "'); the outputs that depend on them will be NaN");
   return w.skipped;
 }
 
 void Network::export_onnx(const std::string& path, const OnnxExportOptions& options) const {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   frontend::OnnxExportOptions o;
   o.fold_bn = options.fold_batchnorm;
   o.model_name = impl_->model;
@@ -36,6 +45,7 @@ void Network::export_onnx(const std::string& path, const OnnxExportOptions& opti
 }
 
 void Network::export_state_dict(const std::string& path) const {
+  const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
   const runtime::TorchLayout layout = runtime::torch_layout(impl_->model_graph);
   const int64_t steps = impl_->batches_trained;  // num_batches_tracked
   const runtime::WeightMap state =

@@ -11,7 +11,7 @@ namespace trident::frontend {
 
 bool is_onnx_path(const std::string& name) { return name.size() > 5 && name.ends_with(".onnx"); }
 
-LoadedModel load_model(const std::string& name, const ModelConfig& extents, bool train) {
+LoadedModel load_model(const std::string& name, const ModelConfig& extents, bool train, MemoryBudget* budget) {
   LoadedModel m;
   if (!is_onnx_path(name)) {
     m.graph = build_model(name, extents);  // the unknown-model sentence
@@ -27,6 +27,7 @@ LoadedModel load_model(const std::string& name, const ModelConfig& extents, bool
   OnnxOptions opt;
   opt.batch = extents.batch;
   opt.train = train;
+  opt.budget = budget;
   OnnxImport imp = import_onnx(name, opt);
   const int input = imp.graph.find_value(imp.input_name);
   const Shape in = imp.graph.value(input).shape;

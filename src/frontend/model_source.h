@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/host_tensor.h"
+#include "core/memory_budget.h"
 #include "frontend/zoo.h"
 #include "ir/graph.h"
 
@@ -31,6 +32,8 @@ bool is_onnx_path(const std::string& name);
 // `name` at `extents.batch` (an ONNX model: 0 keeps the file's batch); a zoo model's other
 // extents override its defaults where not 0. Errors name the model: an unknown zoo name (with the
 // list), a file that does not import, an ONNX model that is no classifier when `train`.
-LoadedModel load_model(const std::string& name, const ModelConfig& extents, bool train);
+// With `budget`, what an ONNX model's external data holds is claimed from it before it is read.
+LoadedModel load_model(const std::string& name, const ModelConfig& extents, bool train,
+                       MemoryBudget* budget = nullptr);
 
 }  // namespace trident::frontend

@@ -2,10 +2,10 @@
 // (a required pass cannot be disabled: the graph would be wrong, not just slower).
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "passes/pass.h"
 
@@ -14,15 +14,20 @@ namespace trident::passes {
 std::string_view mode_name(Mode m) { return m == Mode::Train ? "train" : "infer"; }
 
 namespace {
+// Each dump is written atomically (core/atomic_file.h): a link or a FIFO planted at its name is
+// refused, never written through.
 void dump(const ir::Graph& g, const std::string& dir, int index, const std::string& name) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("cannot create the IR dump directory '" + dir + "': " + ec.message());
   std::ostringstream file;
   file << dir << "/" << std::setw(2) << std::setfill('0') << index << "_" << name << ".txt";
-  std::ofstream os(file.str());
-  os << ir::print(g);
-  if (!os) throw Error("cannot write the IR dump '" + file.str() + "'");
+  const std::string text = ir::print(g);
+  try {
+    write_file_atomically(file.str(), text.data(), text.size());
+  } catch (const Error& e) {
+    throw Error(std::string("cannot write the IR dump: ") + e.what());
+  }
 }
 }  // namespace
 

@@ -2,6 +2,8 @@
 // boundary, timing of whole runs, and the statistics `trident infer` prints.
 #include "runtime/runner.h"
 
+#include "runtime/checkpoint/weight_file.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -87,7 +89,7 @@ Runner::Runner(const ir::Graph& model, const RunnerOptions& options) {
 size_t Runner::load_weights(const WeightMap& weights, bool strict) {
   WeightMap filtered;
   for (const auto& [name, t] : weights)
-    if (!passes::is_optimizer_state_name(name) || exe_->graph().find_value(name) >= 0) filtered.emplace(name, t);
+    if (!is_training_state(name) || exe_->graph().find_value(name) >= 0) filtered.emplace(name, t);
   return exe_->import_weights(filtered, strict);
 }
 

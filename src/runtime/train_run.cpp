@@ -1,16 +1,15 @@
-// The epoch loop of train_run.h. The metrics file is opened (and so checked) before the first
-// epoch and written through the safe writer's rules for links (core/atomic_file.h); the
-// checkpoint is written atomically after each epoch, never after a diverged one.
+// The epoch loop of train_run.h. The metrics file is checked before the first epoch and rewritten
+// atomically after each (core/atomic_file.h), as the checkpoint is, never after a diverged one.
 #include "runtime/train_run.h"
 
 #include <cmath>
-#include <fstream>
 #include <iomanip>
 #include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "runtime/distributed/world.h"
 
@@ -51,16 +50,23 @@ std::string metrics_line(const EpochReport& r) {
                         {"lr", r.train.lr},
                         {"images_per_second", r.train.images_per_second},
                         {"seconds", r.train.seconds},
-                        {"data_wait_seconds", r.train.data_wait_seconds}}
+                        {"data_wait_seconds", r.train.data_wait_seconds},
+                        {"skipped_images", r.skipped_images}}
       .dump();
 }
 
 EvalStats run_epochs(Trainer& trainer, data::TrainData& data, const TrainRunOptions& o, TrainObserver& observer) {
   const bool lead = is_lead(trainer);
-  std::optional<std::ofstream> log;
-  if (!o.log_path.empty() && lead) {
-    log.emplace(o.log_path, std::ios::out | std::ios::trunc);
-    if (!*log) throw Error("cannot create the metrics file '" + o.log_path + "' (--log)");
+  // The metrics file is written whole, atomically, after every epoch (core/atomic_file.h: never
+  // through a link or into a FIFO); checked now, so a run learns at its start that it cannot.
+  const bool logging = !o.log_path.empty() && lead;
+  std::string log;
+  if (logging) {
+    try {
+      check_writable(o.log_path);
+    } catch (const Error& e) {
+      throw Error(std::string("the metrics file: ") + e.what());
+    }
   }
   data::BatchSource& batches = *data.train;
   std::optional<EvalStats> last;
@@ -76,11 +82,14 @@ EvalStats run_epochs(Trainer& trainer, data::TrainData& data, const TrainRunOpti
     });
     report.eval = trainer.evaluate(*data.eval);
     report.skipped = data.skipped_report();
+    double skipped = static_cast<double>(data.skipped_images());  // each rank reads its own shard
+    if (distributed::World* w = trainer.config().backend_options.world.get()) w->sum(&skipped, 1);
+    report.skipped_images = static_cast<int64_t>(skipped);
     last = report.eval;
     observer.epoch_done(report);
-    if (log) {
-      *log << metrics_line(report) << std::endl;
-      if (!*log) throw Error("cannot write the metrics file '" + o.log_path + "'");
+    if (logging) {
+      log += metrics_line(report) + "\n";
+      write_file_atomically(o.log_path, log.data(), log.size());
     }
     if (o.save_path.empty()) continue;
     trainer.average_running_statistics();  // every rank: a collective

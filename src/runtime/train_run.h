@@ -19,6 +19,8 @@ struct EpochReport {
   EvalStats eval;        // the evaluation split after this epoch
   std::string split;     // its name: "test", or "val" for an image folder
   std::string skipped;   // the data's report of what it passed over so far ("" when nothing)
+  // Images that could not be read so far, both splits, over every rank of a data-parallel job.
+  int64_t skipped_images = 0;
 };
 
 // What a run tells as it goes; every method does nothing unless overridden.

@@ -321,6 +321,7 @@ EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distr
     exe.download(exe.logits());
     correct += count_correct(logits.as<float>(), labels.data(), filled, classes);
     for (int64_t r = 0; r < filled; ++r) {
+      if (labels[r] < 0) continue;  // an image the source could not read: not scored
       const float* z = logits.as<float>() + r * classes;
       int64_t above = 0;  // logits strictly above the label's: the label is in the top five when fewer than 5
       for (int64_t k = 0; k < classes; ++k) above += z[k] > z[labels[r]];
@@ -329,8 +330,8 @@ EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distr
       for (int64_t k = 1; k < classes; ++k) m = std::max<double>(m, z[k]);
       for (int64_t k = 0; k < classes; ++k) s += std::exp(z[k] - m);
       nll += m + std::log(s) - z[labels[r]];
+      ++st.samples;
     }
-    st.samples += filled;
   }
   // Each rank evaluated its own shard: the counts and the loss sum over the ranks.
   double sums[4] = {static_cast<double>(correct), static_cast<double>(top5), nll, static_cast<double>(st.samples)};

@@ -127,8 +127,8 @@ class Trainer {
 };
 
 // Scores an inference executable (input "images", its logits an output) on every sample of
-// `batches` once (their epoch 0), counting only each batch's real rows: top-1, top-5, mean
-// cross-entropy. With a world, each rank scored its own shard and the sums span them all.
+// `batches` once (their epoch 0), counting only each batch's real rows and of those only the ones
+// labelled (a label of -1 is an image the source could not read): top-1, top-5, mean cross-entropy. With a world, each rank scored its own shard and the sums span them all.
 EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world = nullptr);
 
 // Fraction of rows of `logits` [rows, classes] whose arg-max equals the label.

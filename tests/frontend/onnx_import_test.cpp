@@ -274,6 +274,7 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
       {"slice_step.onnx", {"Slice", "step 2", "only step 1"}},
       {"split_width.onnx", {"Split", "splits axis 3 (W)", "only channels (axis 1)"}},
       {"random_uniform_alone.onnx", {"RandomUniformLike", "not supported", "dropout"}},
+      {"external_shared.onnx", {"shared.bin", "are more than the file's 1152 bytes", "not read twice"}},
   };
   for (const auto& [file, words] : expect) {
     const std::string path = (kDir / file).string();

@@ -614,6 +614,23 @@ def corrupt(out_dir, good_path):
         files[f"shape_{kind}.onnx"] = shape_misuse(kind).SerializeToString()
     for kind in ("pad_reflect", "pad_channels", "slice_height", "slice_step", "split_width"):
         files[f"{kind}.onnx"] = pad_slice_misuse(kind).SerializeToString()
+    # Every initializer reading the same bytes of one external file (a 2 kB model would load as
+    # many copies as it has tensors): refused once the tensors read more than the file holds.
+    shared = onnx.ModelProto()
+    shared.CopyFrom(base)
+    longest = max(len(numpy_helper.to_array(t).tobytes()) for t in shared.graph.initializer)
+    with open(os.path.join(out_dir, "shared.bin"), "wb") as f:
+        f.write(np.zeros(longest, np.uint8).tobytes())  # room for the longest tensor alone
+    for t in shared.graph.initializer:
+        length = len(numpy_helper.to_array(t).tobytes())
+        t.ClearField("raw_data")
+        t.ClearField("float_data")
+        t.data_location = TensorProto.EXTERNAL
+        del t.external_data[:]
+        for key, value in (("location", "shared.bin"), ("offset", "0"), ("length", str(length))):
+            entry = t.external_data.add()
+            entry.key, entry.value = key, value
+    files["external_shared.onnx"] = shared.SerializeToString()
     # Random numbers that are no dropout (a Greater where dropout's Less would be): refused.
     lone = random_dropout(False)
     for node in lone.graph.node:

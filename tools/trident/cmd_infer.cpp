@@ -117,7 +117,10 @@ int run_infer(Options o) {
   std::string source = "zoo";
   if (onnx) {
     claim_file(budget, o.model_file, "the weights of '" + o.model_file + "'");
-    frontend::OnnxImport imp = frontend::import_onnx(o.model_file, {o.batch});
+    frontend::OnnxOptions import;
+    import.batch = o.batch;
+    import.budget = &budget;
+    frontend::OnnxImport imp = frontend::import_onnx(o.model_file, import);
     for (const std::string& notice : imp.notices) std::cerr << "trident: notice: " << notice << "\n";
     model = std::move(imp.graph);
     onnx_weights = std::move(imp.weights);
@@ -131,6 +134,9 @@ int run_infer(Options o) {
   std::string weights = "random";
   if (onnx) {
     runner.load_weights(onnx_weights, true);
+    if (const std::string bad = runtime::non_finite_tensor(onnx_weights); !bad.empty())
+      std::cerr << "trident: notice: '" << o.model_file << "' holds NaN or infinite values (in initializer '" << bad
+                << "'); the outputs that depend on them will be NaN\n";
     weights = "onnx";
   } else if (o.weights.empty()) {
     runner.init_random_weights(o.seed);
@@ -139,7 +145,12 @@ int run_infer(Options o) {
     // The content decides, not the name: a training checkpoint (run.ckpt) is a safetensors file
     // too, whose momentum buffers the runner leaves aside.
     claim_file(budget, o.weights, "--weights '" + o.weights + "'");
-    runner.load_weights(runtime::read_weight_file(o.weights, model).weights, !onnx);
+    const runtime::WeightMap w = runtime::read_weight_file(o.weights, model).weights;
+    if (w.empty() || runner.load_weights(w, !onnx) == 0)
+      throw Error("--weights '" + o.weights + "' holds no tensor this network uses");
+    if (const std::string bad = runtime::non_finite_tensor(w); !bad.empty())
+      std::cerr << "trident: notice: --weights '" << o.weights << "' holds NaN or infinite values (in '" << bad
+                << "'); the outputs that depend on them will be NaN\n";
     weights = o.weights;
   }
   if (have_input) runner.set_input(input, runtime::Layout::NCHW, "'" + o.input + "'");

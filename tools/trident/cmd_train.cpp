@@ -152,14 +152,15 @@ int model_side(const std::string& model) {
 // The network to train: a zoo model (an image folder gives it its input, 3 x S x S, and class
 // count) or an ONNX file (exported from PyTorch) whose initializers are its initial weights and
 // whose input and output give its image shape and class count.
-frontend::LoadedModel load_model(const Options& o, const std::optional<data::ImageFolderInput>& folder) {
+frontend::LoadedModel load_model(const Options& o, const std::optional<data::ImageFolderInput>& folder,
+                                 MemoryBudget& budget) {
   frontend::ModelConfig cfg{o.batch};
   if (folder && !frontend::is_onnx_path(o.model)) {
     cfg.height = cfg.width = folder->image_size;
     cfg.channels = 3;
     cfg.classes = static_cast<int64_t>(folder->train.classes.size());
   }
-  frontend::LoadedModel m = frontend::load_model(o.model, cfg, true);
+  frontend::LoadedModel m = frontend::load_model(o.model, cfg, true, &budget);
   for (const std::string& notice : m.notices) lead_stream(o.world.get(), std::cerr) << "trident: notice: " << notice << "\n";
   return m;
 }
@@ -211,7 +212,8 @@ class CommandLineReport final : public runtime::TrainObserver {
     if (!r.skipped.empty()) err_ << "data: " << r.skipped << "\n";
     emit({{"event", "epoch"}, {"epoch", r.epoch}, {"loss", st.loss}, {"accuracy", st.accuracy},
           {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr},
-          {"mean_threads", st.mean_threads}, {"data_wait_seconds", st.data_wait_seconds}});
+          {"mean_threads", st.mean_threads}, {"data_wait_seconds", st.data_wait_seconds},
+          {"skipped_images", r.skipped_images}});
     if (r.epoch < r.epochs) err_ << "epoch " << r.epoch << ": " << eval_sentence(r.split, r.eval);
     emit({{"event", "eval"}, {"epoch", r.epoch}, {"split", r.split}, {"accuracy", r.eval.accuracy},
           {"top5_accuracy", r.eval.top5_accuracy}, {"loss", r.eval.loss}, {"images", r.eval.samples},
@@ -268,7 +270,7 @@ int run_train(Options o) {
   o.data.seed = o.config.seed;
   std::optional<data::ImageFolderInput> folder =
       data::find_image_folder(o.data, o.data.image_size == 0 && !o.data.synthetic ? model_side(o.model) : 0);
-  frontend::LoadedModel net = load_model(o, folder);
+  frontend::LoadedModel net = load_model(o, folder, budget);
   if (!o.resume_path.empty()) check_model_file(o, net, resume.info);
   const frontend::ModelInfo* info = &net.info;
   data::TrainData data = data::load_train_data(o.data, *info, std::move(folder), budget);
@@ -285,6 +287,9 @@ int run_train(Options o) {
   if (o.sync_bn && ranks == 1)
     err << "trident: notice: --sync-bn has no effect in one process: its batch is the global batch, so batch "
            "norm is the plain one (as PyTorch's SyncBatchNorm)\n";
+  if (const std::string bad = runtime::non_finite_tensor(net.weights); !bad.empty())
+    throw Error("'" + o.model + "' holds NaN or infinite values (in initializer '" + bad +
+                "'); training from them can only give NaN");
   runtime::Trainer trainer(net.graph, o.config);
   if (!net.weights.empty()) trainer.train_executable().import_weights(net.weights, false);
   int64_t first_epoch = 0;
@@ -300,7 +305,8 @@ int run_train(Options o) {
   if (!o.weights_path.empty()) {
     claim_file(budget, o.weights_path, "--weights '" + o.weights_path + "'");
     const runtime::LoadedWeights w = runtime::load_weight_file(o.weights_path, net.graph, trainer.train_executable(),
-                                                               {.model = o.model, .skip_mismatched = o.skip_mismatched});
+                                                               {.model = o.model, .skip_mismatched = o.skip_mismatched,
+                                                                .refuse_non_finite = true});
     if (!w.skipped.empty()) err << "trident: notice: " << runtime::skipped_sentence(o.weights_path, w.skipped) << "\n";
   }
   CommandLineReport report(o, err);

@@ -26,7 +26,10 @@ class AllreduceMean final : public Kernel {
       spans.push_back({args.out[t].as<float>(), n});
     }
     const float size = static_cast<float>(world_->size());
-    for (const auto& [start, count] : distributed::contiguous_runs(std::move(spans))) {
+    for (const auto& run : distributed::contiguous_runs(std::move(spans))) {
+      // Plain locals: clang before 16 cannot capture structured bindings in an OpenMP region.
+      float* const start = run.first;
+      const size_t count = run.second;
       world_->sum(start, count);
 #pragma omp parallel for simd schedule(static)
       for (size_t k = 0; k < count; ++k) start[k] /= size;

@@ -38,14 +38,20 @@ struct Const {
 // location, offset, length), confined to the model's folder: a location that is absolute,
 // climbs out with "..", or resolves outside through a link is refused, and the range must lie
 // inside the file. Built from an empty folder (a model given as bytes), it refuses every one.
+// Every tensor reads its own bytes: together they may read no more of a file than it holds (a
+// model whose initializers all name one range would otherwise make one file many copies), and
+// with a budget each read is claimed from it first.
 class ExternalData {
  public:
-  explicit ExternalData(std::string folder) : folder_(std::move(folder)) {}
+  explicit ExternalData(std::string folder, MemoryBudget* budget = nullptr)
+      : folder_(std::move(folder)), budget_(budget) {}
   // The bytes of external tensor `t`, at most `max_bytes` of them; `what` names it in errors.
   std::string read(const onnx::TensorProto& t, uint64_t max_bytes, const std::string& what) const;
 
  private:
   std::string folder_;
+  MemoryBudget* budget_;
+  mutable std::map<std::string, uint64_t> read_;  // bytes read so far, by resolved file
 };
 
 // Converts a TensorProto (FLOAT, INT64 or INT32; inline data, or external data read through
@@ -57,7 +63,7 @@ class Importer {
  public:
   // `folder`: where the model's external data files are ("" for a model given as bytes).
   Importer(std::string label, const OnnxOptions& options, std::string folder = "")
-      : label_(std::move(label)), options_(options), external_(std::move(folder)) {}
+      : label_(std::move(label)), options_(options), external_(std::move(folder), options.budget) {}
   OnnxImport run(const onnx::ModelProto& model);
 
  private:

@@ -76,6 +76,13 @@ std::string ExternalData::read(const onnx::TensorProto& t, uint64_t max_bytes, c
   if (length > max_bytes)
     throw Error(what + ": external data of " + std::to_string(length) + " bytes is more than its " +
                 std::to_string(max_bytes / 8) + " elements can hold");
+  uint64_t& so_far = read_[path.string()];
+  if (length > file.size() - std::min(so_far, file.size()))
+    throw Error(what + ": its " + std::to_string(length) + " bytes of " + quoted_name(location) + " and the " +
+                std::to_string(so_far) + " bytes other tensors read from it are more than the file's " +
+                std::to_string(file.size()) + " bytes: tensors that share bytes are not read twice");
+  so_far += length;
+  if (budget_) budget_->claim(length, what + " (external data)", "use a smaller model or a larger --max-memory");
   std::string bytes(static_cast<size_t>(length), '\0');
   if (length) file.read_at(offset, static_cast<size_t>(length), bytes.data());
   return bytes;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/host_tensor.h"
+#include "core/memory_budget.h"
 #include "ir/graph.h"
 
 namespace trident::frontend {
@@ -18,6 +19,9 @@ struct OnnxOptions {
   // form (batch statistics, running statistics updated in place), also those of an eval-mode
   // export, and Dropout is an identity (a notice says so).
   bool train = false;
+  // Where set, the tensors read from external data files are claimed from it before they are
+  // read (core/memory_budget.h).
+  MemoryBudget* budget = nullptr;
 };
 
 struct OnnxImport {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -69,6 +70,52 @@ uint32_t data_checksum(const std::vector<std::pair<uint64_t, const HostTensor*>>
   return crc;
 }
 
+// The CRC-32C of the header's meaning: each tensor's name, dtype, shape and range (in name order)
+// and each metadata entry but this checksum (in key order), every field followed by a zero byte.
+uint32_t header_checksum(const std::vector<std::tuple<std::string, std::string, Shape, uint64_t, uint64_t>>& tensors,
+                         const Metadata& metadata) {
+  uint32_t crc = 0;
+  auto add = [&](const std::string& field) { crc = crc32c(field.c_str(), field.size() + 1, crc); };
+  for (const auto& [name, dtype, shape, begin, end] : tensors) {
+    add(name);
+    add(dtype);
+    add(shape_str(shape));
+    add(std::to_string(begin) + ":" + std::to_string(end));
+  }
+  for (const auto& [key, value] : metadata)
+    if (key != kHeaderChecksumKey) add(key), add(value);
+  return crc;
+}
+
+bool is_hex32(const std::string& s) { return s.size() == 8 && s.find_first_not_of("0123456789abcdef") == std::string::npos; }
+
+// A file trident wrote (its writer entry) must carry both checksums, and a training checkpoint
+// (older ones recorded the data's alone) the data's; where the header records its own, the
+// header must match it.
+void verify_header(const safetensors_detail::Header& header, const std::string& file, const safetensors_detail::Fail& fail) {
+  const Metadata& md = header.metadata;
+  const auto writer = md.find(kWriterKey), format = md.find("format"), crc = md.find(kHeaderChecksumKey);
+  const bool written_here = writer != md.end() && writer->second == kWriterTrident;
+  const bool checkpoint = format != md.end() && format->second.rfind("trident-checkpoint", 0) == 0;
+  const char* missing = (written_here || checkpoint) && !md.count(kDataChecksumKey) ? kDataChecksumKey
+                        : written_here && crc == md.end()                           ? kHeaderChecksumKey
+                                                                                    : nullptr;
+  if (missing)
+    throw Error("'" + file + "' is damaged: it is a file trident wrote, but its metadata lacks the checksum '" +
+                missing + "' trident writes with it");
+  if (crc == md.end()) return;
+  if (!is_hex32(crc->second)) throw fail(std::string("its metadata '") + kHeaderChecksumKey + "' is not 8 lowercase hexadecimal digits");
+  std::vector<std::tuple<std::string, std::string, Shape, uint64_t, uint64_t>> tensors;
+  for (const safetensors_detail::Entry& e : header.entries)
+    tensors.emplace_back(e.name, e.narrowed_from_i64 ? "I64" : safetensors_detail::safetensors_dtype(e.dtype), e.shape,
+                         e.begin, e.end);
+  std::sort(tensors.begin(), tensors.end());
+  const std::string got = hex32(header_checksum(tensors, md));
+  if (got != crc->second)
+    throw Error("'" + file + "' is damaged: its header has CRC-32C " + got + " but its metadata records " + crc->second +
+                ", so its names, shapes or metadata changed after it was written");
+}
+
 // Where the metadata records a checksum, the data must match it.
 void verify_checksum(const safetensors_detail::Header& header, const WeightMap& tensors, const std::string& file,
                      const safetensors_detail::Fail& fail) {
@@ -124,6 +171,7 @@ WeightMap parse(const Source& src, const std::string& file, Metadata* metadata) 
   const uint64_t data_start = 8 + header_len, buffer_size = size - data_start;
 
   safetensors_detail::Header header = safetensors_detail::parse_header(text, buffer_size, fail);
+  verify_header(header, file, fail);  // before any tensor memory is taken
   WeightMap out;
   for (const safetensors_detail::Entry& e : header.entries) {
     HostTensor h{e.shape, e.dtype, std::vector<std::byte>(e.end - e.begin)};
@@ -132,7 +180,8 @@ WeightMap parse(const Source& src, const std::string& file, Metadata* metadata) 
     out.emplace(e.name, std::move(h));
   }
   verify_checksum(header, out, file, fail);
-  header.metadata.erase(kDataChecksumKey);  // the container's, not the caller's
+  for (const char* key : {kDataChecksumKey, kHeaderChecksumKey, kWriterKey})
+    header.metadata.erase(key);  // the container's, not the caller's
   if (metadata) *metadata = std::move(header.metadata);
   return out;
 }
@@ -167,7 +216,13 @@ std::vector<std::byte> encode_safetensors(const WeightMap& weights, const Metada
   uint64_t at = 0;
   for (const auto& [name, t] : weights) by_offset.emplace_back(at++, &t);  // packed in name order
   Metadata with_checksum = metadata;
+  with_checksum[kWriterKey] = kWriterTrident;
   with_checksum[kDataChecksumKey] = hex32(data_checksum(by_offset));
+  std::vector<std::tuple<std::string, std::string, Shape, uint64_t, uint64_t>> entries;
+  for (const auto& [name, t] : weights)
+    entries.emplace_back(name, safetensors_detail::safetensors_dtype(t.dtype), t.shape,
+                         header[name]["data_offsets"][0].get<uint64_t>(), header[name]["data_offsets"][1].get<uint64_t>());
+  with_checksum[kHeaderChecksumKey] = hex32(header_checksum(entries, with_checksum));
   header["__metadata__"] = with_checksum;
   std::string text;
   try {

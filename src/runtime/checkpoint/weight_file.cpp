@@ -2,7 +2,9 @@
 // layouts converted; load_weight_file: what of it fits, into an executable (weight_file.h).
 #include "runtime/checkpoint/weight_file.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -14,12 +16,30 @@
 
 namespace trident::runtime {
 
-namespace {
-
-// Training state an executable may lack (an inference network, another optimizer, no dropout).
 bool is_training_state(const std::string& name) {
   return passes::is_optimizer_state_name(name) || name.starts_with("amp.") || name == ops::kDropoutStateName;
 }
+
+std::string non_finite_tensor(const WeightMap& weights) {
+  for (const auto& [name, t] : weights) {
+    const int64_t n = numel(t.shape);
+    bool bad = false;
+    if (t.dtype == DType::f32)
+      for (int64_t i = 0; i < n && !bad; ++i) bad = !std::isfinite(reinterpret_cast<const float*>(t.data.data())[i]);
+    else if (t.dtype == DType::f64)
+      for (int64_t i = 0; i < n && !bad; ++i) bad = !std::isfinite(reinterpret_cast<const double*>(t.data.data())[i]);
+    else if (t.dtype == DType::f16 || t.dtype == DType::bf16)
+      for (int64_t i = 0; i < n && !bad; ++i) {
+        uint16_t h;
+        std::memcpy(&h, t.data.data() + i * 2, 2);
+        bad = t.dtype == DType::f16 ? (h & 0x7C00) == 0x7C00 : (h & 0x7F80) == 0x7F80;  // all-ones exponent
+      }
+    if (bad) return name;
+  }
+  return "";
+}
+
+namespace {
 
 std::string typed(const HostTensor& t) { return std::string(dtype_name(t.dtype)) + shape_str(t.shape); }
 
@@ -89,6 +109,10 @@ LoadedWeights load_weight_file(const std::string& path, const ir::Graph& model, 
       for (const std::string& s : out.skipped) skipped = skipped || s.rfind(value.name + " ", 0) == 0;
       if (!skipped) throw Error("'" + path + "' lacks the weight '" + value.name + "' of this network");
     }
+  out.non_finite = non_finite_tensor(file.weights);
+  if (how.refuse_non_finite && !out.non_finite.empty())
+    throw Error("'" + path + "' holds NaN or infinite values (in '" + out.non_finite +
+                "'); training from them can only give NaN");
   try {
     out.loaded = exe.import_weights(file.weights, false);
   } catch (const Error& e) {

@@ -30,6 +30,7 @@ struct WeightLoad {
   std::string model;             // the model's name, for messages
   bool skip_mismatched = false;  // skip (and list) tensors of another shape or that the model lacks
   bool require_all = false;      // every model tensor must be in the file (save → load), unless skipped
+  bool refuse_non_finite = false;  // training: NaN or infinite weights are an Error, and nothing is loaded
 };
 
 struct LoadedWeights {
@@ -37,6 +38,7 @@ struct LoadedWeights {
   std::string layout;                // as WeightFile's
   int64_t steps = 0;
   std::vector<std::string> skipped;  // "name f32[1000,512] (the model's f32[3,512])" or "name (not in the model)"
+  std::string non_finite;            // the first loaded tensor holding a NaN or an infinity, or ""
 };
 
 // Reads `path` for `model` and loads it into `exe` by name. Optimizer state the executable has
@@ -44,6 +46,14 @@ struct LoadedWeights {
 // `require_all`; a tensor of another shape than the model's, or one the model lacks, is an Error
 // naming it (and saying how to fine-tune) or, with skip_mismatched, left out and listed.
 LoadedWeights load_weight_file(const std::string& path, const ir::Graph& model, Executable& exe, const WeightLoad& how);
+
+// Training state a network may have no place for (an inference network, another optimizer, no
+// dropout): optimizer state, the loss scale, dropout's random state.
+bool is_training_state(const std::string& name);
+
+// The first tensor of `weights` holding a NaN or an infinity ("" when none does): a training run
+// refuses such weights, inference says so.
+std::string non_finite_tensor(const WeightMap& weights);
 
 // "skipped 2 tensors of 'w.safetensors' that do not fit the model, which keep their initial
 // values: fc.weight f32[1000,512] (the model's f32[3,512]), fc.bias ...", for a notice.

@@ -12,10 +12,9 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/printable.h"
 
 namespace trident::data {
@@ -27,6 +26,13 @@ struct ErrorTrap {
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX] = {};
 };
+
+[[noreturn]] void over_limit(uint64_t file_bytes, uint64_t height, uint64_t width, uint64_t max_bytes,
+                             const std::string& what) {
+  throw Error(what + " is " + std::to_string(width) + "x" + std::to_string(height) + " pixels, which take " +
+              std::to_string(decode_bytes(file_bytes, static_cast<int64_t>(height), static_cast<int64_t>(width)) >> 20) +
+              " MiB to decode, more than the " + std::to_string(max_bytes >> 20) + " MiB a decode may hold here");
+}
 
 void check_pixel_count(uint64_t width, uint64_t height, const std::string& what) {
   if (width == 0 || height == 0 || width * height > static_cast<uint64_t>(kMaxImagePixels))
@@ -48,6 +54,7 @@ void jpeg_ignore_message(j_common_ptr, int) {}
 struct JpegTrap {
   jpeg_error_mgr mgr;  // first, so the library's pointer to it is a pointer to the trap
   ErrorTrap trap;
+  jpeg_progress_mgr progress;  // counts the scans of a progressive image
 
   // The error manager for a (de)compress struct's `err`: errors jump to `trap`.
   jpeg_error_mgr* arm() {
@@ -64,12 +71,24 @@ void jpeg_error_exit(j_common_ptr cinfo) {
   std::longjmp(t->trap.jump, 1);
 }
 
+// Called by the decoder as it works: a progressive image past kMaxJpegScans scans is stopped
+// through the error path, before it spends minutes on scans of nothing.
+void jpeg_count_scans(j_common_ptr cinfo) {
+  if (!cinfo->is_decompressor) return;
+  const auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (d->input_scan_number > kMaxJpegScans) {
+    auto* t = reinterpret_cast<JpegTrap*>(cinfo->err);
+    std::snprintf(t->trap.message, sizeof t->trap.message, "it has more than %d scans", kMaxJpegScans);
+    std::longjmp(t->trap.jump, 1);
+  }
+}
+
 struct DecompressGuard {
   jpeg_decompress_struct* cinfo;
   ~DecompressGuard() { jpeg_destroy_decompress(cinfo); }
 };
 
-enum class JpegOutcome { Decoded, LibraryError, Cmyk, TooLarge };
+enum class JpegOutcome { Decoded, LibraryError, Cmyk, TooLarge, OverLimit };
 
 using RegionWanted = std::function<CropBox(int height, int width)>;
 
@@ -80,13 +99,14 @@ constexpr int kRegionMargin = 2;
 // The whole image, or (want given) the wanted rectangle and its margin: rows above it skipped,
 // columns cut to whole MCUs by jpeg_crop_scanline, rows below it never decoded.
 JpegOutcome decode_jpeg_trapped(jpeg_decompress_struct* cinfo, JpegTrap* t, const uint8_t* bytes,
-                                size_t size, const RegionWanted* want, RgbRegion* out) {
+                                size_t size, const RegionWanted* want, uint64_t max_bytes, RgbRegion* out) {
   if (setjmp(t->trap.jump)) return JpegOutcome::LibraryError;
   jpeg_mem_src(cinfo, bytes, static_cast<unsigned long>(size));
   jpeg_read_header(cinfo, TRUE);
   if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) return JpegOutcome::Cmyk;
   if (uint64_t{cinfo->image_width} * cinfo->image_height > static_cast<uint64_t>(kMaxImagePixels))
     return JpegOutcome::TooLarge;
+  if (decode_bytes(size, cinfo->image_height, cinfo->image_width) > max_bytes) return JpegOutcome::OverLimit;
   const int H = static_cast<int>(cinfo->image_height), W = static_cast<int>(cinfo->image_width);
   out->full_height = H;
   out->full_width = W;
@@ -123,19 +143,24 @@ JpegOutcome decode_jpeg_trapped(jpeg_decompress_struct* cinfo, JpegTrap* t, cons
   return JpegOutcome::Decoded;
 }
 
-RgbRegion decode_jpeg(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted* want) {
+RgbRegion decode_jpeg(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted* want,
+                      uint64_t max_bytes) {
   jpeg_decompress_struct cinfo;
   JpegTrap t;
   cinfo.err = t.arm();
   jpeg_create_decompress(&cinfo);
   DecompressGuard guard{&cinfo};
+  t.progress.progress_monitor = jpeg_count_scans;
+  cinfo.progress = &t.progress;
   RgbRegion img;
-  switch (decode_jpeg_trapped(&cinfo, &t, bytes, size, want, &img)) {
+  switch (decode_jpeg_trapped(&cinfo, &t, bytes, size, want, max_bytes, &img)) {
     case JpegOutcome::Decoded: return img;
     case JpegOutcome::LibraryError: throw Error(what + " is not a readable JPEG: " + t.trap.message);
     case JpegOutcome::Cmyk:
       throw Error(what + " is a CMYK JPEG, which trident does not convert; save it as RGB");
     case JpegOutcome::TooLarge: check_pixel_count(cinfo.image_width, cinfo.image_height, what);
+      break;
+    case JpegOutcome::OverLimit: over_limit(size, cinfo.image_height, cinfo.image_width, max_bytes, what);
   }
   throw Error(what + ": unexpected JPEG decoder state");
 }
@@ -150,7 +175,8 @@ struct CompressGuard {
 };
 
 bool encode_jpeg_trapped(jpeg_compress_struct* cinfo, JpegTrap* t, const uint8_t* pixels, int width,
-                         int height, int channels, int quality, unsigned char** buffer, unsigned long* size) {
+                         int height, int channels, int quality, bool progressive, int restart_rows,
+                         unsigned char** buffer, unsigned long* size) {
   if (setjmp(t->trap.jump)) return false;
   jpeg_mem_dest(cinfo, buffer, size);
   cinfo->image_width = static_cast<JDIMENSION>(width);
@@ -159,6 +185,8 @@ bool encode_jpeg_trapped(jpeg_compress_struct* cinfo, JpegTrap* t, const uint8_t
   cinfo->in_color_space = channels == 1 ? JCS_GRAYSCALE : channels == 3 ? JCS_RGB : JCS_CMYK;
   jpeg_set_defaults(cinfo);
   jpeg_set_quality(cinfo, quality, TRUE);
+  if (progressive) jpeg_simple_progression(cinfo);
+  cinfo->restart_in_rows = restart_rows;
   jpeg_start_compress(cinfo, TRUE);
   while (cinfo->next_scanline < cinfo->image_height) {
     JSAMPROW row = const_cast<JSAMPROW>(pixels + size_t{cinfo->next_scanline} * width * channels);
@@ -210,14 +238,16 @@ struct PngGuard {
   }
 };
 
-enum class PngOutcome { Decoded, LibraryError, TooLarge };
+enum class PngOutcome { Decoded, LibraryError, TooLarge, OverLimit };
 
-PngOutcome decode_png_trapped(png_structp png, png_infop info, ErrorTrap* trap, PngReader* reader, RgbImage* out) {
+PngOutcome decode_png_trapped(png_structp png, png_infop info, ErrorTrap* trap, PngReader* reader, uint64_t max_bytes,
+                              RgbImage* out) {
   if (setjmp(trap->jump)) return PngOutcome::LibraryError;
   png_set_read_fn(png, reader, png_read_from_memory);
   png_read_info(png, info);
   const png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
   if (uint64_t{width} * height > static_cast<uint64_t>(kMaxImagePixels)) return PngOutcome::TooLarge;
+  if (decode_bytes(reader->left, height, width) > max_bytes) return PngOutcome::OverLimit;
   const int colour = png_get_color_type(png, info);
   png_set_strip_16(png);
   png_set_palette_to_rgb(png);
@@ -237,7 +267,7 @@ PngOutcome decode_png_trapped(png_structp png, png_infop info, ErrorTrap* trap, 
   return PngOutcome::Decoded;
 }
 
-RgbImage decode_png(const uint8_t* bytes, size_t size, const std::string& what) {
+RgbImage decode_png(const uint8_t* bytes, size_t size, const std::string& what, uint64_t max_bytes) {
   ErrorTrap trap;
   PngGuard g;
   g.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &trap, png_error_exit, png_ignore_warning);
@@ -246,11 +276,14 @@ RgbImage decode_png(const uint8_t* bytes, size_t size, const std::string& what) 
   png_set_user_limits(g.png, 1u << 24, 1u << 24);
   PngReader reader{bytes, size};
   RgbImage img;
-  switch (decode_png_trapped(g.png, g.info, &trap, &reader, &img)) {
+  switch (decode_png_trapped(g.png, g.info, &trap, &reader, max_bytes, &img)) {
     case PngOutcome::Decoded: return img;
     case PngOutcome::LibraryError: throw Error(what + " is not a readable PNG: " + trap.message);
     case PngOutcome::TooLarge:
       check_pixel_count(png_get_image_width(g.png, g.info), png_get_image_height(g.png, g.info), what);
+      break;
+    case PngOutcome::OverLimit:
+      over_limit(size, png_get_image_height(g.png, g.info), png_get_image_width(g.png, g.info), max_bytes, what);
   }
   throw Error(what + ": unexpected PNG decoder state");
 }
@@ -295,13 +328,15 @@ bool has_image_extension(const std::string& name) {
 
 namespace {
 
-RgbRegion decode_any(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted* want) {
-  static constexpr uint8_t kJpeg[] = {0xFF, 0xD8, 0xFF};
-  static constexpr uint8_t kPng[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (starts_with(bytes, size, kJpeg, sizeof kJpeg)) return decode_jpeg(bytes, size, what, want);
+constexpr uint8_t kJpeg[] = {0xFF, 0xD8, 0xFF};
+constexpr uint8_t kPng[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+RgbRegion decode_any(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted* want,
+                     uint64_t max_bytes) {
+  if (starts_with(bytes, size, kJpeg, sizeof kJpeg)) return decode_jpeg(bytes, size, what, want, max_bytes);
   if (starts_with(bytes, size, kPng, sizeof kPng)) {
     RgbRegion whole;
-    whole.image = decode_png(bytes, size, what);
+    whole.image = decode_png(bytes, size, what, max_bytes);
     whole.full_height = whole.image.height;
     whole.full_width = whole.image.width;
     if (want) (*want)(whole.full_height, whole.full_width);  // asked as for a JPEG; the whole image serves
@@ -310,28 +345,45 @@ RgbRegion decode_any(const uint8_t* bytes, size_t size, const std::string& what,
   throw Error(what + " is neither a JPEG nor a PNG (its first bytes are no signature of either)");
 }
 
-RgbRegion read_any(const std::string& path, const RegionWanted* want) {
+// The checked opener, the size cap, the signature from the first bytes, then the rest.
+RgbRegion read_any(const std::string& path, const RegionWanted* want, const DecodeLimits& limits) {
   const std::string what = quoted_name(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open the image " + what);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error("cannot read the image " + what);
-  return decode_any(bytes.data(), bytes.size(), what, want);
+  const InputFile file(path, "image");
+  if (file.size() > kMaxImageFileBytes || file.size() > limits.max_bytes)
+    throw Error(what + " is " + std::to_string(file.size() >> 20) + " MiB, larger than the " +
+                std::to_string(std::min(kMaxImageFileBytes, limits.max_bytes) >> 20) + " MiB an image may be");
+  uint8_t head[sizeof kPng] = {};
+  const size_t head_size = static_cast<size_t>(std::min<uint64_t>(file.size(), sizeof head));
+  file.read_at(0, head_size, head);
+  if (!starts_with(head, head_size, kJpeg, sizeof kJpeg) && !starts_with(head, head_size, kPng, sizeof kPng))
+    throw Error(what + " is neither a JPEG nor a PNG (its first bytes are no signature of either)");
+  std::vector<uint8_t> bytes(static_cast<size_t>(file.size()));
+  file.read_at(0, bytes.size(), bytes.data());
+  return decode_any(bytes.data(), bytes.size(), what, want, limits.max_bytes);
 }
 
 }  // namespace
 
-RgbImage decode_image(const uint8_t* bytes, size_t size, const std::string& what) {
-  return decode_any(bytes, size, what, nullptr).image;
+uint64_t decode_bytes(uint64_t file_bytes, int64_t height, int64_t width) {
+  return file_bytes + static_cast<uint64_t>(std::max<int64_t>(height, 0)) * static_cast<uint64_t>(std::max<int64_t>(width, 0)) * 3;
 }
 
-RgbImage read_image_file(const std::string& path) { return read_any(path, nullptr).image; }
-
-RgbRegion decode_image_region(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted& want) {
-  return decode_any(bytes, size, what, &want);
+RgbImage decode_image(const uint8_t* bytes, size_t size, const std::string& what, const DecodeLimits& limits) {
+  return decode_any(bytes, size, what, nullptr, limits.max_bytes).image;
 }
 
-RgbRegion read_image_region(const std::string& path, const RegionWanted& want) { return read_any(path, &want); }
+RgbImage read_image_file(const std::string& path, const DecodeLimits& limits) {
+  return read_any(path, nullptr, limits).image;
+}
+
+RgbRegion decode_image_region(const uint8_t* bytes, size_t size, const std::string& what, const RegionWanted& want,
+                              const DecodeLimits& limits) {
+  return decode_any(bytes, size, what, &want, limits.max_bytes);
+}
+
+RgbRegion read_image_region(const std::string& path, const RegionWanted& want, const DecodeLimits& limits) {
+  return read_any(path, &want, limits);
+}
 
 std::vector<uint8_t> encode_png(const uint8_t* pixels, int width, int height, int channels,
                                 const std::vector<uint8_t>& palette) {
@@ -343,13 +395,15 @@ std::vector<uint8_t> encode_png(const uint8_t* pixels, int width, int height, in
   g.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &trap, png_error_exit, png_ignore_warning);
   if (g.png) g.info = png_create_info_struct(g.png);
   if (!g.png || !g.info) throw Error("libpng could not start encoding a PNG");
+  png_set_user_limits(g.png, 1u << 24, 1u << 24);  // what the decoder accepts, not libpng's million
   std::vector<uint8_t> out;
   if (!encode_png_trapped(g.png, g.info, &trap, pixels, width, height, channels, &palette, &out))
     throw Error(std::string("libpng could not encode a PNG: ") + trap.message);
   return out;
 }
 
-std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, int channels, int quality) {
+std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, int channels, int quality,
+                                 bool progressive, int restart_rows) {
   check_encode_arguments(width, height, channels,
                          (channels == 1 || channels == 3 || channels == 4) && quality >= 1 && quality <= 100, "JPEG");
   jpeg_compress_struct cinfo;
@@ -359,7 +413,8 @@ std::vector<uint8_t> encode_jpeg(const uint8_t* pixels, int width, int height, i
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
   CompressGuard guard{&cinfo, &buffer};
-  if (!encode_jpeg_trapped(&cinfo, &t, pixels, width, height, channels, quality, &buffer, &size))
+  if (!encode_jpeg_trapped(&cinfo, &t, pixels, width, height, channels, quality, progressive,
+                           std::clamp(restart_rows, 0, 65535), &buffer, &size))
     throw Error(std::string("libjpeg could not encode a JPEG: ") + t.trap.message);
   return std::vector<uint8_t>(buffer, buffer + size);
 }

@@ -2,8 +2,11 @@
 // folder that cannot be read is one sentence naming it, never a std::filesystem exception.
 #include "runtime/data/image_folder.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -21,30 +24,57 @@ constexpr const char* kLayout = "an image folder holds DIR/train/<class>/ and DI
 
 bool is_hidden(const fs::path& p) { return p.filename().string().starts_with("."); }
 
+// Folders within a class folder, and images in one: a listing bounded whatever the tree holds.
+constexpr int kMaxFolderDepth = 32;
+constexpr size_t kMaxFolderFiles = size_t{1} << 26;
+
 bool is_folder(const fs::path& p) {
   std::error_code ec;
   return fs::is_directory(p, ec);
 }
 
-// The images under one class folder, sorted by path; other files are counted in `s`.
+// A folder's identity (device, inode), through links: a linked folder met again is the same folder.
+struct FolderId {
+  dev_t dev;
+  ino_t ino;
+  bool operator<(const FolderId& o) const { return dev != o.dev ? dev < o.dev : ino < o.ino; }
+};
+
+// The images under one class folder, sorted by path; other files are counted in `s`. Linked
+// folders are followed, each folder at most once (a link to '.' or to a parent would list the
+// class again and again, or for ever), and no deeper than kMaxFolderDepth.
 std::vector<std::string> class_images(const fs::path& class_dir, ImageFolderSplit& s) {
   std::vector<std::string> files;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(class_dir, fs::directory_options::follow_directory_symlink, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    const fs::path& p = it->path();
-    if (is_hidden(p)) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
-      continue;
+  std::set<FolderId> seen;
+  std::vector<std::pair<fs::path, int>> pending{{class_dir, 0}};
+  while (!pending.empty()) {
+    const auto [dir, depth] = pending.back();
+    pending.pop_back();
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !seen.insert({st.st_dev, st.st_ino}).second) continue;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      if (is_hidden(p)) continue;
+      std::error_code kind;
+      if (it->is_directory(kind)) {  // through a link too
+        if (depth + 1 > kMaxFolderDepth)
+          throw Error(quoted_name(p.string()) + " lies more than " + std::to_string(kMaxFolderDepth) +
+                      " folders deep in its class folder; " + kLayout);
+        pending.emplace_back(p, depth + 1);
+        continue;
+      }
+      if (!has_image_extension(p.filename().string())) {
+        if (s.skipped_files++ == 0) s.first_skipped = p.string();
+        continue;
+      }
+      files.push_back(p.string());
+      if (files.size() > kMaxFolderFiles)
+        throw Error("the class folder " + quoted_name(class_dir.string()) + " holds more than " +
+                    std::to_string(kMaxFolderFiles) + " images");
     }
-    if (it->is_directory(ec)) continue;
-    if (!has_image_extension(p.filename().string())) {
-      if (s.skipped_files++ == 0) s.first_skipped = p.string();
-      continue;
-    }
-    files.push_back(p.string());
+    if (ec) throw Error("cannot list the class folder " + quoted_name(dir.string()) + ": " + ec.message());
   }
-  if (ec) throw Error("cannot list the class folder " + quoted_name(class_dir.string()) + ": " + ec.message());
   if (files.empty()) throw Error("the class folder " + quoted_name(class_dir.string()) + " holds no images; " + kLayout);
   std::sort(files.begin(), files.end());
   return files;

@@ -30,13 +30,8 @@ ImageFolderBatches::ImageFolderBatches(ImageFolderSplit split, const ImageStream
   if (o.train && o.batch > split_.count())
     throw Error("batch size " + std::to_string(o.batch) + " exceeds the " + std::to_string(split_.count()) +
                 " images of " + quoted_name(split_.name) + ", so dropping the last partial batch leaves no batch at all");
-  ring_.resize(static_cast<size_t>(o.depth));
-  for (Slot& s : ring_) {
-    s.images.resize(static_cast<size_t>(o.batch * sample_size()));
-    s.labels.resize(static_cast<size_t>(o.batch));
-  }
-  workers_.reserve(static_cast<size_t>(o.workers));
-  for (int i = 0; i < o.workers; ++i) workers_.emplace_back([this] { work(); });
+  if (o.decode_bytes < 1) throw Error("an image stream needs a decode budget of at least 1 byte");
+  ring_.resize(static_cast<size_t>(o.depth));  // allocated by the first start_epoch
 }
 
 ImageFolderBatches::~ImageFolderBatches() {
@@ -58,6 +53,12 @@ uint64_t image_ring_bytes(const ImageStreamOptions& o) {
   return static_cast<uint64_t>(o.depth) * o.batch * (sample * sizeof(float) + sizeof(int32_t));
 }
 
+uint64_t image_worker_bytes(const ImageStreamOptions& o) {
+  // Each worker's decode, and its resampling's horizontal pass: floats for the source rows the
+  // output reads at the output's width, well under half the decode's bytes.
+  return static_cast<uint64_t>(std::max(o.workers, 0)) * (o.decode_bytes + o.decode_bytes / 2);
+}
+
 int64_t ImageFolderBatches::real_rows(int64_t batch_index) const {
   return std::min(options_.batch, split_.count() - batch_index * options_.batch);
 }
@@ -75,15 +76,19 @@ bool ImageFolderBatches::keep_rows(int64_t first, int64_t count) {
                 std::to_string(options_.batch));
   first_row_ = first;
   rows_ = count;
-  for (Slot& s : ring_) {
-    s.images.assign(static_cast<size_t>(rows_ * sample_size()), 0.0f);
-    s.labels.assign(static_cast<size_t>(rows_), 0);
-  }
   return true;
 }
 
 void ImageFolderBatches::start_epoch(int64_t epoch) {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (workers_.empty()) {  // the first epoch: the ring and the workers, now that they are needed
+    for (Slot& s : ring_) {
+      s.images.assign(static_cast<size_t>(rows_ * sample_size()), 0.0f);
+      s.labels.assign(static_cast<size_t>(rows_), 0);
+    }
+    workers_.reserve(static_cast<size_t>(options_.workers));
+    for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
+  }
   ++generation_;  // what busy workers finish now is not counted
   ready_cv_.wait(lock, [this] { return busy_ == 0; });
   order_ = epoch_order(split_.count(), options_.train, options_.seed, epoch);
@@ -172,25 +177,38 @@ void ImageFolderBatches::make_row(int64_t batch_index, int64_t row, Slot& slot, 
   // ones repeat its real samples cyclically.
   const int64_t position = batch_index * options_.batch + (first_row_ + row) % real_rows(batch_index);
   float* out = slot.images.data() + row * sample_size();
-  int64_t index = 0;
+  const DecodeLimits limits{options_.decode_bytes};
   if (options_.train) {
-    // The crop is drawn from the header's size, and only the crop is decoded.
-    TrainCrop crop;
-    RgbRegion region;
-    index = decode_readable(position, [&](const std::string& file, int64_t i) {
+    // The crop is drawn from the header's size, and only the crop is decoded. A file that fails
+    // anywhere — reading, decoding, resampling — is replaced by the next readable one.
+    const int64_t index = decode_readable(position, [&](const std::string& file, int64_t i) {
       const uint64_t seed = augmentation_seed(options_.seed, epoch, i);
-      region = read_image_region(file, [&](int height, int width) {
-        crop = train_crop(height, width, seed);
-        return crop.box;
-      });
+      TrainCrop crop;
+      const RgbRegion region = read_image_region(
+          file,
+          [&](int height, int width) {
+            crop = train_crop(height, width, seed);
+            return crop.box;
+          },
+          limits);
+      train_transform_region(region, crop, options_.image_size, options_.norm, out);
     });
-    train_transform_region(region, crop, options_.image_size, options_.norm, out);
-  } else {
-    RgbImage image;
-    index = decode_readable(position, [&](const std::string& file, int64_t) { image = read_image_file(file); });
-    eval_transform(image, options_.image_size, options_.norm, out);
+    slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
+    return;
   }
-  slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
+  // Evaluation scores the images it can read and only those: an unreadable one is left out of the
+  // accuracy (label -1), not replaced by another image, which would count that one twice.
+  const int64_t index = order_[static_cast<size_t>(position)];
+  try {
+    eval_transform(read_image_file(split_.files[static_cast<size_t>(index)], limits), options_.image_size,
+                   options_.norm, out);
+    slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
+  } catch (const Error& e) {
+    std::fill(out, out + sample_size(), 0.0f);
+    slot.labels[static_cast<size_t>(row)] = -1;
+    std::lock_guard<std::mutex> lock(mutex_);
+    unreadable_.emplace(index, e.what());
+  }
 }
 
 int64_t ImageFolderBatches::decode_readable(int64_t position, const std::function<void(const std::string&, int64_t)>& decode) {

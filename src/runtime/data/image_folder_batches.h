@@ -30,10 +30,17 @@ struct ImageStreamOptions {
   int workers = 1;
   int depth = 3;  // batches ready or in the making at most
   Normalisation norm = kImageNetNormalisation;
+  // What one worker's decode may hold at once (the file and its pixels, DecodeLimits): an image
+  // that needs more is skipped and counted, so a stream never holds more than its ring and
+  // image_worker_bytes(), whatever its files hold.
+  uint64_t decode_bytes = kDefaultDecodeBytes;
+  static constexpr uint64_t kDefaultDecodeBytes = uint64_t{128} << 20;  // a 40-megapixel photo
 };
 
 // Bytes of the batch ring a stream with these options holds, whatever the dataset's size.
 uint64_t image_ring_bytes(const ImageStreamOptions& options);
+// What a stream's workers hold at most while they decode and resample, besides the ring.
+uint64_t image_worker_bytes(const ImageStreamOptions& options);
 
 // The worker count `--workers` defaults to: the cores beside the one that runs the training
 // loop (std::thread::hardware_concurrency() - 1), at least 1.
@@ -42,7 +49,8 @@ int default_image_workers();
 class ImageFolderBatches final : public BatchSource {
  public:
   // Throws trident::Error for an image size, batch, worker count or depth below 1, an empty
-  // split, or a training batch larger than the split. No worker runs until start_epoch.
+  // split, or a training batch larger than the split. Nothing is allocated and no
+  // worker runs until start_epoch.
   ImageFolderBatches(ImageFolderSplit split, const ImageStreamOptions& options);
   ~ImageFolderBatches() override;
   ImageFolderBatches(const ImageFolderBatches&) = delete;
@@ -52,9 +60,10 @@ class ImageFolderBatches final : public BatchSource {
   int64_t batches_per_epoch() const override;
   // Discards what was made for the previous epoch and sets the workers on this one.
   void start_epoch(int64_t epoch) override;
-  // Blocks until the next batch is complete. A sample that cannot be decoded is replaced by the
-  // next readable one in the epoch's order and counted in skipped(); an Error when no image of
-  // the split can be read, or when a worker failed otherwise.
+  // Blocks until the next batch is complete. A training sample that cannot be decoded is replaced
+  // by the next readable one in the epoch's order; an evaluation sample that cannot is left out
+  // (its row zero, its label -1, which scoring passes over). Both are counted in skipped(); an
+  // Error when no image of the split can be read, or when a worker failed otherwise.
   bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) override;
   // The batch from its slot of the ring, which no worker rewrites until `take` has returned.
   bool hands_out_in_place() const override { return true; }

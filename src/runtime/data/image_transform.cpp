@@ -166,11 +166,19 @@ int eval_resize_side(int size) { return round_half_even(size / 0.875); }
 
 void eval_transform(const RgbImage& image, int size, const Normalisation& norm, float* out) {
   const int side = eval_resize_side(size);
+  // The longer side scaled alike, in doubles: a 2^24 x 1 image would make it 2^32, past int.
+  const double longer = image.width <= image.height ? static_cast<double>(side) * image.height / image.width
+                                                    : static_cast<double>(side) * image.width / image.height;
+  if (!(longer < kMaxResizedSide))
+    throw Error("resizing a " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                " image to a shorter side of " + std::to_string(side) + " makes its longer side " +
+                std::to_string(static_cast<int64_t>(longer)) + " pixels, past the " + std::to_string(kMaxResizedSide) +
+                " evaluation resizes to");
   int h = side, w = side;
   if (image.width <= image.height)
-    h = static_cast<int>(static_cast<double>(side) * image.height / image.width);
+    h = static_cast<int>(longer);
   else
-    w = static_cast<int>(static_cast<double>(side) * image.width / image.height);
+    w = static_cast<int>(longer);
   const CropBox window{round_half_even((h - size) / 2.0), round_half_even((w - size) / 2.0), size, size};
   resample_normalised(image, {0, 0, image.height, image.width}, h, w, window, false, norm, out);
 }

@@ -52,6 +52,10 @@ void train_transform_region(const RgbRegion& region, TrainCrop crop, int size, c
 // The shorter side evaluation resizes to: round(size / 0.875) (256 for 224).
 int eval_resize_side(int size);
 
+// Evaluation refuses (an Error) an image whose longer side would pass this after the resize:
+// only a freak aspect ratio (a 2^24 x 1 image) gets there.
+inline constexpr int kMaxResizedSide = 1 << 24;
+
 // Evaluation: Resize(eval_resize_side(size)) (the longer side scaled alike, rounded down, as
 // torchvision does), then CenterCrop(size).
 void eval_transform(const RgbImage& image, int size, const Normalisation& norm, float* out);

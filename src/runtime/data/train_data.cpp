@@ -104,8 +104,10 @@ TrainData load_data(const TrainDataOptions& f, const frontend::ModelInfo& info, 
   d.train_count = folder->train.count();
   d.eval_count = folder->val.count();
   d.streamed = true;
-  budget.claim((with_train ? 2 : 1) * image_ring_bytes(o), "the image batches decoded ahead",
-               "lower --batch or --image-size");
+  // Both splits' rings; one split's workers decode at a time (evaluation follows the epoch).
+  budget.claim((with_train ? 2 : 1) * image_ring_bytes(o) + image_worker_bytes(o),
+               "the image batches decoded ahead and " + std::to_string(o.workers) + " workers' decodes",
+               "lower --workers, --batch or --image-size");
   if (with_train) {
     o.train = true;
     auto train = std::make_unique<ImageFolderBatches>(std::move(folder->train), o);

@@ -3,7 +3,9 @@
 // one sentence naming the file, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <vector>
 
@@ -149,4 +151,33 @@ TEST(ImageCodec, AJpegRegionHoldsTheWholeDecodesPixels) {
   EXPECT_EQ(r.image.pixels, rgb);
   EXPECT_EQ(r.top, 0);
   EXPECT_EQ(r.left, 0);
+}
+
+// The odd JPEGs and PNGs of the image fuzzer's seeds (fuzz/make_corpus.py: 4:2:0, 4:2:2 and 4:4:4
+// subsampling, grayscale, progressive, restart markers, optimised Huffman tables; RGBA, gray,
+// gray + alpha, palette, 1-bit, 16-bit and interlaced PNGs) decode to their 12 x 10 (the
+// interlaced one 1 x 1) RGB pixels, both whole and as a region; the CMYK one is refused.
+TEST(ImageCodec, TheFuzzSeedsDecode) {
+  const std::filesystem::path dir = "fuzz/corpus/image";
+  ASSERT_TRUE(std::filesystem::exists(dir)) << "run from the project's root";
+  int decoded = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "cmyk.jpg") {
+      EXPECT_NE(trident::test_support::error_of([&] { read_image_file(entry.path().string()); }).find("CMYK"),
+                std::string::npos);
+      continue;
+    }
+    const RgbImage image = read_image_file(entry.path().string());
+    const bool tiny = name == "interlaced.png";
+    EXPECT_EQ(image.width, tiny ? 1 : 12) << name;
+    EXPECT_EQ(image.height, tiny ? 1 : 10) << name;
+    EXPECT_EQ(image.pixels.size(), size_t(image.width) * image.height * 3) << name;
+    const RgbRegion region = read_image_region(entry.path().string(), [&](int h, int w) {
+      return CropBox{h / 3, w / 3, std::max(1, h / 2), std::max(1, w / 2)};
+    });
+    EXPECT_EQ(region.full_width, image.width) << name;
+    ++decoded;
+  }
+  EXPECT_EQ(decoded, 15);
 }

@@ -232,13 +232,28 @@ TEST(ImageFolderBatches, UnreadableImagesAreSkippedAndCounted) {
 
   const fs::path none = fresh_temp_dir("stream_all_corrupt");
   write_file(none / "train" / "a" / "x.png", {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0});
-  ImageFolderBatches broken(scan_image_folder(none.string(), "train"), stream(1, false));
+  ImageFolderBatches broken(scan_image_folder(none.string(), "train"), stream(1, true, 1));
   std::vector<float> images(static_cast<size_t>(4 * broken.sample_size()));
   broken.start_epoch(0);
   const std::string err = error_of([&] { broken.next(images.data(), nullptr); });
   EXPECT_EQ(err.rfind("no image of '" + (none / "train").string() + "' can be read (the first: '", 0), 0u) << err;
   fs::remove_all(d);
   fs::remove_all(none);
+}
+
+// Evaluation scores the images it can read and only those: an unreadable one is not replaced by
+// another (which would count that one twice), its row is labelled -1 and it is counted.
+TEST(ImageFolderBatches, EvaluationLeavesUnreadableImagesOut) {
+  const fs::path d = fresh_temp_dir("stream_eval_corrupt");
+  write_class_images(d, "val", 2, 3, 10, 10);
+  write_file(d / "val" / "class0" / "img100.jpg", {0xFF, 0xD8, 0xFF, 0x00, 0x13, 0x37});
+  ImageFolderBatches src(scan_image_folder(d.string(), "val"), stream(2, false, 6));
+  const Epoch e = read_epoch(src, src.sample_size(), 0);
+  ASSERT_EQ(e.labels.size(), 6u);
+  EXPECT_EQ(std::count(e.labels.begin(), e.labels.end(), -1), 1);
+  EXPECT_EQ(e.labels[0], -1) << "the first file of class0 is the bad one";
+  EXPECT_EQ(src.skipped(), 1);
+  fs::remove_all(d);
 }
 
 TEST(ImageFolderBatches, EvaluationPadsTheLastBatchWithKnownPixels) {
