@@ -7,6 +7,7 @@
 
 #include <png.h>
 #include <jpeglib.h>
+#include <jerror.h>
 
 #include <algorithm>
 #include <csetjmp>
@@ -48,8 +49,7 @@ bool starts_with(const uint8_t* bytes, size_t size, const void* signature, size_
 
 [[noreturn]] void jpeg_error_exit(j_common_ptr cinfo);
 
-// Warnings (extraneous bytes, a premature end filled with grey) are tolerated, as PIL does.
-void jpeg_ignore_message(j_common_ptr, int) {}
+void jpeg_on_message(j_common_ptr cinfo, int level);
 
 struct JpegTrap {
   jpeg_error_mgr mgr;  // first, so the library's pointer to it is a pointer to the trap
@@ -60,7 +60,7 @@ struct JpegTrap {
   jpeg_error_mgr* arm() {
     jpeg_std_error(&mgr);
     mgr.error_exit = jpeg_error_exit;
-    mgr.emit_message = jpeg_ignore_message;
+    mgr.emit_message = jpeg_on_message;
     return &mgr;
   }
 };
@@ -68,6 +68,16 @@ struct JpegTrap {
 void jpeg_error_exit(j_common_ptr cinfo) {
   auto* t = reinterpret_cast<JpegTrap*>(cinfo->err);
   cinfo->err->format_message(cinfo, t->trap.message);
+  std::longjmp(t->trap.jump, 1);
+}
+
+// Warnings such as extraneous bytes before a marker are tolerated, as PIL tolerates them; a file
+// that ends before its image data does is refused, as PIL refuses it by default. libjpeg would fill
+// the rest with grey, and its header may promise 40 M pixels from a few hundred bytes.
+void jpeg_on_message(j_common_ptr cinfo, int level) {
+  if (level >= 0 || cinfo->err->msg_code != JWRN_JPEG_EOF) return;
+  auto* t = reinterpret_cast<JpegTrap*>(cinfo->err);
+  std::snprintf(t->trap.message, sizeof t->trap.message, "the file ends before its image data does (truncated)");
   std::longjmp(t->trap.jump, 1);
 }
 

@@ -1,6 +1,6 @@
 // Image files as a hostile folder holds them, each read as every outside file is: a FIFO or a
 // device named x.png, a link to /dev/zero, a sparse file of gigabytes, a progressive JPEG of
-// endless scans, a valid PNG whose evaluation resize would overflow, an image whose decode needs
+// endless scans, a JPEG cut short whose header promises millions of pixels, a valid PNG whose evaluation resize would overflow, an image whose decode needs
 // more than a worker's share, links that loop a class folder back on itself, folders nested past
 // any sense. Each is one sentence and a skipped, counted image (or a listing that ends), never a
 // hang, a crash or unbounded memory.
@@ -107,6 +107,21 @@ TEST(HostileImages, AProgressiveJpegOfEndlessScansStopsQuickly) {
   const double s = seconds_of([&] { err = error_of([&] { decode_image(endless.data(), endless.size(), "endless"); }); });
   EXPECT_NE(err.find("more than 500 scans"), std::string::npos) << err;
   EXPECT_LT(s, 5.0);
+}
+
+TEST(HostileImages, AJpegCutShortIsRefusedAtItsEndNotDecodedAsGrey) {
+  // A 1024x4096 JPEG whose scan is cut after a few hundred bytes: libjpeg would make its
+  // 4 M pixels of grey (the fuzzer's find was a 378-byte file of 2636x16529 that took seconds).
+  const int w = 1024, h = 4096;
+  const std::vector<uint8_t> px = pixels(w, h);
+  const std::vector<uint8_t> whole = encode_jpeg(px.data(), w, h, 3, 90);
+  EXPECT_NO_THROW(decode_image(whole.data(), whole.size(), "whole"));
+  const std::vector<uint8_t> cut(whole.begin(), whole.begin() + 700);
+  std::string err;
+  const double s = seconds_of([&] { err = error_of([&] { decode_image(cut.data(), cut.size(), "cut.jpg"); }); });
+  EXPECT_NE(err.find("cut.jpg is not a readable JPEG: the file ends before its image data does"), std::string::npos)
+      << err;
+  EXPECT_LT(s, 0.5);
 }
 
 TEST(HostileImages, AnEvaluationResizePastIntIsRefusedNotOverflowed) {
