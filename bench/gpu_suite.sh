@@ -4,7 +4,9 @@
 # side-by-side benchmarks against PyTorch.
 # Usage (on the GPU machine, from the repository root, after scripts/build_gpu.sh here):
 #   bench/gpu_suite.sh build-gpu OUT [FASHION_MNIST_DIR] [STEPS]
-# STEPS (default "tests,train,bench") picks what runs; "profile" adds trident alone on each
+# STEPS (default "tests,train,bench") picks what runs; "finetune" adds a torchvision ResNet-18
+# exported to ONNX and trained by trident and by PyTorch on one recipe (needs the Fashion-MNIST
+# directory; bench/finetune_vs_pytorch.py); "profile" adds trident alone on each
 # case with and without CUDA-graph replay and plan autotuning, and where the time goes per op. Every step runs even if one fails;
 # the exit status says whether any failed.
 set -uo pipefail
@@ -42,6 +44,10 @@ if [[ $steps == *train* && -n $data ]]; then
   step train_cuda_fp32 120 "$build/trident" train --device cuda --data "$data" --json
   step train_cuda_fp16 120 "$build/trident" train --device cuda --precision fp16 --data "$data" --json
 fi
+if [[ $steps == *finetune* && -n $data ]]; then
+  step finetune "${TRIDENT_FINETUNE_SECONDS:-400}" python3 bench/finetune_vs_pytorch.py --trident "$build/trident" \
+    --idx "$data" --out "$out/finetune" --device cuda --precision fp16 --epochs 3 --batch 256 --seeds 1,2 --workers 15
+fi
 if [[ $steps == *profile* ]]; then
   step profile 400 bench/trident_profile.sh "$build/trident" \
     "${TRIDENT_BENCH_CASES:-cbr-layer:train:256,cbr-layer:infer:256,resnet50:train:256,vgg16_bn:train:128,resnet50:infer:256}"
@@ -50,6 +56,6 @@ if [[ $steps == *bench* ]]; then
   step vs_pytorch "${TRIDENT_BENCH_SECONDS:-420}" python3 bench/vs_pytorch.py --trident "$build/trident" --unfused \
     --precision "${TRIDENT_BENCH_PRECISION:-fp16}" --iterations "${TRIDENT_BENCH_ITERATIONS:-20}" \
     --cases "${TRIDENT_BENCH_CASES:-cbr-layer:train:256,cbr-layer:infer:256,resnet50:train:256,vgg16_bn:train:128,resnet50:infer:256}" \
-    --variants "${TRIDENT_BENCH_VARIANTS:-eager-amp,compile-amp}"
+    --variants "${TRIDENT_BENCH_VARIANTS:-eager-amp,compile-amp,reduce-overhead-amp}"
 fi
 exit $status

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${TRIDENT_GPU_BUILD_DIR:-build-gpu}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DTRIDENT_WITH_CUDA=ON -DTRIDENT_WITH_ONEDNN=OFF \
-  -DTRIDENT_WITH_ONNX=OFF -DTRIDENT_WITH_MPI="${TRIDENT_GPU_MPI:-AUTO}" -DTRIDENT_NATIVE=OFF -DTRIDENT_PORTABLE_BINARY=ON -DTRIDENT_BUILD_BENCH=OFF >/dev/null
+  -DTRIDENT_WITH_ONNX=ON -DTRIDENT_WITH_MPI="${TRIDENT_GPU_MPI:-AUTO}" -DTRIDENT_NATIVE=OFF -DTRIDENT_PORTABLE_BINARY=ON -DTRIDENT_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build_dir" -j"$(nproc)" --target trident gpu_tests
 # --preserve-dates: a stripped binary must not look newer than the libraries it was linked from.
 strip --preserve-dates "$build_dir/trident" "$build_dir/tests/gpu_tests"

@@ -1,7 +1,9 @@
 // Whole networks on the cuda backend against cpu_ref: one full training step of a small ResNet
 // (forward, backward, SGD with momentum; every parameter, momentum and running statistic after
 // the step), the same step fused and unfused on the GPU, BN-folded inference against
-// unfolded, and a short training run whose loss falls. Skipped, with the reason, without a GPU.
+// unfolded, a short training run whose loss falls, and a model that went out through ONNX and
+// came back in as a user's PyTorch export does (fused for training, folded for inference).
+// Skipped, with the reason, without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,10 +15,14 @@
 #include <vector>
 
 #include "core/random.h"
+#include "frontend/model_source.h"
+#include "frontend/onnx/onnx_export.h"
+#include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/executable.h"
 #include "runtime/trainer.h"
 #include "support/gpu_compare.h"
+#include "support/temp_dir.h"
 
 namespace trident {
 namespace {
@@ -434,6 +440,54 @@ TEST(GpuNetwork, LossFallsWhenTrainingOnGpu) {
   for (int e = 0; e < 4; ++e) losses.push_back(t.train_epoch(it, e, 4).loss);
   EXPECT_LT(losses.back(), 0.5 * losses.front());
   EXPECT_GT(t.evaluate(ds).accuracy, 0.8);
+}
+
+
+// The path of a PyTorch user's model through ONNX, in the build the GPU machine runs: resnet_cifar
+// with trained running statistics written out by the exporter (BatchNormalization kept, and
+// once folded), loaded back as `trident train --model FILE.onnx` loads it. The training import
+// fuses as many Conv→BN→ReLU groups on the GPU as the zoo model and takes cpu_ref's step; the
+// folded file infers on the GPU in f16 the logits of the unfolded one on cpu_ref.
+TEST(GpuNetwork, AModelThroughOnnxTrainsFusedAndInfersFolded) {
+  TRIDENT_REQUIRE_GPU();
+  if (!frontend::onnx_import_available()) GTEST_SKIP() << "this build has no ONNX import";
+  const ir::Graph model = frontend::build_model("resnet_cifar", {8});
+  auto source = compile(model, "cpu_ref", passes::Mode::Train);
+  feed(*source, 10);
+  source->run();  // running statistics away from their initial values
+  const std::filesystem::path dir = test_support::fresh_temp_dir("gpu_onnx");
+  const std::string kept = (dir / "kept.onnx").string(), folded = (dir / "folded.onnx").string();
+  frontend::export_onnx(model, source->export_weights(), {}, kept);
+  frontend::OnnxExportOptions fold;
+  fold.fold_bn = true;
+  EXPECT_GT(frontend::export_onnx(model, source->export_weights(), fold, folded).folded_batchnorms, 0);
+
+  auto load = [&](const std::string& path, passes::Mode mode, const std::string& backend, DType precision) {
+    frontend::LoadedModel m = frontend::load_model(path, {8}, mode == passes::Mode::Train);
+    auto exe = compile(m.graph, backend, mode, {}, precision);
+    exe->import_weights(m.weights, false);
+    feed(*exe, 10);
+    return exe;
+  };
+  auto fused_count = [](const Executable& e) {
+    int n = 0;
+    for (int id : e.graph().order()) n += e.graph().node(id).op == "cbr" || e.graph().node(id).op == "cbar";
+    return n;
+  };
+  auto zoo = compile(model, "cuda", passes::Mode::Train);
+  auto gpu = load(kept, passes::Mode::Train, "cuda", DType::f32), ref = load(kept, passes::Mode::Train, "cpu_ref", DType::f32);
+  EXPECT_GT(fused_count(*gpu), 0);
+  EXPECT_EQ(fused_count(*gpu), fused_count(*zoo)) << "the imported model fuses as the zoo model does";
+  for (Executable* e : {gpu.get(), ref.get()}) e->run();
+  gpu->synchronize();
+  expect_same_step(*gpu, *ref, tf32_disabled() ? DType::f32 : DType::f16, "ONNX import train step");
+
+  auto infer_gpu = load(folded, passes::Mode::Infer, "cuda", DType::f16);
+  auto infer_ref = load(kept, passes::Mode::Infer, "cpu_ref", DType::f32);
+  for (Executable* e : {infer_gpu.get(), infer_ref.get()}) e->run();
+  test_support::expect_close_norm(values_of(*infer_gpu, infer_gpu->logits()), values_of(*infer_ref, infer_ref->logits()),
+                                  2e-2, "folded ONNX on cuda f16 vs unfolded on cpu_ref");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
