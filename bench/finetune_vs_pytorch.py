@@ -187,6 +187,7 @@ def train_trident(args, seed, folder, onnx_path, emit):
         cmd += ["--test-limit", str(args.test_limit)]
     if args.workers:
         cmd += ["--workers", str(args.workers)]
+    cmd += args.trident_arg
     print("finetune_vs_pytorch: " + " ".join(cmd), file=sys.stderr)
     subprocess.run(cmd, check=True, stdout=sys.stderr)
     top1 = None
@@ -258,6 +259,8 @@ def main():
     p.add_argument("--seeds", default="1,2")
     p.add_argument("--train-limit", type=int, default=0)
     p.add_argument("--test-limit", type=int, default=0)
+    p.add_argument("--trident-arg", action="append", default=[],
+                   help="one more argument for `trident train` (repeatable), e.g. --trident-arg=--no-cuda-graph")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     folder = os.path.join(args.out, "folder")
@@ -281,7 +284,7 @@ def main():
         finals["trident"].append(top1)
         ckpt = ckpt or seed_ckpt
         finals["pytorch"].append(train_pytorch(args, seed, folder, emit))
-    summary = {"summary": True, "trident_top1": finals["trident"], "pytorch_top1": finals["pytorch"],
+    summary = {"summary": True, "trident_args": args.trident_arg, "trident_top1": finals["trident"], "pytorch_top1": finals["pytorch"],
                "mean_difference_points": 100 * (sum(finals["trident"]) / len(finals["trident"]) -
                                                 sum(finals["pytorch"]) / len(finals["pytorch"])),
                "pytorch_seed_spread_points": 100 * (max(finals["pytorch"]) - min(finals["pytorch"]))}

@@ -26,6 +26,11 @@ struct BackendOptions {
   // trident's own tensor-core kernel with its batch statistics (backends/cuda/device/
   // small_channel_conv.h), timed against cuDNN where candidates are timed; off: cuDNN always.
   bool small_channel_conv = true;
+  // GPU: a data-gradient convolution whose weight gradient follows it runs on a second stream
+  // beside that weight gradient (both read the same dy). Off by default: with recorded steps it
+  // broke f16/bf16 training of ResNet-18 on 32-pixel images (GpuNetwork.RecordedStepsTrain…),
+  // a race not yet found; off, the two run one after the other.
+  bool side_stream = false;
   // The same bits on every run, and on the CPU backends at every thread count: nothing is
   // chosen by timing (autotune and Winograd's automatic choice are off), cuDNN runs only its
   // deterministic engines (a layer that has none is an error), and the cpu backend computes the

@@ -6,6 +6,7 @@
 // Skipped, with the reason, without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -442,6 +443,56 @@ TEST(GpuNetwork, LossFallsWhenTrainingOnGpu) {
   EXPECT_GT(t.evaluate(ds).accuracy, 0.8);
 }
 
+
+// ResNet-18 on 32-pixel images: its last stage runs on 1×1 feature maps and its third on 2×2.
+// Training it from an image folder in f16 or bf16 with recorded steps (CUDA graphs) stayed at
+// chance where direct steps learned (and where 64-pixel images, f32, or ResNet-20 learned with
+// recorded steps too). Recorded steps must train it as direct steps do: the same batch for
+// a few steps, every f32 parameter and state (the loss scale included) finite and within a
+// loose tolerance of the direct executable's after each step (two direct f16 executables
+// already differ by 10 % in a batchnorm's momentum over 64 values after one step); the first
+// one outside is named. With the data gradients on the side stream this failed (NaN in bf16);
+// the side stream is off by default until it passes.
+std::string first_recorded_divergence(const ir::Graph& model, DType precision, bool side_stream) {
+  auto build = [&](bool graph) {
+    passes::CompileOptions opt;
+    opt.mode = passes::Mode::Train;
+    opt.backend = "cuda";
+    opt.precision = precision;
+    auto exe = Executable::compile(model, opt, {.autotune = false, .cuda_graph = graph, .side_stream = side_stream});
+    exe->init_parameters(42);
+    feed(*exe, 10);
+    return exe;
+  };
+  auto recorded = build(true), direct = build(false);
+  for (int step = 1; step <= 5; ++step) {
+    recorded->run();
+    direct->run();
+    for (int v = 0; v < recorded->graph().num_values(); ++v) {
+      const ir::Value& val = recorded->graph().value(v);
+      if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
+      if (!recorded->has(val.name) || val.dtype != DType::f32) continue;
+      const std::vector<double> got = values_of(*recorded, v), want = values_of(*direct, direct->value_id(val.name));
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        diff += (got[i] - want[i]) * (got[i] - want[i]);
+        norm += want[i] * want[i];
+      }
+      const double rel = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-12);
+      if (!(rel <= 0.5))
+        return "'" + val.name + "' after step " + std::to_string(step) + ": relative difference " + std::to_string(rel) +
+               (recorded->context().has_recording() ? " (recorded)" : " (not recorded)");
+    }
+  }
+  return recorded->context().has_recording() ? "" : "the step was not recorded";
+}
+
+TEST(GpuNetwork, RecordedStepsTrainAResNet18OnSmallImagesAsDirectStepsDo) {
+  TRIDENT_REQUIRE_GPU();
+  const ir::Graph model = frontend::build_model("resnet18", {.batch = 64, .height = 32, .width = 32, .classes = 10});
+  for (DType precision : {DType::f16, DType::bf16})
+    EXPECT_EQ(first_recorded_divergence(model, precision, /*side_stream=*/false), "") << dtype_name(precision);
+}
 
 // The path of a PyTorch user's model through ONNX, in the build the GPU machine runs: resnet_cifar
 // with trained running statistics written out by the exporter (BatchNormalization kept, and

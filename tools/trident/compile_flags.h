@@ -148,6 +148,10 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f) {
   sub->add_flag("!--no-small-channel-conv", f.backend_options.small_channel_conv,
                 "On the GPU, run a first layer's few-channel convolution on cuDNN rather than on trident's "
                 "own kernel with its batch statistics");
+  sub->add_flag("--side-stream", f.backend_options.side_stream,
+                "On the GPU, run each data-gradient convolution beside its weight gradient on a second "
+                "stream (faster on large layers; with recorded steps it has broken f16/bf16 training of "
+                "small feature maps)");
   sub->add_flag("--deterministic", f.backend_options.deterministic,
                 "The same bits on every run, and on the CPU at every thread count: nothing is chosen by "
                 "timing (as --no-autotune), cuDNN runs only deterministic engines (a layer without one "

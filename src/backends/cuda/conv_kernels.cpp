@@ -139,7 +139,7 @@ class ConvDgradKernel final : public Kernel {
     GraphBuild b = cached_graph(ctx, dgrad_graph(p));
     if (!b.graph) fail(node, b.failure);
     graph_ = b.graph;
-    side_ = dgrad_then_wgrad(g, position_in_order(g, node.id));
+    side_ = ctx.kernel_options().backend.side_stream && dgrad_then_wgrad(g, position_in_order(g, node.id));
     if (side_) fork_ = ctx.stream_fork(node.inputs[0]);
     ctx.reserve_workspace(side_ ? 1 : 0, graph_->workspace_bytes());
   }
@@ -220,7 +220,7 @@ class ConvWgradKernel final : public Kernel, public ReportsPath {
     }
     io_ = elem_of(node, x, "the input");
     ctx.reserve_workspace(0, layout.total());
-    joins_ = dgrad_then_wgrad(g, position_in_order(g, node.id) - 1);
+    joins_ = ctx.kernel_options().backend.side_stream && dgrad_then_wgrad(g, position_in_order(g, node.id) - 1);
     if (joins_) fork_ = ctx.stream_fork(node.inputs[1]);
   }
 

@@ -284,6 +284,11 @@ RgbImage decode_png(const uint8_t* bytes, size_t size, const std::string& what, 
   if (g.png) g.info = png_create_info_struct(g.png);
   if (!g.png || !g.info) throw Error("libpng could not start decoding " + what);
   png_set_user_limits(g.png, 1u << 24, 1u << 24);
+  // One ancillary chunk (text, ICC profile, decompressed) may claim at most 1 MiB and a file
+  // at most 1000 of them: a 124-byte file otherwise had libpng allocate 576 MiB while reading
+  // its header, past every budget (the pixels are bounded by the decode share, not by this).
+  png_set_chunk_malloc_max(g.png, 1u << 20);
+  png_set_chunk_cache_max(g.png, 1000);
   PngReader reader{bytes, size};
   RgbImage img;
   switch (decode_png_trapped(g.png, g.info, &trap, &reader, max_bytes, &img)) {
