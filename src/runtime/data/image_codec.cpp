@@ -277,16 +277,34 @@ PngOutcome decode_png_trapped(png_structp png, png_infop info, ErrorTrap* trap, 
   return PngOutcome::Decoded;
 }
 
+// libpng allocates a chunk's declared length before reading it, so a 124-byte file whose text
+// chunk claims 576 MiB cost that much (png_set_chunk_malloc_max did not stop it). Every chunk
+// before the first IDAT must fit in the file; the image data is read in pieces and bounded by
+// the decode share.
+void check_png_chunk_lengths(const uint8_t* bytes, size_t size, const std::string& what) {
+  size_t at = 8;  // after the signature
+  while (at + 8 <= size) {
+    const uint64_t length = (uint64_t{bytes[at]} << 24) | (uint64_t{bytes[at + 1]} << 16) |
+                            (uint64_t{bytes[at + 2]} << 8) | uint64_t{bytes[at + 3]};
+    const std::string type(reinterpret_cast<const char*>(bytes + at + 4), 4);
+    if (type == "IDAT") return;
+    if (length + 12 > size - at)
+      throw Error(what + ": its PNG chunk '" + printable(type) + "' claims " + std::to_string(length) +
+                  " bytes, more than the file holds");
+    at += static_cast<size_t>(length) + 12;
+  }
+}
+
 RgbImage decode_png(const uint8_t* bytes, size_t size, const std::string& what, uint64_t max_bytes) {
+  check_png_chunk_lengths(bytes, size, what);
   ErrorTrap trap;
   PngGuard g;
   g.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &trap, png_error_exit, png_ignore_warning);
   if (g.png) g.info = png_create_info_struct(g.png);
   if (!g.png || !g.info) throw Error("libpng could not start decoding " + what);
   png_set_user_limits(g.png, 1u << 24, 1u << 24);
-  // One ancillary chunk (text, ICC profile, decompressed) may claim at most 1 MiB and a file
-  // at most 1000 of them: a 124-byte file otherwise had libpng allocate 576 MiB while reading
-  // its header, past every budget (the pixels are bounded by the decode share, not by this).
+  // An ancillary chunk (text, ICC profile) may decompress to at most 1 MiB, and a file may
+  // hold at most 1000 of them.
   png_set_chunk_malloc_max(g.png, 1u << 20);
   png_set_chunk_cache_max(g.png, 1000);
   PngReader reader{bytes, size};

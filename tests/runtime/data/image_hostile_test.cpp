@@ -124,6 +124,23 @@ TEST(HostileImages, AJpegCutShortIsRefusedAtItsEndNotDecodedAsGrey) {
   EXPECT_LT(s, 0.5);
 }
 
+TEST(HostileImages, APngChunkLongerThanItsFileIsRefusedBeforeLibpngAllocatesIt) {
+  // The fuzzer's find: a 12x10 PNG whose tEXt chunk claims 576 MiB; libpng allocated the
+  // claimed length while reading the header.
+  const std::vector<uint8_t> head = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a,            // signature
+                                     0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 12, 0, 0, 0, 10,  // IHDR
+                                     8, 4, 0, 0, 0, 0x2a, 0x25, 0x77, 0x71,                      // its CRC
+                                     0x24, 0, 0, 0, 't', 'E', 'X', 't'};                         // tEXt
+  std::vector<uint8_t> file = head;
+  file.resize(head.size() + 100, 'x');  // the first of its claimed bytes
+  std::string err;
+  const double s = seconds_of([&] { err = error_of([&] { decode_image(file.data(), file.size(), "text.png"); }); });
+  EXPECT_NE(err.find("its PNG chunk 'tEXt' claims 603979776 bytes, more than the file holds"),
+            std::string::npos)
+      << err;
+  EXPECT_LT(s, 0.5);
+}
+
 TEST(HostileImages, AnEvaluationResizePastIntIsRefusedNotOverflowed) {
   RgbImage line;
   line.width = 1 << 24;
