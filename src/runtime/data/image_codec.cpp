@@ -284,8 +284,7 @@ PngOutcome decode_png_trapped(png_structp png, png_infop info, ErrorTrap* trap, 
 void check_png_chunk_lengths(const uint8_t* bytes, size_t size, const std::string& what) {
   size_t at = 8;  // after the signature
   while (at + 8 <= size) {
-    const uint64_t length = (uint64_t{bytes[at]} << 24) | (uint64_t{bytes[at + 1]} << 16) |
-                            (uint64_t{bytes[at + 2]} << 8) | uint64_t{bytes[at + 3]};
+    const uint64_t length = png_get_uint_32(bytes + at);
     const std::string type(reinterpret_cast<const char*>(bytes + at + 4), 4);
     if (type == "IDAT") return;
     if (length + 12 > size - at)
