@@ -259,6 +259,8 @@ def main():
     p.add_argument("--seeds", default="1,2")
     p.add_argument("--train-limit", type=int, default=0)
     p.add_argument("--test-limit", type=int, default=0)
+    p.add_argument("--systems", default="trident,pytorch",
+                   help="which to train: trident, pytorch or both (a comma list); the summary compares what ran")
     p.add_argument("--trident-arg", action="append", default=[],
                    help="one more argument for `trident train` (repeatable), e.g. --trident-arg=--no-cuda-graph")
     args = p.parse_args()
@@ -273,6 +275,9 @@ def main():
         results.write(line + "\n")
         results.flush()
 
+    systems = set(args.systems.split(","))
+    if not systems or not systems <= {"trident", "pytorch"}:
+        p.error("--systems takes trident, pytorch or both")
     finals = {"trident": [], "pytorch": []}
     ckpt = None
     for seed in [int(s) for s in args.seeds.split(",")]:
@@ -280,15 +285,24 @@ def main():
             os.path.join(args.out, f"resnet18_seed{seed}.onnx")
         how = export_onnx(make_module(seed), args.image_size, onnx_path)
         emit({"seed": seed, "export": how, "onnx": onnx_path})
-        top1, seed_ckpt = train_trident(args, seed, folder, onnx_path, emit)
-        finals["trident"].append(top1)
-        ckpt = ckpt or seed_ckpt
-        finals["pytorch"].append(train_pytorch(args, seed, folder, emit))
-    summary = {"summary": True, "trident_args": args.trident_arg, "trident_top1": finals["trident"], "pytorch_top1": finals["pytorch"],
-               "mean_difference_points": 100 * (sum(finals["trident"]) / len(finals["trident"]) -
-                                                sum(finals["pytorch"]) / len(finals["pytorch"])),
-               "pytorch_seed_spread_points": 100 * (max(finals["pytorch"]) - min(finals["pytorch"]))}
-    summary["state_dict_logits_max_rel_error"] = state_dict_check(args, ckpt, folder)
+        if "trident" in systems:
+            top1, seed_ckpt = train_trident(args, seed, folder, onnx_path, emit)
+            finals["trident"].append(top1)
+            ckpt = ckpt or seed_ckpt
+        if "pytorch" in systems:
+            finals["pytorch"].append(train_pytorch(args, seed, folder, emit))
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    spread = lambda v: 100 * (max(v) - min(v))  # noqa: E731
+    summary = {"summary": True, "precision": args.precision, "trident_args": args.trident_arg}
+    for system, tops in finals.items():
+        if tops:
+            summary[f"{system}_top1"] = tops
+            summary[f"{system}_mean_top1"] = mean(tops)
+            summary[f"{system}_seed_spread_points"] = spread(tops)
+    if finals["trident"] and finals["pytorch"]:
+        summary["mean_difference_points"] = 100 * (mean(finals["trident"]) - mean(finals["pytorch"]))
+    if ckpt:
+        summary["state_dict_logits_max_rel_error"] = state_dict_check(args, ckpt, folder)
     emit(summary)
 
 

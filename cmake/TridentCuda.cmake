@@ -48,6 +48,7 @@ message(STATUS "trident: GPU backend on CUDA ${CUDAToolkit_VERSION}, sm_${TRIDEN
 
 file(GLOB_RECURSE TRIDENT_CUDA_SOURCES CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cpp ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cu)
+list(FILTER TRIDENT_CUDA_SOURCES EXCLUDE REGEX "/traits\\.cpp$")  # built always (CMakeLists.txt)
 target_sources(trident_core PRIVATE ${TRIDENT_CUDA_SOURCES})
 set_target_properties(trident_core PROPERTIES CUDA_ARCHITECTURES "${TRIDENT_CUDA_ARCHITECTURES}"
                       CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)

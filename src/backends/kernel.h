@@ -11,6 +11,7 @@
 #include "backends/backend_context.h"
 #include "core/tensor_view.h"
 #include "ir/graph.h"
+#include "ops/backend_traits.h"
 
 namespace trident {
 
@@ -68,10 +69,19 @@ class KernelRegistry {
                                       const ir::Graph& g);
   static bool has(const std::string& backend, const std::string& op);
   static std::vector<std::string> backends();
+  // What `backend` states to the compile pipeline (its traits.cpp); a name no backend declares
+  // gets the defaults (decompositions only, no strategy).
+  static const ops::BackendTraits& traits(const std::string& backend);
 };
 
 // The backend to run on when none is named: "cpu" where oneDNN is built, else "cpu_ref".
 std::string default_backend();
+
+// Each backend's traits (backends/<name>/traits.cpp): declared whether or not its kernels are
+// built, so graphs for it can be compiled and checked on any machine.
+ops::BackendTraits cpu_ref_traits();
+ops::BackendTraits cpu_traits();
+ops::BackendTraits cuda_traits();
 
 // Each backend's registration entry point (called once, lazily, by KernelRegistry).
 void register_cpu_ref_kernels();

@@ -16,9 +16,14 @@ std::map<std::string, ContextFactory>& contexts() {
   static std::map<std::string, ContextFactory> c;
   return c;
 }
+std::map<std::string, ops::BackendTraits>& traits_table() {
+  static std::map<std::string, ops::BackendTraits> t;
+  return t;
+}
 std::once_flag g_once;
 void ensure_builtins() {
   std::call_once(g_once, [] {
+    traits_table() = {{"cpu_ref", cpu_ref_traits()}, {"cpu", cpu_traits()}, {"cuda", cuda_traits()}};
     register_cpu_ref_kernels();
 #ifdef TRIDENT_HAVE_ONEDNN
     register_cpu_kernels();
@@ -47,6 +52,13 @@ void KernelRegistry::add(const std::string& backend, const std::string& op, Kern
 
 void KernelRegistry::add_fn(const std::string& backend, const std::string& op, KernelFn fn) {
   add(backend, op, [fn](const ir::Node&, const ir::Graph&, BackendContext&) { return make_fn_kernel(fn); });
+}
+
+const ops::BackendTraits& KernelRegistry::traits(const std::string& backend) {
+  ensure_builtins();
+  static const ops::BackendTraits undeclared;
+  auto it = traits_table().find(backend);
+  return it == traits_table().end() ? undeclared : it->second;
 }
 
 void KernelRegistry::add_context(const std::string& backend, ContextFactory factory) {

@@ -30,6 +30,7 @@
 
 #include "ops/cbr_operands.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -52,13 +53,13 @@ struct Readers {
 std::string describe(const ir::Graph& g, int node) { return "'" + g.node(node).name + "' (" + g.node(node).op + ")"; }
 
 // Empty when cbr `id` may hand its affine to its reader, else the reason.
-std::string classify(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,
+std::string classify(const ir::Graph& g, const ValueUses& uses,
                      const ir::Node& cbr, Readers& r) {
   const int y = cbr.outputs[ops::cbr_out::y];
   const int mask = cbr.outputs.size() > ops::cbr_out::relu_mask ? cbr.outputs[ops::cbr_out::relu_mask] : -1;
-  if (is_output[y]) return "its output '" + g.value(y).name + "' is a graph output";
-  if (mask >= 0 && is_output[mask]) return "its relu mask is a graph output";
-  for (int u : users[y]) {
+  if (uses.is_output(y)) return "its output '" + g.value(y).name + "' is a graph output";
+  if (mask >= 0 && uses.is_output(mask)) return "its relu mask is a graph output";
+  for (int u : uses.readers(y)) {
     const ir::Node& n = g.node(u);
     const bool only_at = std::count(n.inputs.begin(), n.inputs.end(), y) == 1 && n.inputs[0] == y;  // as input 0
     if ((is_fused_forward(n.op) || pools_by_index(n)) && only_at && !ops::has_prologue(n)) {
@@ -73,7 +74,7 @@ std::string classify(const ir::Graph& g, const std::vector<std::vector<int>>& us
     }
   }
   if (mask >= 0)
-    for (int u : users[mask]) {
+    for (int u : uses.readers(mask)) {
       const ir::Node& n = g.node(u);
       if (n.op != "batchnorm_relu_backward" || n.inputs[0] != mask) return "its relu mask is also read by " + describe(g, u);
       r.mask_readers.push_back(u);
@@ -101,8 +102,7 @@ constexpr const char* kDualPattern = "shortcut-bn";
 
 // Empty when the shortcut batchnorm feeding cbar `block` as its residual may be applied by
 // the cbar, else the reason; `bn` and `conv` are set when the shape of the pattern is there.
-std::string shortcut_refusal(const ir::Graph& g, const std::vector<std::vector<int>>& users,
-                             const std::vector<char>& is_output, const ir::Node& block, int& bn, int& conv) {
+std::string shortcut_refusal(const ir::Graph& g, const ValueUses& uses, const ir::Node& block, int& bn, int& conv) {
   const ops::CbrOperands o = ops::CbrOperands::of(block);
   const int residual = block.inputs[o.residual];
   bn = g.value(residual).producer;
@@ -112,12 +112,12 @@ std::string shortcut_refusal(const ir::Graph& g, const std::vector<std::vector<i
   conv = g.value(b.inputs[0]).producer;
   if (conv < 0 || g.node(conv).op != "conv2d") return "the shortcut's batchnorm does not follow a convolution";
   if (o.residual_affine >= 0) return "the block end already applies its residual's batchnorm";
-  if (is_output[residual] || users[residual].size() != 1 ||
+  if (uses.is_output(residual) || uses.readers(residual).size() != 1 ||
       std::count(block.inputs.begin(), block.inputs.end(), residual) != 1)
     return "the shortcut's batchnorm output has another reader";
   const int conv_out = b.inputs[0];
-  if (is_output[conv_out]) return "the shortcut's convolution output is a graph output";
-  for (int u : users[conv_out])
+  if (uses.is_output(conv_out)) return "the shortcut's convolution output is a graph output";
+  for (int u : uses.readers(conv_out))
     if (u != bn && !(g.node(u).op == "batchnorm2d_backward" && g.node(u).inputs[0] == conv_out))
       return "the shortcut's convolution output is also read by " + describe(g, u);
   return "";
@@ -126,11 +126,9 @@ std::string shortcut_refusal(const ir::Graph& g, const std::vector<std::vector<i
 void apply_shortcut_batchnorms(ir::Graph& g, PassContext& ctx) {
   for (int id : std::vector<int>(g.order())) {
     if (g.node(id).op != "cbar") continue;
-    const auto users = g.users();
-    std::vector<char> is_output(g.num_values(), 0);
-    for (int v : g.outputs()) is_output[v] = 1;
+    const ValueUses uses(g);
     int bn_id = -1, conv_id = -1;
-    const std::string reason = shortcut_refusal(g, users, is_output, g.node(id), bn_id, conv_id);
+    const std::string reason = shortcut_refusal(g, uses, g.node(id), bn_id, conv_id);
     if (bn_id < 0 || conv_id < 0 || (reason.rfind("the residual is not", 0) == 0)) continue;  // no shortcut batchnorm
     if (!reason.empty()) {
       ctx.rejections.push_back({"defer_bn_apply", kDualPattern, g.node(id).name, reason});
@@ -155,12 +153,13 @@ void apply_shortcut_batchnorms(ir::Graph& g, PassContext& ctx) {
 
 }  // namespace
 
-// On the GPU only cuDNN's f16 engines run the prologue inside the convolution; for other
-// dtypes the apply kernel would run twice (forward and again for the weight gradient), which
-// buys memory with speed: then only where asked for (bn_apply_prologue = 1).
+// Where the backend's convolutions do not run the prologue inside them in this dtype (on the
+// GPU only cuDNN's f16 engines do), the apply kernel would run twice (forward and again for
+// the weight gradient), which buys memory with speed: then only where asked for
+// (bn_apply_prologue = 1).
 std::string prologue_refusal(const CompileOptions& o) {
-  if (o.bn_apply_prologue > 0 || o.backend != "cuda" || o.precision == DType::f16) return "";
-  return "cuDNN's fused prologue takes f16 only; in " + std::string(dtype_name(o.precision)) +
+  if (o.bn_apply_prologue > 0 || o.traits.fuses_prologue_in(o.precision)) return "";
+  return o.traits.fused_prologue_limit + "; in " + std::string(dtype_name(o.precision)) +
          " the apply would run twice (forced with bn_apply_prologue = 1)";
 }
 
@@ -177,12 +176,10 @@ void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
                                 "its relu is clipped (ReLU6), which the next convolution's prologue does not apply"});
       continue;
     }
-    const auto users = g.users();
-    std::vector<char> is_output(g.num_values(), 0);
-    for (int v : g.outputs()) is_output[v] = 1;
+    const ValueUses uses(g);
     const ir::Node cbr = g.node(id);
     Readers r;
-    const std::string reason = classify(g, users, is_output, cbr, r);
+    const std::string reason = classify(g, uses, cbr, r);
     if (!reason.empty()) {
       ctx.rejections.push_back({"defer_bn_apply", kPattern, cbr.name, reason});
       continue;

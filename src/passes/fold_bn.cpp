@@ -8,6 +8,7 @@
 // so the executable computes them once per weight update, not per step.
 #include "core/error.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -29,9 +30,7 @@ void fold_bn(ir::Graph& g, PassContext& ctx) {
       continue;
     }
     const ir::Node conv = g.node(producer);
-    auto users = g.users();
-    size_t consumers = users[conv.outputs[0]].size();
-    for (int out : g.outputs()) consumers += out == conv.outputs[0];
+    const size_t consumers = ValueUses(g).consumers(conv.outputs[0]);
     if (consumers != 1) {
       ctx.rejections.push_back({"fold_bn", "conv-bn", bn.name,
                                 "the conv output '" + conv.name + "' has " + std::to_string(consumers) +

@@ -14,6 +14,7 @@
 
 #include "ops/optimizer_params.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -35,15 +36,15 @@ std::vector<size_t> gradient_positions(const ir::Node& optimizer) {
 }
 
 // Empty when every output of `cast` may be replaced by its input in the optimizer, else why not.
-std::string refusal(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,
+std::string refusal(const ir::Graph& g, const ValueUses& uses,
                     const ir::Node& cast, int optimizer) {
   for (size_t k = 0; k < cast.outputs.size(); ++k) {
     const ir::Value &from = g.value(cast.inputs[k]), &to = g.value(cast.outputs[k]);
     if (to.dtype != DType::f32 || (from.dtype != DType::f16 && from.dtype != DType::bf16))
       return "it casts " + std::string(dtype_name(from.dtype)) + " to " + std::string(dtype_name(to.dtype)) +
              ", not f16 or bf16 to f32";
-    if (is_output[cast.outputs[k]]) return "the gradient '" + to.name + "' is a graph output";
-    if (users[cast.outputs[k]] != std::vector<int>{optimizer}) return "the gradient '" + to.name + "' has another reader";
+    if (uses.is_output(cast.outputs[k])) return "the gradient '" + to.name + "' is a graph output";
+    if (uses.readers(cast.outputs[k]) != std::vector<int>{optimizer}) return "the gradient '" + to.name + "' has another reader";
     if (std::count(g.node(optimizer).inputs.begin(), g.node(optimizer).inputs.end(), cast.outputs[k]) != 1)
       return "the optimizer reads the gradient '" + to.name + "' twice";
   }
@@ -67,12 +68,10 @@ void fold_gradient_cast(ir::Graph& g, PassContext& ctx) {
     if ((op == "cast" || op == "cast_group") && std::find(casts.begin(), casts.end(), producer) == casts.end())
       casts.push_back(producer);
   }
-  const auto users = g.users();
-  std::vector<char> is_output(g.num_values(), 0);
-  for (int v : g.outputs()) is_output[v] = 1;
+  const ValueUses uses(g);
   for (int id : casts) {
     const ir::Node cast = g.node(id);
-    const std::string reason = refusal(g, users, is_output, cast, optimizer);
+    const std::string reason = refusal(g, uses, cast, optimizer);
     if (!reason.empty()) {
       ctx.rejections.push_back({"fold_gradient_cast", kPattern, cast.name, reason});
       continue;

@@ -14,6 +14,7 @@
 
 #include "ops/cbr_operands.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -23,12 +24,12 @@ constexpr const char* kPattern = "grad-sum";
 constexpr size_t kDy = ops::bn_relu_bwd_in::dy, kPlainInputs = ops::bn_relu_bwd_in::dy_other;
 
 // Empty when the add feeding `bwd`'s dy may be folded into it, else the reason.
-std::string refusal(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,
+std::string refusal(const ir::Graph& g, const ValueUses& uses,
                     const ir::Node& add, const ir::Node& bwd) {
   const int sum = add.outputs[0];
   if (bwd.inputs.size() != kPlainInputs) return "the backward already adds a second gradient";
-  if (is_output[sum]) return "the sum '" + g.value(sum).name + "' is a graph output";
-  if (users[sum].size() != 1) return "the sum '" + g.value(sum).name + "' has " + std::to_string(users[sum].size()) + " readers";
+  if (uses.is_output(sum)) return "the sum '" + g.value(sum).name + "' is a graph output";
+  if (uses.readers(sum).size() != 1) return "the sum '" + g.value(sum).name + "' has " + std::to_string(uses.readers(sum).size()) + " readers";
   if (std::count(bwd.inputs.begin(), bwd.inputs.end(), sum) != 1) return "the backward reads the sum twice";
   const ir::Value &a = g.value(add.inputs[0]), &b = g.value(add.inputs[1]), &s = g.value(sum);
   if (a.shape != s.shape || b.shape != s.shape) return "the add broadcasts";
@@ -45,11 +46,9 @@ void fold_gradient_sum(ir::Graph& g, PassContext& ctx) {
     const int dy = g.node(id).inputs[kDy];
     const int producer = g.value(dy).producer;
     if (producer < 0 || g.node(producer).op != "add") continue;
-    const auto users = g.users();
-    std::vector<char> is_output(g.num_values(), 0);
-    for (int v : g.outputs()) is_output[v] = 1;
+    const ValueUses uses(g);
     const ir::Node add = g.node(producer);
-    const std::string reason = refusal(g, users, is_output, add, g.node(id));
+    const std::string reason = refusal(g, uses, add, g.node(id));
     if (!reason.empty()) {
       ctx.rejections.push_back({"fold_gradient_sum", kPattern, add.name, reason});
       continue;

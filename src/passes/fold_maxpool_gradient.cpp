@@ -17,6 +17,7 @@
 #include "ops/cbr_operands.h"
 #include "ops/window.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -25,7 +26,7 @@ namespace {
 constexpr const char* kPattern = "maxpool-grad";
 
 // Empty when the pooling backward `route` may be folded into its reader `bwd`, else the reason.
-std::string refusal(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,
+std::string refusal(const ir::Graph& g, const ValueUses& uses,
                     const ir::Node& route, const ir::Node& bwd) {
   const int dy = route.outputs[0];
   const ops::Window w = ops::pool_window(route.attrs);
@@ -33,8 +34,8 @@ std::string refusal(const ir::Graph& g, const std::vector<std::vector<int>>& use
     return "its windows overlap or are padded, so each cell would gather from several windows in both passes";
   if (ops::has_dy_other(bwd)) return "the backward also adds a second gradient";
   if (ops::has_pooled_dy(bwd)) return "the backward already routes a pooled gradient";
-  if (is_output[dy]) return "the gradient '" + g.value(dy).name + "' is a graph output";
-  if (users[dy].size() != 1) return "the gradient '" + g.value(dy).name + "' has " + std::to_string(users[dy].size()) + " readers";
+  if (uses.is_output(dy)) return "the gradient '" + g.value(dy).name + "' is a graph output";
+  if (uses.readers(dy).size() != 1) return "the gradient '" + g.value(dy).name + "' has " + std::to_string(uses.readers(dy).size()) + " readers";
   if (g.value(route.inputs[1]).dtype != g.value(dy).dtype) return "the pooled gradient and the routed one differ in dtype";
   if (g.value(dy).shape != g.value(bwd.inputs[ops::bn_relu_bwd_in::conv_out]).shape)
     return "the routed gradient does not have the conv output's shape";
@@ -63,11 +64,9 @@ void fold_maxpool_gradient(ir::Graph& g, PassContext& ctx) {
     if (g.node(id).op != "batchnorm_relu_backward") continue;
     const int producer = pooling_backward_of(g, g.node(id));
     if (producer < 0) continue;
-    const auto users = g.users();
-    std::vector<char> is_output(g.num_values(), 0);
-    for (int v : g.outputs()) is_output[v] = 1;
+    const ValueUses uses(g);
     const ir::Node route = g.node(producer);
-    const std::string reason = refusal(g, users, is_output, route, g.node(id));
+    const std::string reason = refusal(g, uses, route, g.node(id));
     if (!reason.empty()) {
       ctx.rejections.push_back({"fold_maxpool_gradient", kPattern, route.name, reason});
       continue;

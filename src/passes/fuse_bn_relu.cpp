@@ -16,6 +16,7 @@
 #include "ir/op_registry.h"
 #include "ops/bn_relu_operands.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -30,20 +31,14 @@ struct Candidate {
   bool feeds_conv = false;  // the relu output is the data input of a convolution
 };
 
-// Readers of a value, a graph output counting as one.
-size_t consumers(const std::vector<std::vector<int>>& users, const std::vector<char>& is_output, int v) {
-  return users[v].size() + static_cast<size_t>(is_output[v]);
-}
-
 // Empty when legal, else the reason.
-std::string match(const ir::Graph& g, const std::vector<std::vector<int>>& users, const std::vector<char>& is_output,
-                  bool training_graph, int bn_id, Candidate& c) {
+std::string match(const ir::Graph& g, const ValueUses& uses, bool training_graph, int bn_id, Candidate& c) {
   const ir::Node& bn = g.node(bn_id);
   c.bn = bn_id;
   // A convolution's own batchnorm is cbr's (training) or fold_bn's (inference), even where
   // that pass is switched off: its off switch then still means "unfused".
   const int conv = g.value(bn.inputs[0]).producer;
-  if (conv >= 0 && g.node(conv).op == "conv2d" && consumers(users, is_output, bn.inputs[0]) == 1)
+  if (conv >= 0 && g.node(conv).op == "conv2d" && uses.consumers(bn.inputs[0]) == 1)
     return training_graph ? "the batchnorm follows its convolution: that is conv → bn → relu (fuse_conv_bn_relu)"
                           : "the batchnorm follows its convolution, which fold_bn folds it into";
   const bool batch_statistics = bn.attrs.i("training", 1) != 0;
@@ -51,21 +46,21 @@ std::string match(const ir::Graph& g, const std::vector<std::vector<int>>& users
     return "the batchnorm uses its running statistics in a training graph (no backward for that form)";
   if (!is_floating(g.value(bn.inputs[0]).dtype)) return "unsupported dtype";
   for (size_t i = 1; i < bn.outputs.size(); ++i)
-    if (consumers(users, is_output, bn.outputs[i]) != 0)
+    if (uses.consumers(bn.outputs[i]) != 0)
       return "the batchnorm's statistics output '" + g.value(bn.outputs[i]).name + "' is read elsewhere";
   const int bn_out = bn.outputs[0];
-  if (consumers(users, is_output, bn_out) != 1)
+  if (uses.consumers(bn_out) != 1)
     return "the batchnorm output '" + g.value(bn_out).name + "' has " +
-           std::to_string(consumers(users, is_output, bn_out)) + " consumers";
-  const ir::Node& relu = g.node(users[bn_out][0]);
+           std::to_string(uses.consumers(bn_out)) + " consumers";
+  const ir::Node& relu = g.node(uses.only_reader(bn_out));
   if (relu.op != "relu") return "the batchnorm output feeds '" + relu.name + "' (" + relu.op + "), not a relu";
   c.relu = relu.id;
   const int relu_out = relu.outputs[0];
-  if (consumers(users, is_output, relu_out) != 1)
+  if (uses.consumers(relu_out) != 1)
     return "the relu output '" + g.value(relu_out).name + "' has " +
-           std::to_string(consumers(users, is_output, relu_out)) + " consumers";
-  if (!is_output[relu_out]) {
-    const ir::Node& next = g.node(users[relu_out][0]);
+           std::to_string(uses.consumers(relu_out)) + " consumers";
+  if (uses.only_reader(relu_out) >= 0) {
+    const ir::Node& next = g.node(uses.only_reader(relu_out));
     c.feeds_conv = ir::OpRegistry::get(next.op).reads_conv_input && next.inputs[0] == relu_out;
   }
   return "";
@@ -79,13 +74,11 @@ void fuse_bn_relu(ir::Graph& g, PassContext& ctx) {
   for (int bn_id : order) {
     if (g.node(bn_id).op != "batchnorm2d") continue;
     // Consumers change as earlier candidates fuse: recount for each.
-    const auto users = g.users();
-    const std::vector<int>& readers = users[g.node(bn_id).outputs[0]];
+    const ValueUses uses(g);
+    const std::vector<int>& readers = uses.readers(g.node(bn_id).outputs[0]);
     if (std::none_of(readers.begin(), readers.end(), [&](int r) { return g.node(r).op == "relu"; })) continue;
-    std::vector<char> is_output(g.num_values(), 0);
-    for (int v : g.outputs()) is_output[v] = 1;
     Candidate c;
-    const std::string reason = match(g, users, is_output, training_graph, bn_id, c);
+    const std::string reason = match(g, uses, training_graph, bn_id, c);
     const ir::Node bn = g.node(bn_id);
     if (!reason.empty()) {
       ctx.rejections.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, bn.name, reason});

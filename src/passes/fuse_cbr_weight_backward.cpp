@@ -19,6 +19,7 @@
 #include "ops/cbr_weight_backward.h"
 #include "ops/window.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -27,7 +28,7 @@ namespace {
 constexpr const char* kPattern = "bn-backward+wgrad";
 
 // Empty when `bwd` and the weight gradient `wgrad` reading its dconv may fuse, else why not.
-std::string refusal(const ir::Graph& g, const ir::Node& bwd, const ir::Node& wgrad, bool gpu) {
+std::string refusal(const ir::Graph& g, const ir::Node& bwd, const ir::Node& wgrad, bool one_pass) {
   if (wgrad.attrs.i("prologue", 0)) return "the weight gradient reads its input through a deferred batchnorm apply";
   if (wgrad.attrs.i("has_bias", 0)) return "the weight gradient also gives the bias's";
   if (bwd.attrs.i("residual", 0)) return "the batchnorm backward also gives a residual's gradient";
@@ -45,8 +46,8 @@ std::string refusal(const ir::Graph& g, const ir::Node& bwd, const ir::Node& wgr
   form.groups = window.groups;
   form.dilation_h = window.dil.h;
   form.dilation_w = window.dil.w;
-  // The reference backend runs any dtype by the decomposition; the GPU's kernel takes f16/bf16.
-  form.dtype = gpu ? conv_out.dtype : DType::f16;
+  // A backend that runs it by the decomposition takes any dtype; a one-pass kernel its own.
+  form.dtype = one_pass ? conv_out.dtype : DType::f16;
   return ops::cbr_weight_backward_refusal(form);
 }
 
@@ -54,19 +55,17 @@ std::string refusal(const ir::Graph& g, const ir::Node& bwd, const ir::Node& wgr
 
 void fuse_cbr_weight_backward(ir::Graph& g, PassContext& ctx) {
   namespace in = ops::bn_relu_bwd_in;
-  const bool gpu = ctx.options.backend == "cuda";
-  const auto users = g.users();
-  std::vector<char> is_output(g.num_values(), 0);
-  for (int v : g.outputs()) is_output[v] = 1;
+  const bool one_pass = ctx.options.traits.cbr_weight_backward_one_pass;
+  const ValueUses uses(g);
   const std::vector<int> order = g.order();
   for (int id : order) {
     if (g.node(id).op != "batchnorm_relu_backward") continue;
     const int dconv = g.node(id).outputs[ops::bn_relu_bwd_out::dconv];
     // Only a layer whose input takes no gradient is a candidate: its dconv has one reader.
-    if (is_output[dconv] || users[dconv].size() != 1) continue;
-    const ir::Node& wgrad = g.node(users[dconv][0]);
+    if (uses.is_output(dconv) || uses.readers(dconv).size() != 1) continue;
+    const ir::Node& wgrad = g.node(uses.readers(dconv)[0]);
     if (wgrad.op != "conv2d_backward_weight" || wgrad.inputs[1] != dconv) continue;
-    const std::string reason = refusal(g, g.node(id), wgrad, gpu);
+    const std::string reason = refusal(g, g.node(id), wgrad, one_pass);
     if (!reason.empty()) {
       ctx.rejections.push_back({"fuse_cbr_weight_backward", kPattern, g.node(id).name, reason});
       continue;

@@ -12,6 +12,7 @@
 #include "ops/cbr_operands.h"
 #include "passes/pass.h"
 #include "passes/relu_bound.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -24,8 +25,7 @@ struct Candidate {
 };
 
 // Returns the empty string when legal, else the reason.
-std::string match(const ir::Graph& g, const std::vector<std::vector<int>>& users,
-                  const std::vector<char>& is_output, int bn_id, Candidate& c) {
+std::string match(const ir::Graph& g, const ValueUses& uses, int bn_id, Candidate& c) {
   const ir::Node& bn = g.node(bn_id);
   const int conv_out = bn.inputs[0];
   c.bn = bn_id;
@@ -33,30 +33,28 @@ std::string match(const ir::Graph& g, const std::vector<std::vector<int>>& users
   const ir::Node& conv = g.node(c.conv);
   if (!bn.attrs.i("training", 1)) return "the batchnorm is in inference mode (running statistics)";
   if (!is_floating(g.value(conv_out).dtype)) return "unsupported dtype";
-  if (users[conv_out].size() != 1 || is_output[conv_out])
-    return "the conv output '" + g.value(conv_out).name + "' has " +
-           std::to_string(users[conv_out].size() + is_output[conv_out]) + " consumers";
+  if (uses.only_reader(conv_out) < 0)
+    return "the conv output '" + g.value(conv_out).name + "' has " + std::to_string(uses.consumers(conv_out)) +
+           " consumers";
   for (size_t i = 1; i < bn.outputs.size(); ++i)
-    if (!users[bn.outputs[i]].empty() || is_output[bn.outputs[i]])
+    if (uses.consumers(bn.outputs[i]) != 0)
       return "the batchnorm's statistics output '" + g.value(bn.outputs[i]).name + "' is read elsewhere";
   const int bn_out = bn.outputs[0];
-  if (users[bn_out].size() != 1 || is_output[bn_out])
-    return "the batchnorm output has " + std::to_string(users[bn_out].size() + is_output[bn_out]) +
-           " consumers";
-  const ir::Node& next = g.node(users[bn_out][0]);
+  if (uses.only_reader(bn_out) < 0)
+    return "the batchnorm output has " + std::to_string(uses.consumers(bn_out)) + " consumers";
+  const ir::Node& next = g.node(uses.only_reader(bn_out));
   int relu_in = bn_out;
   if (next.op == "add") {
     c.add = next.id;
     c.residual = next.inputs[0] == bn_out ? next.inputs[1] : next.inputs[0];
     if (c.residual == bn_out) return "the add reads the batchnorm output twice";
     relu_in = next.outputs[0];
-    if (users[relu_in].size() != 1 || is_output[relu_in])
-      return "the add output has " + std::to_string(users[relu_in].size() + is_output[relu_in]) +
-             " consumers";
+    if (uses.only_reader(relu_in) < 0)
+      return "the add output has " + std::to_string(uses.consumers(relu_in)) + " consumers";
   } else if (next.op != "relu" && relu_bound(next) == 0) {
     return "the batchnorm output feeds '" + next.name + "' (" + next.op + "), not a relu, a clip(0, m) or an add";
   }
-  const ir::Node& relu = g.node(users[relu_in][0]);
+  const ir::Node& relu = g.node(uses.only_reader(relu_in));
   if (relu.op != "relu" && c.add >= 0)
     return "the add output feeds '" + relu.name + "' (" + relu.op + "), not a relu" +
            (relu_bound(relu) > 0 ? " (a clipped relu after the residual add is not fused)" : "");
@@ -77,11 +75,8 @@ void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx) {
     if (producer < 0 || g.node(producer).op != "conv2d") continue;
 
     // Recompute consumers each time: earlier fusions rewired values.
-    auto users = g.users();
-    std::vector<char> is_output(g.num_values(), 0);
-    for (int v : g.outputs()) is_output[v] = 1;
     Candidate c;
-    std::string reason = match(g, users, is_output, bn_id, c);
+    std::string reason = match(g, ValueUses(g), bn_id, c);
     const std::string pattern = c.add >= 0 ? "conv-bn-add-relu" : c.relu_max > 0 ? "conv-bn-clip" : "conv-bn-relu";
     if (!reason.empty()) {
       ctx.rejections.push_back({"fuse_conv_bn_relu", pattern, bn.name, reason});

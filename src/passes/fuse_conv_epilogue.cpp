@@ -13,32 +13,25 @@
 
 #include "passes/pass.h"
 #include "passes/relu_bound.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
-
-namespace {
-bool single_consumer(const ir::Graph& g, const std::vector<std::vector<int>>& users, int v) {
-  size_t n = users[v].size();
-  for (int out : g.outputs()) n += out == v;
-  return n == 1;
-}
-}  // namespace
 
 void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
   const std::vector<int> order = g.order();
   for (int conv_id : order) {
     if (g.node(conv_id).op != "conv2d") continue;
     const ir::Node conv = g.node(conv_id);
-    auto users = g.users();
+    const ValueUses uses(g);
     const int y = conv.outputs[0];
-    if (users[y].empty()) continue;
-    const ir::Node& first = g.node(users[y][0]);
+    if (uses.readers(y).empty()) continue;
+    const ir::Node& first = g.node(uses.readers(y)[0]);
     const bool clip_first = relu_bound(first) > 0;
     if (first.op != "relu" && first.op != "add" && !clip_first) continue;
     const std::string pattern = first.op == "relu" ? "conv-relu" : clip_first ? "conv-clip" : "conv-add-relu";
-    if (!single_consumer(g, users, y)) {
+    if (uses.only_reader(y) < 0) {
       ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name,
-                                "the conv output has " + std::to_string(users[y].size()) + " consumers"});
+                                "the conv output has " + std::to_string(uses.consumers(y)) + " consumers"});
       continue;
     }
     std::vector<int> group{first.id};
@@ -49,10 +42,10 @@ void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
         ctx.rejections.push_back({"fuse_conv_epilogue", pattern, conv.name, "the add reads the conv output twice"});
         continue;
       }
-      const bool clip_next = single_consumer(g, users, tail) && relu_bound(g.node(users[tail][0])) > 0;
-      if (single_consumer(g, users, tail) && (g.node(users[tail][0]).op == "relu" || clip_next)) {
-        group.push_back(users[tail][0]);
-        tail = g.node(users[tail][0]).outputs[0];
+      const int next = uses.only_reader(tail);
+      if (next >= 0 && (g.node(next).op == "relu" || relu_bound(g.node(next)) > 0)) {
+        group.push_back(next);
+        tail = g.node(next).outputs[0];
       }
     }
     const double relu_max = relu_bound(g.node(group.back()));

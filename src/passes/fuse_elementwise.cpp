@@ -13,6 +13,7 @@
 #include "ir/op_registry.h"
 #include "ops/elementwise_program.h"
 #include "passes/pass.h"
+#include "passes/value_uses.h"
 
 namespace trident::passes {
 
@@ -20,12 +21,10 @@ namespace {
 
 bool is_elementwise(const std::string& op) { return ir::OpRegistry::get(op).elementwise; }
 
-std::string stop_reason(const ir::Graph& g, const std::vector<std::vector<int>>& users, int v) {
-  size_t consumers = users[v].size();
-  for (int out : g.outputs()) consumers += out == v;
-  if (consumers > 1) return "its output has " + std::to_string(consumers) + " consumers";
-  if (users[v].empty()) return "";  // only a graph output: the chain simply ends
-  const ir::Node& next = g.node(users[v][0]);
+std::string stop_reason(const ir::Graph& g, const ValueUses& uses, int v) {
+  if (uses.consumers(v) > 1) return "its output has " + std::to_string(uses.consumers(v)) + " consumers";
+  if (uses.readers(v).empty()) return "";  // only a graph output: the chain simply ends
+  const ir::Node& next = g.node(uses.readers(v)[0]);
   if (is_elementwise(next.op)) return "";
   const ir::OpDef& def = ir::OpRegistry::get(next.op);
   if (def.reduction) return "the next node '" + next.name + "' (" + next.op + ") is a reduction";
@@ -50,7 +49,7 @@ void fuse_vertical(ir::Graph& g, PassContext& ctx) {
   std::vector<char> taken(g.num_nodes(), 0);
   for (int head : order) {
     if (taken[head] || !is_elementwise(g.node(head).op)) continue;
-    auto users = g.users();
+    const ValueUses uses(g);
     std::vector<int> chain{head};
     const ir::Node h = g.node(head);
     std::vector<int> inputs{h.inputs[0]};
@@ -59,9 +58,9 @@ void fuse_vertical(ir::Graph& g, PassContext& ctx) {
     int running = h.outputs[0];
     std::string reason;
     for (;;) {
-      reason = stop_reason(g, users, running);
-      if (!reason.empty() || users[running].empty()) break;
-      const ir::Node& next = g.node(users[running][0]);
+      reason = stop_reason(g, uses, running);
+      if (!reason.empty() || uses.readers(running).empty()) break;
+      const ir::Node& next = g.node(uses.readers(running)[0]);
       if (next.op == "add") {
         if (next.inputs[0] == next.inputs[1]) {
           reason = "'" + next.name + "' adds a value to itself";

@@ -8,6 +8,7 @@
 
 #include "core/dtype.h"
 #include "ir/graph.h"
+#include "ops/backend_traits.h"
 #include "passes/optimizer_kind.h"
 
 namespace trident {
@@ -21,10 +22,14 @@ std::string_view mode_name(Mode m);
 
 struct CompileOptions {
   Mode mode = Mode::Train;
-  // The backend the graph is compiled for: passes choose their defaults by it, and lowering
-  // asks the kernel registry for its kernels. How that backend builds and runs them (timing,
-  // Winograd, CUDA graphs) is no pass's business: BackendOptions (backends/backend_options.h).
+  // The backend the graph is compiled for: lowering asks the kernel registry for its kernels.
+  // How that backend builds and runs them (timing, Winograd, CUDA graphs) is no pass's
+  // business: BackendOptions (backends/backend_options.h).
   std::string backend = "cpu_ref";
+  // What that backend states it runs and prefers (ops/backend_traits.h): the passes choose
+  // their defaults and refusals by these, never by the backend's name. The runtime fills them
+  // from the backend's declaration (runtime::with_backend_traits) before the pipeline runs.
+  ops::BackendTraits traits;
   // Training: append an optimizer step to the graph. Off: parameter gradients become graph outputs.
   bool optimizer = true;
   OptimizerKind optimizer_kind = OptimizerKind::Sgd;
@@ -54,27 +59,27 @@ struct CompileOptions {
   double initial_loss_scale = 65536.0;
   int64_t loss_scale_growth_interval = 2000;
   // Zero-pad convolution inputs and weights whose channels do not fill 16-byte vectors (the
-  // pad_channels pass): -1 automatic (on for the cuda backend), 0 off, 1 on.
+  // pad_channels pass): -1 automatic (the backend's default), 0 off, 1 on.
   int channel_padding = -1;
   // Where set, compile claims the plan's memory from this budget before allocating it and
   // the kernels' workspaces once they are built (core/memory_budget.h); null: no check.
   MemoryBudget* memory_budget = nullptr;
-  bool pads_channels() const { return channel_padding < 0 ? backend == "cuda" : channel_padding != 0; }
+  bool pads_channels() const { return channel_padding < 0 ? traits.defaults.pad_channels : channel_padding != 0; }
   // Training: cbr/cbar keep a 1-bit ReLU mask for their backward instead of re-reading y (the
-  // pack_relu_mask pass): -1 automatic (on for the cuda backend, where the batchnorm backward
-  // is bandwidth-bound), 0 off, 1 on.
+  // pack_relu_mask pass): -1 automatic (the backend's default: on for cuda, where the batchnorm
+  // backward is bandwidth-bound), 0 off, 1 on.
   int relu_bit_mask = -1;
-  bool packs_relu_mask() const { return relu_bit_mask < 0 ? backend == "cuda" : relu_bit_mask != 0; }
+  bool packs_relu_mask() const { return relu_bit_mask < 0 ? traits.defaults.pack_relu_mask : relu_bit_mask != 0; }
   // Training: a cbr whose output only the next convolution reads hands that convolution its
   // batchnorm affine instead, and the output is never stored; a projection shortcut's
-  // batchnorm is applied by its block end (the defer_bn_apply pass): -1 automatic (on for the
-  // cuda backend; the prologue only in f16, where cuDNN fuses it), 0 off, 1 on everywhere
-  // (cuda and cpu_ref have its kernels).
+  // batchnorm is applied by its block end (the defer_bn_apply pass): -1 automatic (the
+  // backend's default: on for cuda, the prologue only in the dtypes its convolutions fuse it
+  // in), 0 off, 1 on wherever the backend has its kernels.
   int bn_apply_prologue = -1;
   // Training: a max pooling keeps a one-byte window index for its backward, which then reads
-  // it instead of the pooling's input (the save_maxpool_index pass): -1 automatic (on for the
-  // cuda backend, where it frees the input at once), 0 off, 1 on (cuda and cpu_ref have its
-  // kernels).
+  // it instead of the pooling's input (the save_maxpool_index pass): -1 automatic (the
+  // backend's default: on for cuda, where it frees the input at once), 0 off, 1 on wherever
+  // the backend has its kernels.
   int maxpool_window_index = -1;
   // Both modes: batchnorm → relu pairs the conv fusions leave (pre-activation blocks) become
   // bn_relu (the fuse_bn_relu pass): -1 automatic (on for every backend), 0 off (each pair is
@@ -83,16 +88,18 @@ struct CompileOptions {
   bool fuses_bn_relu() const { return bn_relu_fusion != 0; }
   // Training: the batchnorm backward and the weight gradient of a layer whose input takes no
   // gradient (the first layer) become one cbr_weight_backward, one pass on the GPU (the
-  // fuse_cbr_weight_backward pass): -1 automatic (on for the cuda backend), 0 off, 1 on (cuda
-  // and cpu_ref have its kernels).
+  // fuse_cbr_weight_backward pass): -1 automatic (the backend's default: on for cuda), 0 off,
+  // 1 on wherever the backend has its kernels.
   int cbr_weight_backward = -1;
   bool fuses_cbr_weight_backward() const {
-    return cbr_weight_backward < 0 ? backend == "cuda" : cbr_weight_backward != 0;
+    return cbr_weight_backward < 0 ? traits.defaults.fuse_cbr_weight_backward : cbr_weight_backward != 0;
   }
   bool saves_maxpool_index() const {
-    return maxpool_window_index < 0 ? backend == "cuda" : maxpool_window_index != 0;
+    return maxpool_window_index < 0 ? traits.defaults.save_maxpool_index : maxpool_window_index != 0;
   }
-  bool defers_bn_apply() const { return bn_apply_prologue < 0 ? backend == "cuda" : bn_apply_prologue != 0; }
+  bool defers_bn_apply() const {
+    return bn_apply_prologue < 0 ? traits.defaults.defer_bn_apply : bn_apply_prologue != 0;
+  }
   bool uses_loss_scaling() const { return loss_scaling < 0 ? precision == DType::f16 : loss_scaling != 0; }
 };
 

@@ -63,6 +63,13 @@ void PassManager::run(ir::Graph& g, PassContext& ctx) const {
   }
 }
 
+namespace {
+// A strategy the user switched on needs the backend's kernels for the forms it makes.
+void require_kernels(const CompileOptions& opt, bool has_kernels, const std::string& pass) {
+  if (!has_kernels) throw Error(pass + " makes forms that backend '" + opt.backend + "' has no kernels for");
+}
+}  // namespace
+
 PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   PassManager pm;
   if (mode == Mode::Infer) {
@@ -87,20 +94,18 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"join_channel_gradients", join_channel_gradients, false, true});
     if (opt.optimizer) pm.add({"append_optimizer", append_optimizer, true});
     if (opt.distributed) pm.add({"allreduce_gradients", allreduce_gradients, true});
-    // The optimizers of cuda and cpu_ref read f16/bf16 gradients themselves.
-    if (opt.optimizer && opt.precision != DType::f32 && (opt.backend == "cuda" || opt.backend == "cpu_ref"))
+    // Where the backend's optimizer reads f16/bf16 gradients itself.
+    if (opt.optimizer && opt.precision != DType::f32 && opt.traits.low_precision_gradients)
       pm.add({"fold_gradient_cast", fold_gradient_cast, false, true});
     pm.add({"fold_gradient_sum", fold_gradient_sum, false, true});
     // The window index first: a pooling whose backward no longer reads its input may take
     // the previous layer's batchnorm apply as its prologue.
     if (opt.saves_maxpool_index()) {
-      if (opt.backend != "cuda" && opt.backend != "cpu_ref")
-        throw Error("save_maxpool_index runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
+      require_kernels(opt, opt.traits.maxpool_window_index, "save_maxpool_index");
       pm.add({"save_maxpool_index", save_maxpool_index, false, true});
     }
     if (opt.defers_bn_apply()) {
-      if (opt.backend != "cuda" && opt.backend != "cpu_ref")
-        throw Error("defer_bn_apply runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
+      require_kernels(opt, opt.traits.deferred_bn_apply, "defer_bn_apply");
       pm.add({"defer_bn_apply", defer_bn_apply, false, true});
     }
     // On the index's backward (where save_maxpool_index made one): the batchnorm backward
@@ -110,8 +115,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
   pm.add({"dce", dead_code_elimination, false});
   // After dce, which has removed the input gradient of the layers whose input needs none.
   if (mode == Mode::Train && opt.fuses_cbr_weight_backward()) {
-    if (opt.backend != "cuda" && opt.backend != "cpu_ref")
-      throw Error("fuse_cbr_weight_backward runs on the cuda and cpu_ref backends only, not on '" + opt.backend + "'");
+    require_kernels(opt, opt.traits.cbr_weight_backward, "fuse_cbr_weight_backward");
     pm.add({"fuse_cbr_weight_backward", fuse_cbr_weight_backward, false, true});
   }
   pm.add({"fuse_elementwise", fuse_elementwise, false, true});

@@ -8,7 +8,8 @@
 // The kernels read every element of those inputs before the same thread writes that element
 // (the reduction reads dy and stores dz = dresidual; the apply reads conv_out and dz or dy, then
 // stores dconv). oneDNN's batch normalization backward does not promise to read its source
-// before writing the source gradient, so on the cpu backend dconv takes dy's buffer only.
+// before writing the source gradient, so where a backend says so (the cpu backend's traits:
+// bn_backward_overwrites_conv_out off) dconv takes dy's buffer only.
 // Runs last, when no pass will move a reader any more.
 #include "ops/cbr_operands.h"
 #include "passes/buffer_reuse.h"
@@ -21,7 +22,7 @@ void reuse_gradient_buffer(ir::Graph& g, PassContext& ctx) {
   namespace out = ops::bn_relu_bwd_out;
   const auto users = g.users();
   const std::vector<int> position = order_positions(g);
-  const bool over_conv_out = ctx.options.backend != "cpu";
+  const bool over_conv_out = ctx.options.traits.bn_backward_overwrites_conv_out;
   for (int id : g.order()) {
     ir::Node& n = g.node(id);
     if (n.op != "batchnorm_relu_backward") continue;

@@ -20,7 +20,13 @@
 
 namespace trident::runtime {
 
-CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options) {
+passes::CompileOptions with_backend_traits(passes::CompileOptions options) {
+  options.traits = KernelRegistry::traits(options.backend);
+  return options;
+}
+
+CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& given) {
+  const passes::CompileOptions options = with_backend_traits(given);
   CompiledGraph c{model, {}, -1, -1, {}, {}, {}};
   passes::PassContext ctx{options};
   if (!c.graph.outputs().empty()) ctx.logits = c.graph.outputs()[0];

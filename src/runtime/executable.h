@@ -29,6 +29,9 @@ struct CompiledGraph {
   std::vector<passes::Rejection> rejections;
 };
 CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions& options);
+// `options` with the traits its backend declares (ops/backend_traits.h), which the passes read
+// in place of the backend's name; compile_graph and every runtime entry point apply it.
+passes::CompileOptions with_backend_traits(passes::CompileOptions options);
 
 // Compile options for `mode` on the build's default backend, where the runner's and the
 // trainer's configurations start.

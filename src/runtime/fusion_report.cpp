@@ -33,8 +33,8 @@ FusionReport explain(const std::string& model_name, const ir::Graph& model,
   r.model = model_name;
   r.mode = options.mode;
   r.fused = compile_graph(model, options);
-  passes::CompileOptions plain = options;
-  const passes::PassManager pipeline = passes::standard_pipeline(options.mode, options);
+  passes::CompileOptions plain = with_backend_traits(options);
+  const passes::PassManager pipeline = passes::standard_pipeline(plain.mode, plain);
   for (const passes::Pass& p : pipeline.passes())
     if (p.fusion && std::find(plain.disabled_passes.begin(), plain.disabled_passes.end(), p.name) ==
                         plain.disabled_passes.end())

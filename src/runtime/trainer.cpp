@@ -78,8 +78,8 @@ void split_disabled(const std::vector<std::string>& names, passes::CompileOption
                     passes::CompileOptions& infer) {
   train.disabled_passes.clear();
   infer.disabled_passes.clear();
-  const passes::PassManager tp = passes::standard_pipeline(passes::Mode::Train, train);
-  const passes::PassManager ip = passes::standard_pipeline(passes::Mode::Infer, infer);
+  const passes::PassManager tp = passes::standard_pipeline(passes::Mode::Train, with_backend_traits(train));
+  const passes::PassManager ip = passes::standard_pipeline(passes::Mode::Infer, with_backend_traits(infer));
   auto has = [](const passes::PassManager& pm, const std::string& n) {
     for (const passes::Pass& p : pm.passes())
       if (p.name == n) return true;

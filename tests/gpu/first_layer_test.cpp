@@ -11,6 +11,7 @@
 
 #include "frontend/builder.h"
 #include "passes/pass.h"
+#include "runtime/executable.h"
 #include "support/gpu_compare.h"
 #include "support/gpu_training.h"
 #include "support/graph_queries.h"
@@ -38,8 +39,9 @@ passes::CompileOptions options(DType precision, bool fused) {
   return opt;
 }
 
-int one_pass_backwards(const passes::CompileOptions& opt) {
+int one_pass_backwards(const passes::CompileOptions& given) {
   ir::Graph g = first_layer_network();
+  const passes::CompileOptions opt = runtime::with_backend_traits(given);
   passes::PassContext ctx(opt);
   passes::standard_pipeline(opt.mode, opt).run(g, ctx);
   return test_support::count_op(g, "cbr_weight_backward");

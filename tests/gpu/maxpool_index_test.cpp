@@ -12,6 +12,7 @@
 
 #include "frontend/builder.h"
 #include "passes/pass.h"
+#include "runtime/executable.h"
 #include "support/gpu_compare.h"
 #include "support/gpu_training.h"
 
@@ -74,8 +75,9 @@ std::vector<std::vector<std::byte>> train_tiling(const passes::CompileOptions& o
 }
 
 // Batchnorm backwards that route a pooled gradient in the compiled training graph.
-int routing_backwards(const passes::CompileOptions& opt) {
+int routing_backwards(const passes::CompileOptions& given) {
   ir::Graph g = tiling_network();
+  const passes::CompileOptions opt = runtime::with_backend_traits(given);
   passes::PassContext ctx(opt);
   passes::standard_pipeline(opt.mode, opt).run(g, ctx);
   int n = 0;

@@ -98,7 +98,7 @@ TEST(Pipeline, DumpWritesTheGraphAfterEveryPass) {
   EXPECT_TRUE(std::filesystem::exists(dir / "00_input.txt"));
   // One file per pass of the pipeline, numbered by its position in it: the list comes from
   // the pipeline itself, so a pass added to it needs no change here.
-  const passes::PassManager manager = passes::standard_pipeline(o.mode, o);
+  const passes::PassManager manager = passes::standard_pipeline(o.mode, runtime::with_backend_traits(o));
   const auto& pipeline = manager.passes();
   ASSERT_GE(pipeline.size(), 8u);
   for (size_t i = 0; i < pipeline.size(); ++i) {

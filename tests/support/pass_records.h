@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "passes/pass.h"
+#include "runtime/executable.h"
 
 namespace trident::test_support {
 
@@ -16,8 +17,9 @@ struct PassRecords {
   std::vector<passes::Rejection> rejections;
 };
 
-inline PassRecords run_pipeline(ir::Graph model, const passes::CompileOptions& opt, const std::string& pass) {
+inline PassRecords run_pipeline(ir::Graph model, const passes::CompileOptions& given, const std::string& pass) {
   PassRecords r{std::move(model), {}, {}};
+  const passes::CompileOptions opt = runtime::with_backend_traits(given);
   passes::PassContext ctx(opt);
   passes::standard_pipeline(opt.mode, opt).run(r.graph, ctx);
   for (const auto& f : ctx.fusions)

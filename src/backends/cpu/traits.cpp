@@ -1,0 +1,15 @@
+// What the cpu backend (oneDNN) states to the compile pipeline (ops/backend_traits.h): no
+// strategy forms, and its batchnorm backward may write the source gradient before it has read
+// the whole source, so dconv never takes conv_out's buffer. Pure data, built with or without
+// oneDNN.
+#include "backends/kernel.h"
+
+namespace trident {
+
+ops::BackendTraits cpu_traits() {
+  ops::BackendTraits t;
+  t.bn_backward_overwrites_conv_out = false;
+  return t;
+}
+
+}  // namespace trident
