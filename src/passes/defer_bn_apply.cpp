@@ -112,7 +112,7 @@ std::string shortcut_refusal(const ir::Graph& g, const ValueUses& uses, const ir
   conv = g.value(b.inputs[0]).producer;
   if (conv < 0 || g.node(conv).op != "conv2d") return "the shortcut's batchnorm does not follow a convolution";
   if (o.residual_affine >= 0) return "the block end already applies its residual's batchnorm";
-  if (uses.is_output(residual) || uses.readers(residual).size() != 1 ||
+  if (uses.only_reader(residual) < 0 ||
       std::count(block.inputs.begin(), block.inputs.end(), residual) != 1)
     return "the shortcut's batchnorm output has another reader";
   const int conv_out = b.inputs[0];

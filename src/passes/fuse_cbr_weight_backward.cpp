@@ -62,8 +62,8 @@ void fuse_cbr_weight_backward(ir::Graph& g, PassContext& ctx) {
     if (g.node(id).op != "batchnorm_relu_backward") continue;
     const int dconv = g.node(id).outputs[ops::bn_relu_bwd_out::dconv];
     // Only a layer whose input takes no gradient is a candidate: its dconv has one reader.
-    if (uses.is_output(dconv) || uses.readers(dconv).size() != 1) continue;
-    const ir::Node& wgrad = g.node(uses.readers(dconv)[0]);
+    if (uses.only_reader(dconv) < 0) continue;
+    const ir::Node& wgrad = g.node(uses.only_reader(dconv));
     if (wgrad.op != "conv2d_backward_weight" || wgrad.inputs[1] != dconv) continue;
     const std::string reason = refusal(g, g.node(id), wgrad, one_pass);
     if (!reason.empty()) {
