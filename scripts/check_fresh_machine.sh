@@ -15,6 +15,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 suite=bookworm
 
 say() { echo "check_fresh_machine: $*" >&2; }
+free_gb() { df -P --block-size=1G "$1" | awk 'NR == 2 { print $4 }'; }  # free space there, in GiB
 die() { say "$*"; exit 1; }
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -53,7 +54,9 @@ cleanup() {
 trap cleanup EXIT
 
 start=$SECONDS
-say "building a minimal Debian $suite root in $root (host's apt sources)"
+# The root needs about 10 GiB at its peak (PyTorch's wheels alone unpack to 5.5 GB) beside what the
+# host's own build and .venv-torch hold; the free space is printed so a full disk reads as one.
+say "building a minimal Debian $suite root in $root (host's apt sources; $(free_gb "$work") GiB free there)"
 # minbase: dpkg, apt and the essential packages, no recommends. mmdebstrap without a mirror
 # argument uses the host's sources.list(.d).
 mmdebstrap --quiet --variant=minbase --mode=root "$suite" "$root" >"$work/mmdebstrap.log" 2>&1 ||
@@ -112,7 +115,7 @@ for i in "${!commands[@]}"; do
     result="FAILED (exit $?)"
     status=1
   fi
-  say "command $((i + 1)) $result after $((SECONDS - t0)) s; its summary and last lines:"
+  say "command $((i + 1)) $result after $((SECONDS - t0)) s ($(free_gb "$work") GiB free); its summary and last lines:"
   { grep -E '^(setup: |[0-9]+% tests passed|The following tests FAILED|test accuracy)' "$log" || true
     tail -n 8 "$log"; } | sed 's/^/    /' >&2
   [ $status -eq 0 ] || break

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from torch_checks import load_state_dict, save_state_dict, setup  # exits 77 (skipped) without torch, torchvision
+from torch_checks import discard, load_state_dict, save_state_dict, setup  # exits 77 (skipped) without torch, torchvision
 
 import numpy as np
 import torch
@@ -62,7 +62,7 @@ def main():
         logits = os.path.join(a.out, f"{name}.trident.npy")
         trident(a.trident, "infer", "--model", name, "--weights", state, "--input", images, "--output", logits,
                 "--iterations", "1", "--warmup", "0", "--topk", "0", *dev)
-        ok &= close(np.load(logits), want, f"{name}: trident infer on torchvision's state dict", rtol)
+        model_ok = close(np.load(logits), want, f"{name}: trident infer on torchvision's state dict", rtol)
 
         # And out again: strict load, the same tensors.
         exported = os.path.join(a.out, f"{name}.exported.safetensors")
@@ -72,7 +72,9 @@ def main():
         same = all(torch.equal(fresh.state_dict()[k], v) for k, v in model.state_dict().items()
                    if not k.endswith("num_batches_tracked"))
         print(f"{'ok  ' if same else 'FAIL'} {name}: exported state dict loads strictly with the same tensors")
-        ok &= same
+        model_ok &= same
+        ok &= model_ok
+        discard(model_ok, state, logits, exported)
 
     # A checkpoint trident trained (its own layouts, trained batchnorm statistics), exported.
     name = a.models.split(",")[0]
@@ -88,7 +90,9 @@ def main():
     logits = os.path.join(a.out, f"{name}.trained.npy")
     trident(a.trident, "infer", "--model", name, "--weights", ckpt, "--input", images, "--output", logits,
             "--iterations", "1", "--warmup", "0", "--topk", "0", *dev)
-    ok &= close(np.load(logits), want, f"{name}: a trained checkpoint, exported, in PyTorch", rtol)
+    trained_ok = close(np.load(logits), want, f"{name}: a trained checkpoint, exported, in PyTorch", rtol)
+    ok &= trained_ok
+    discard(trained_ok, ckpt, exported, logits)
     print("round trip: " + ("passed" if ok else "FAILED"))
     return 0 if ok else 1
 

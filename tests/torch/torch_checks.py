@@ -3,6 +3,7 @@ imported (exit 77, CTest's skip code), the command line (trident binary, output 
 the images both feed to PyTorch and to trident, and state dicts in safetensors, read and written
 here so the checks need no safetensors package."""
 import argparse
+import glob
 import json
 import os
 import struct
@@ -37,6 +38,18 @@ def setup(extra_args=()):
     images = os.path.join(a.out, "images.npy")
     np.save(images, x.numpy())
     return a, x, images
+
+
+def discard(passed, *stems):
+    """Removes the files of a check that passed: every file whose name starts with a stem (an
+    export and its .data and .npy beside it). They are hundreds of MB each, gigabytes over a run,
+    and would otherwise stay in the build folder. A failed check's files stay for inspection."""
+    files = sorted(f for stem in stems for f in glob.glob(glob.escape(stem) + "*"))
+    if not passed:
+        print(f"kept for inspection: {', '.join(files)}")
+        return
+    for f in files:
+        os.remove(f)
 
 
 DTYPES = {torch.float32: ("F32", np.float32), torch.int64: ("I64", np.int64)}

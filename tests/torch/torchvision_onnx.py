@@ -38,7 +38,7 @@ import subprocess
 import sys
 import warnings
 
-from torch_checks import setup  # exits 77 (skipped) without torch and torchvision
+from torch_checks import discard, setup  # exits 77 (skipped) without torch and torchvision
 
 import numpy as np
 import torch
@@ -171,10 +171,11 @@ def check_family(a, name, modes, x, images):
         label = f"{name} ({mode})"
         path = os.path.join(a.out, f"{name}.{mode}.onnx")
         want = export(model, mode, x, path)
-        ok &= check_inference(a, label, path, images, want)
+        mode_ok = check_inference(a, label, path, images, want)
         explained = fused_batchnorm_groups(a, label, path)
         if explained is None:
             ok = False
+            discard(False, path)
             continue
         groups, notices = explained
         folded = [n for n in notices if "folded the batch norms" in n]
@@ -186,9 +187,11 @@ def check_family(a, name, modes, x, images):
         else:
             good = len(folded) == 1 and len(notices) == 1
             print(f"{'ok  ' if good else 'FAIL'} {label}: folded batch norms noticed: {notices}")
-        ok &= good
+        mode_ok &= good
         if name in TRAINED and mode == "dynamo_unoptimized_train":
-            ok &= train(a, label, path)
+            mode_ok &= train(a, label, path)
+        ok &= mode_ok
+        discard(mode_ok, path)
     # Every file that keeps BatchNorm fuses the same groups, and a family with Conv→BN→ReLU some.
     counts = set(groups_by_mode.values())
     if name not in NO_BATCHNORM and len(counts) > 1:
