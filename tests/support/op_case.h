@@ -70,6 +70,13 @@ std::string op_case_skip_reason(const OpCase& c, const std::string& backend, DTy
 // every compared output with the case's measure and row.
 void check_op_case(const OpCase& c, const std::string& backend, DType dtype);
 
+// The finite-difference mode (support/op_gradient_harness.cpp), on cpu_ref: why `c` is not
+// checked there (more than one node, an op without a backward rule, no real first output), or "".
+std::string op_case_gradient_skip_reason(const OpCase& c);
+// `c` built in f64, its node's backward rule given a random gradient G of output 0, and each input
+// gradient compared at sampled elements with central differences of L = Σ G·output0.
+void check_op_case_gradient(const OpCase& c);
+
 // Rewrites values in a runner: every element of the named values (those absent are ignored).
 void map_values(GraphRunner& r, const ir::Graph& g, const std::vector<std::string>& names, double (*f)(double));
 double non_negative(double v);  // a relu output: about half exact zeros

@@ -1,9 +1,9 @@
 // Op cases of the batchnorm family: batchnorm2d in training (saved and running statistics, in place
 // and in separate buffers) and inference, batchnorm2d_backward, the fused batchnorm_relu_backward
 // (relu output, packed mask or affine form; ± residual gradient; one or two incoming gradients, or
-// a max pooling's gradient routed through its window index) and
-// fold_batchnorm, and the fused bn_relu (training ± packed mask, inference). Channel counts that do not fill a tile (3, 10, 17) and row counts that do not
-// fill a block.
+// a max pooling's gradient routed through its window index), fold_batchnorm, the fused bn_relu
+// (training ± packed mask, inference), and bn_apply. Channel counts that do not fill a tile (3, 10,
+// 17) and row counts that do not fill a block.
 #include <algorithm>
 
 #include "core/relu_mask.h"
@@ -319,6 +319,20 @@ void add_batchnorm_cases(std::vector<OpCase>& cases) {
                25, {"fold.w_folded", "fold.b_folded"});
       c.dtypes = {DType::f32};
       cases.push_back(std::move(c));
+    }
+  // bn_apply: the block-end apply of defer_bn_apply, [relu] x·scale + shift from an f32 affine,
+  // in every float dtype, with and without the relu, over channel counts that fill a vector or not.
+  for (bool relu : {true, false})
+    for (const Shape& s : {Shape{2, 5, 5, 16}, Shape{3, 4, 7, 10}}) {
+      cases.push_back(scaled_case(
+          std::string("bn_apply_") + (relu ? "relu_" : "") + tag(s),
+          [=](DType d) {
+            ir::Graph g;
+            g.add_node("bn_apply", {g.add_input("x", s, d), g.add_input("affine", {2, s[3]})},
+                       {{"relu", int64_t{relu}}}, "apply");
+            return g;
+          },
+          26, kAllFloat));
     }
 }
 

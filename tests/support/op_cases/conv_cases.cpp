@@ -1,5 +1,6 @@
 // Op cases of the convolution family: conv2d (± bias), conv2d_backward_data, conv2d_backward_weight
-// (± db), conv2d_epilogue, and the fused cbr/cbar forward (also against their decompositions). Two
+// (± db), conv2d_epilogue, and the fused cbr/cbar/conv_bn_stats forward, ± the input prologue (also
+// against their decompositions). Two
 // sets of windows: odd geometries (strides, dilation, groups, depthwise, 7×7 stems) on small
 // integers, exact in f32, per element; and the cuda kernels' shapes on reals in f32 and f16. f32
 // runs on cuda's TF32 tensor cores, hence Row::Tf32.
@@ -70,8 +71,10 @@ ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
 // cbr / cbar: inputs x, w, gamma, beta, running_mean, running_var, [residual], [b].
 // bias_cancelled: the training batch mean cancels the bias (passes/cancel_conv_bias.cpp);
 // relu_max > 0: the relu clipped there (ReLU6's cbr).
+// prologue: the input is read through relu(x·scale + shift) of an affine "x_affine" (defer_bn_apply's
+// form; conv_bn_stats is that form's statistics-only layer, its output the affine for the next).
 ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d, bool bias_cancelled = false,
-                double relu_max = 0) {
+                double relu_max = 0, bool prologue = false) {
   ir::Graph g;
   std::vector<int> in{g.add_input("x", c.x, d), g.add_parameter("w", c.w, {}, d)};
   const Shape ch{c.w[0]};
@@ -81,6 +84,10 @@ ir::Graph fused(const std::string& op, const Window& c, bool bias, DType d, bool
   ir::Attrs a{{"stride", c.stride}, {"padding", c.pad}, {"eps", 1e-5}, {"momentum", 0.1}};
   if (bias_cancelled) a.set("bias_cancelled", int64_t{1});
   if (relu_max > 0) a.set("relu_max", relu_max);
+  if (prologue) {
+    in.push_back(g.add_input("x_affine", {2, c.x[3]}));
+    a.set("prologue", int64_t{1});
+  }
   g.add_node(op, in, a, "block");
   return g;
 }
@@ -226,6 +233,7 @@ void add_conv_cases(std::vector<OpCase>& cases) {
     bool bias;
     bool bias_cancelled = false;
     double relu_max = 0;
+    bool prologue = false;
   };
   const NamedFused blocks[] = {
       {"Cbr", "cbr", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, false},
@@ -239,18 +247,29 @@ void add_conv_cases(std::vector<OpCase>& cases) {
       // Clipped relus (ReLU6's form): at 1 the batch-normalised values clip often, at 6 rarely.
       {"CbrClip1", "cbr", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, false, false, 1.0},
       {"CbrClip6Bias", "cbr", {{2, 9, 9, 3}, {6, 3, 3, 3}, {2, 2}, {1, 1}}, true, false, 6.0},
+      // The cross-layer forms (defer_bn_apply): statistics only, with and without reading the
+      // input through the previous layer's affine, and a cbr that reads its input so.
+      {"Stats", "conv_bn_stats", {{2, 8, 8, 4}, {8, 3, 3, 4}, {1, 1}, {1, 1}}, false},
+      {"StatsPrologueCancelledBias1x1", "conv_bn_stats", {{3, 6, 6, 16}, {16, 1, 1, 16}, {1, 1}, {0, 0}}, true, true,
+       0, true},
+      {"CbrPrologue", "cbr", {{2, 8, 8, 8}, {8, 3, 3, 8}, {1, 1}, {1, 1}}, false, false, 0, true},
   };
   for (const NamedFused& n : blocks) {
     const Window w = n.w;
     const bool bias = n.bias, cancelled = n.bias_cancelled;
     const double relu_max = n.relu_max;
+    const bool prologue = n.prologue;
     const std::string op = n.op;
-    OpCase c = exact_case(op + "_" + n.name, [=](DType d) { return fused(op, w, bias, d, cancelled, relu_max); });
+    auto build = [=](DType d) { return fused(op, w, bias, d, cancelled, relu_max, prologue); };
+    OpCase c = exact_case(op + "_" + n.name, build);
     c.prepare = make_positive({"gamma", "running_var"});
+    // The prologue is defer_bn_apply's form, which the cpu backend's traits leave out.
+    if (prologue) c.backends = {"cuda"};
     cases.push_back(std::move(c));
     // Forward on random reals: conv, batch statistics, running statistics, y.
-    cases.push_back(decomposition_case(op + "_" + n.name,
-                                       [=](DType d) { return fused(op, w, bias, d, cancelled, relu_max); }));
+    OpCase d = decomposition_case(op + "_" + n.name, build);
+    if (prologue) d.backends = {"cuda"};
+    cases.push_back(std::move(d));
   }
 }
 

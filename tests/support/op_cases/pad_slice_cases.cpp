@@ -1,4 +1,4 @@
-// Op cases of pad2d and channel_slice (ONNX Pad, Slice and Split): exact, since both only move
+// Op cases of pad2d, channel_slice (ONNX Pad, Slice and Split) and resize_channels: exact, since they only move
 // values (Measure::Rounded: the same value once rounded to the case's dtype). pad2d pads,
 // crops, and does both at once, with zero and non-zero values, over channel counts that fill
 // 16-byte vectors in every dtype and over odd ones; channel_slice cuts windows at vector and
@@ -70,6 +70,20 @@ void add_pad_slice_cases(std::vector<OpCase>& cases) {
             return g;
           },
           42, misalign));
+  }
+  // resize_channels (pad_channels' op, and its own backward): grows with zeros to a 16-byte
+  // vector's width, shrinks back, and resizes a 2-D [N, features] tensor and OHWI weights.
+  const std::pair<Shape, int64_t> resizes[] = {{{2, 3, 3, 5}, 8}, {{2, 3, 3, 8}, 5}, {{3, 7}, 16}, {{8, 3, 3, 3}, 4}};
+  for (const auto& [shape, channels] : resizes) {
+    const Shape xs = shape;
+    const Attrs a{{"channels", channels}};
+    cases.push_back(exact("resize_channels_" + tag(xs) + "_to" + std::to_string(channels),
+                          [=](DType d) {
+                            ir::Graph g;
+                            g.add_node1("resize_channels", {g.add_input("x", xs, d)}, a, "y");
+                            return g;
+                          },
+                          43));
   }
 }
 
