@@ -2,7 +2,7 @@
 // if any, a batchnorm's statistics span (sync-BN).
 #include "backends/backend_options.h"
 
-#include "runtime/distributed/world.h"
+#include "core/world.h"
 
 namespace trident {
 

@@ -2,6 +2,7 @@
 // Training mode has five outputs: y, the saved mean and inverse std that backward needs,
 // and the running statistics, which alias their inputs and are updated in place.
 #include "ops/op_helpers.h"
+#include "ops/norm_params.h"
 
 namespace trident::ops {
 
@@ -19,9 +20,7 @@ void register_batchnorm_ops() {
       if (in_value(g, n, i).shape != c)
         throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c) +
                     " (one value per channel), got " + shape_str(in_value(g, n, i).shape));
-    if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
-    double m = n.attrs.f("momentum", 0.1);
-    if (m < 0 || m > 1) throw Error("attribute 'momentum' must lie in [0, 1]");
+    NormParams::of(n).check();
     // Statistics keep the per-channel parameters' dtype (f32 also when x is f16).
     const DType stats = in_value(g, n, 1).dtype;
     std::vector<TypeInfo> out{{x.shape, x.dtype}};

@@ -6,6 +6,7 @@
 // to the next convolution, which applies it while reading its input, so the activated tensor
 // is never stored.
 #include "ops/op_helpers.h"
+#include "ops/norm_params.h"
 
 namespace trident::ops {
 
@@ -36,7 +37,7 @@ void register_bn_apply_ops() {
     const Shape c{x.shape[3]};
     for (size_t i = 1; i < 3; ++i)
       if (in_value(g, n, i).shape != c) throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
-    if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
+    NormParams::of(n).check();
     return std::vector<TypeInfo>{{Shape{2, x.shape[3]}, DType::f32}};
   };
   affine.f32_inputs = {"gamma", "beta"};

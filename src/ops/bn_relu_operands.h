@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "ir/graph.h"
+#include "ops/norm_params.h"
 
 namespace trident::ops {
 
@@ -26,8 +27,9 @@ struct BnReluParams {
     BnReluParams p;
     p.training = n.attrs.i("training", 1) != 0;
     p.bit_mask = n.attrs.i("relu_mask", 0) != 0;
-    p.eps = n.attrs.f("eps", 1e-5);
-    p.momentum = n.attrs.f("momentum", 0.1);
+    const NormParams norm = NormParams::of(n);
+    p.eps = norm.eps;
+    p.momentum = norm.momentum;
     return p;
   }
   size_t outputs() const { return training ? 5 + bit_mask : 1; }

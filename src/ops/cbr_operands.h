@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/norm_params.h"
 
 namespace trident::ops {
 
@@ -89,8 +90,7 @@ inline CbrParts cbr_parts(const ir::Node& conv, const ir::Node& bn, int residual
   if (residual >= 0) p.inputs.push_back(residual);
   if (conv.inputs.size() == 3) p.inputs.push_back(conv.inputs[2]);
   for (const auto& [k, v] : conv.attrs.items()) p.attrs.set(k, v);
-  p.attrs.set("eps", bn.attrs.f("eps", 1e-5));
-  p.attrs.set("momentum", bn.attrs.f("momentum", 0.1));
+  NormParams::of(bn).copy_to(p.attrs);
   return p;
 }
 

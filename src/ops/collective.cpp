@@ -5,7 +5,7 @@
 // ready. Both are variadic and in place: output i aliases input i, so the gradients keep their
 // place in the flat gradient buffer and the optimizer reads the averaged ones. `world_size` is
 // fixed at compile time; the kernel checks it against the world it runs on
-// (runtime/distributed/world.h).
+// (core/world.h).
 #include "ops/op_helpers.h"
 
 namespace trident::ops {

@@ -24,6 +24,7 @@
 #include "ops/cbr_operands.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
+#include "ops/norm_params.h"
 
 namespace trident::ops {
 
@@ -70,7 +71,7 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
   if (is_cbar(n) && in_value(g, n, o.residual).shape != y.shape)
     throw Error("the residual " + shape_str(in_value(g, n, o.residual).shape) +
                 " must match the convolution output " + shape_str(y.shape));
-  if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
+  NormParams::of(n).check();
   if (n.attrs.has("relu_max")) {
     if (n.op != "cbr") throw Error("attribute relu_max (a clipped relu) is cbr's only");
     if (!(relu_max(n) > 0) || !std::isfinite(relu_max(n))) throw Error("attribute relu_max must be positive and finite");
@@ -99,7 +100,7 @@ int running_mean_with_bias(Graph& g, const Node& n, int running_mean) {
     b = g.add_node1("cast", {b}, {{"dtype", stats}}, n.name + ".bias_as_statistics");
   Attrs m;
   m.set("shape", c);
-  m.set("value", n.attrs.f("momentum", 0.1));
+  m.set("value", NormParams::of(n).momentum);
   m.set("dtype", stats);
   const int momentum = g.add_node1("fill", {}, m, n.name + ".momentum");
   const int shift = g.add_node1("mul", {b, momentum}, {}, n.name + ".mean_shift");

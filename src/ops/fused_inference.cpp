@@ -4,6 +4,7 @@
 // output is written.
 #include "ops/op_helpers.h"
 #include "ops/window.h"
+#include "ops/norm_params.h"
 
 namespace trident::ops {
 
@@ -25,7 +26,7 @@ void register_fused_inference_ops() {
     for (size_t i = 1; i < n.inputs.size(); ++i)
       if (in_value(g, n, i).shape != k)
         throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(k));
-    if (n.attrs.f("eps", 1e-5) <= 0) throw Error("attribute 'eps' must be positive");
+    NormParams::of(n).check();
     return std::vector<TypeInfo>{{w.shape, w.dtype}, {k, w.dtype}};
   };
   fold.f32_inputs = {"w", "gamma", "beta", "running_mean", "running_var", "b?"};  // folds in f32; readers cast

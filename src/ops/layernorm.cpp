@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ops/op_helpers.h"
+#include "ops/norm_params.h"
 
 namespace trident::ops {
 
@@ -16,10 +17,7 @@ void expect_per_channel(const Graph& g, const Node& n, size_t i, int64_t c, cons
     throw Error(std::string(what) + " '" + in_value(g, n, i).name + "' must have shape [" + std::to_string(c) + "]");
 }
 
-void expect_eps(const Node& n) {
-  const double eps = n.attrs.f("eps", 1e-5);
-  if (!(eps > 0) || !std::isfinite(eps)) throw Error("attribute 'eps' must be positive and finite");
-}
+void expect_eps(const Node& n) { NormParams::of(n).check(); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "passes/pass.h"
 #include "passes/value_uses.h"
+#include "ops/norm_params.h"
 
 namespace trident::passes {
 
@@ -39,8 +40,9 @@ void fold_bn(ir::Graph& g, PassContext& ctx) {
     }
     std::vector<int> fold_in{conv.inputs[1], bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]};
     if (conv.inputs.size() == 3) fold_in.push_back(conv.inputs[2]);
-    auto folded = g.add_node("fold_batchnorm", fold_in, {{"eps", bn.attrs.f("eps", 1e-5)}},
-                             conv.name + ".fold");
+    ir::Attrs fold_attrs;
+    ops::NormParams::of(bn).copy_eps_to(fold_attrs);
+    auto folded = g.add_node("fold_batchnorm", fold_in, fold_attrs, conv.name + ".fold");
     const int y = g.add_node1("conv2d", {conv.inputs[0], folded[0], folded[1]}, conv.attrs, conv.name);
     g.replace_uses(bn.outputs[0], y);
     const auto& cur = g.order();

@@ -17,6 +17,7 @@
 #include "ops/bn_relu_operands.h"
 #include "passes/pass.h"
 #include "passes/value_uses.h"
+#include "ops/norm_params.h"
 
 namespace trident::passes {
 
@@ -91,8 +92,7 @@ void fuse_bn_relu(ir::Graph& g, PassContext& ctx) {
     }
     const ir::Node relu = g.node(c.relu);
     ir::Attrs attrs;
-    attrs.set("eps", bn.attrs.f("eps", 1e-5));
-    attrs.set("momentum", bn.attrs.f("momentum", 0.1));
+    ops::NormParams::of(bn).copy_to(attrs);
     attrs.set("training", int64_t{bn.attrs.i("training", 1) != 0});
     const std::string name = bn.name + ".bn_relu";
     const std::vector<int> outs = g.add_node("bn_relu", bn.inputs, attrs, name);

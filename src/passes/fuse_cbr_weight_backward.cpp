@@ -20,6 +20,7 @@
 #include "ops/window.h"
 #include "passes/pass.h"
 #include "passes/value_uses.h"
+#include "ops/norm_params.h"
 
 namespace trident::passes {
 
@@ -78,7 +79,7 @@ void fuse_cbr_weight_backward(ir::Graph& g, PassContext& ctx) {
     bwd.inputs.push_back(w.inputs[0]);
     ir::Attrs attrs = ops::conv_window_attrs(w.attrs);
     attrs.set("weight_shape", w.attrs.ints("weight_shape"));
-    attrs.set("eps", bwd.attrs.f("eps", 1e-5));
+    ops::NormParams::of(bwd).copy_eps_to(attrs);
     bwd.attrs = attrs;
     g.value(dconv).producer = -1;
     const int dw = w.outputs[0];

@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 #include "ops/bn_relu_operands.h"
+#include "ops/norm_params.h"
 
 namespace trident::cpu {
 
@@ -39,8 +40,8 @@ float* floats(const KernelArgs& args, ViewRef r) { return resolve(args, r).as<fl
 BnTraining::BnTraining(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
                        const BnTrainingOperands& ops, bool fuse_relu)
     : ops_(ops),
-      eps_(node.attrs.f("eps", 1e-5)),
-      momentum_(node.attrs.f("momentum", 0.1)),
+      eps_(ops::NormParams::of(node).eps),
+      momentum_(ops::NormParams::of(node).momentum),
       C_(x[3]),
       M_(x[0] * x[1] * x[2]) {
   if (M_ < 2)
@@ -84,7 +85,7 @@ void BnTraining::finish(const KernelArgs& args) const {
 
 BnBackward::BnBackward(PrimitiveKernel& k, const ir::Node& node, const Shape& x,
                        const BnBackwardOperands& ops)
-    : saved_invstd_(ops.saved_invstd), eps_(node.attrs.f("eps", 1e-5)), C_(x[3]) {
+    : saved_invstd_(ops.saved_invstd), eps_(ops::NormParams::of(node).eps), C_(x[3]) {
   const memory::desc data = nhwc_md(x), vec = plain_md({C_});
   OnednnContext& ctx = OnednnContext::instance();
   const CachedPrimitive p = ctx.get(bn_signature("bnorm_bwd", x, eps_), [&] {
@@ -143,7 +144,7 @@ class Batchnorm2d final : public PrimitiveKernel {
                         relu);
       return;
     }
-    const double eps = node.attrs.f("eps", 1e-5);
+    const double eps = ops::NormParams::of(node).eps;
     const memory::desc data = nhwc_md(x), vec = plain_md({x[3]});
     OnednnContext& ctx = OnednnContext::instance();
     const normalization_flags flags = relu ? kAffine | normalization_flags::use_global_stats |

@@ -17,7 +17,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu_ref/kernels.h"
-#include "runtime/distributed/world.h"
+#include "core/world.h"
 
 namespace trident::cpu {
 

@@ -16,7 +16,8 @@
 
 #include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
-#include "runtime/distributed/world.h"
+#include "core/world.h"
+#include "ops/norm_params.h"
 
 namespace trident::cpu_ref {
 
@@ -120,7 +121,7 @@ void bn_forward(const KernelArgs& a, SyncWorld world) {
   const char* names[] = {"x", "gamma", "beta", "running_mean", "running_var"};
   for (int i = 1; i < 5; ++i) expect_channels(a, a.in[i], C, names[i]);
   expect_dtype(a, a.out[0], x.dtype, "y");
-  const double eps = a.node.attrs.f("eps", 1e-5);
+  const double eps = ops::NormParams::of(a.node).eps;
   const T* X = x.as<T>();
   const T* gamma = a.in[1].as<T>();
   const T* beta = a.in[2].as<T>();
@@ -142,7 +143,7 @@ void bn_forward(const KernelArgs& a, SyncWorld world) {
   std::vector<double> mean, var;
   const int64_t rows = batch_statistics(a, world, X, M, C, mean, var);
 
-  const double momentum = a.node.attrs.f("momentum", 0.1);
+  const double momentum = ops::NormParams::of(a.node).momentum;
   const T* rm_in = a.in[3].as<T>();
   const T* rv_in = a.in[4].as<T>();
   T* saved_mean = a.out[1].as<T>();
@@ -174,7 +175,7 @@ void bn_affine(const KernelArgs& a, SyncWorld world) {
     throw Error("node '" + a.node.name + "' (op " + a.node.op + "): the affine must be [2," + std::to_string(C) + "]");
   std::vector<double> mean, var;
   batch_statistics(a, world, x.as<T>(), M, C, mean, var);
-  const double eps = a.node.attrs.f("eps", 1e-5);
+  const double eps = ops::NormParams::of(a.node).eps;
   const T *gamma = a.in[1].as<T>(), *beta = a.in[2].as<T>();
   float* out = a.out[0].as<float>();
   for (int64_t c = 0; c < C; ++c) {

@@ -6,7 +6,7 @@
 
 #include "backends/cpu_ref/kernels.h"
 #include "core/error.h"
-#include "runtime/distributed/bucket_runs.h"
+#include "backends/bucket_runs.h"
 
 namespace trident::cpu_ref {
 

@@ -4,6 +4,7 @@
 
 #include "backends/cpu_ref/kernels.h"
 #include "core/error.h"
+#include "ops/norm_params.h"
 
 namespace trident::cpu_ref {
 
@@ -13,7 +14,7 @@ template <class T>
 void fold(const KernelArgs& a) {
   const TensorView& w = a.in[0];
   const int64_t K = w.shape[0], per_k = w.numel() / K;
-  const double eps = a.node.attrs.f("eps", 1e-5);
+  const double eps = ops::NormParams::of(a.node).eps;
   const T *W = w.as<T>(), *gamma = a.in[1].as<T>(), *beta = a.in[2].as<T>(), *mean = a.in[3].as<T>(),
           *var = a.in[4].as<T>();
   const T* bias = a.in.size() == 6 ? a.in[5].as<T>() : nullptr;

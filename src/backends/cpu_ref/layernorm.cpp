@@ -6,6 +6,7 @@
 
 #include "backends/cpu_ref/kernel_checks.h"
 #include "backends/cpu_ref/kernels.h"
+#include "ops/norm_params.h"
 
 namespace trident::cpu_ref {
 
@@ -28,7 +29,7 @@ std::pair<double, double> row_statistics(const T* x, int64_t c, double eps) {
 
 void layernorm(const KernelArgs& args) {
   expect_arity(args, 3, 1);
-  const double eps = args.node.attrs.f("eps", 1e-5);
+  const double eps = ops::NormParams::of(args.node).eps;
   dispatch_float(args, args.in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     for (size_t i = 1; i < 3; ++i) expect_dtype(args, args.in[i], args.in[0].dtype, i == 1 ? "gamma" : "beta");
@@ -49,7 +50,7 @@ void layernorm(const KernelArgs& args) {
 
 void layernorm_backward(const KernelArgs& args) {
   expect_arity(args, 3, 3);
-  const double eps = args.node.attrs.f("eps", 1e-5);
+  const double eps = ops::NormParams::of(args.node).eps;
   dispatch_float(args, args.in[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     expect_dtype(args, args.in[1], args.in[0].dtype, "dy");

@@ -13,6 +13,7 @@
 #include "core/relu_mask.h"
 #include "core/window_index.h"
 #include "ops/cbr_operands.h"
+#include "ops/norm_params.h"
 
 namespace trident::cuda {
 
@@ -43,8 +44,8 @@ class BatchNormForward final : public Kernel {
     const auto [M, C] = rows_by_channels(node, x);
     const char* in_names[] = {"x", "gamma", "beta", "running_mean", "running_var"};
     for (size_t i = 1; i < 5; ++i) in_types_[i - 1] = channel_type(node, input_value(node, g, i), C, in_names[i]);
-    eps_ = node.attrs.f("eps", 1e-5);
-    momentum_ = node.attrs.f("momentum", 0.1);
+    eps_ = ops::NormParams::of(node).eps;
+    momentum_ = ops::NormParams::of(node).momentum;
     plan_ = device::plan_channel_reduction(M, C, act_, ctx.sm_count());
     if (training_) {
       if (M < 2)

@@ -3,7 +3,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "core/error.h"
-#include "runtime/distributed/world.h"
+#include "core/world.h"
 
 namespace trident::cuda {
 

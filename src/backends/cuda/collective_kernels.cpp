@@ -11,7 +11,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/nccl_communicator.h"
-#include "runtime/distributed/bucket_runs.h"
+#include "backends/bucket_runs.h"
 
 namespace trident::cuda {
 

@@ -8,7 +8,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_input_lane.h"
 #include "backends/cuda/verbose.h"
-#include "runtime/distributed/world.h"
+#include "core/world.h"
 
 namespace trident::cuda {
 

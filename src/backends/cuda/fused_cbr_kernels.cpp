@@ -33,6 +33,7 @@
 #include "backends/cuda/kernels.h"
 #include "core/relu_mask.h"
 #include "ops/cbr_operands.h"
+#include "ops/norm_params.h"
 
 namespace trident::cuda {
 
@@ -126,8 +127,8 @@ class CbrKernel final : public Kernel, public ReportsPath {
       bias_only.bias = has_bias_;
       bias_only.bias_dtype = b.dtype;
     }
-    eps_ = node.attrs.f("eps", 1e-5);
-    momentum_ = node.attrs.f("momentum", 0.1);
+    eps_ = ops::NormParams::of(node).eps;
+    momentum_ = ops::NormParams::of(node).momentum;
     if (!(eps_ > 0)) fail(node, "attribute eps must be positive");
     if (problem_.output_rows() < 2)
       fail(node, "training batchnorm needs more than one value per channel (N·P·Q = " +

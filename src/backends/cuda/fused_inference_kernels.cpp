@@ -5,6 +5,7 @@
 #include "backends/cuda/device/batchnorm.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
+#include "ops/norm_params.h"
 
 namespace trident::cuda {
 
@@ -27,7 +28,7 @@ class FoldBatchNorm final : public Kernel {
     for (size_t i = 1; i < node.inputs.size(); ++i) types_[i - 1] = channel_type(node, input_value(node, g, i), K_, names[i]);
     has_bias_ = node.inputs.size() == 6;
     b_out_t_ = channel_type(node, output_value(node, g, 1), K_, "folded bias");
-    eps_ = node.attrs.f("eps", 1e-5);
+    eps_ = ops::NormParams::of(node).eps;
   }
 
   void run(const KernelArgs& a) override {

@@ -5,6 +5,7 @@
 #include "backends/cuda/device/layernorm.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
+#include "ops/norm_params.h"
 
 namespace trident::cuda {
 
@@ -39,7 +40,7 @@ class LayerNormKernel final : public Kernel {
     }
     expect_dtype(node, output_value(node, g, 0), x.dtype, "output");
     expect_shape(node, output_value(node, g, 0), x.shape, "output");
-    eps_ = static_cast<float>(node.attrs.f("eps", 1e-5));
+    eps_ = static_cast<float>(ops::NormParams::of(node).eps);
   }
 
   void run(const KernelArgs& a) override {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "runtime/distributed/world.h"
+#include "core/world.h"
 
 namespace trident::cuda {
 

@@ -1,7 +1,7 @@
 // NCCL, the cuda backend's collective library, behind one small class. The library is loaded
 // when the first communicator is made (dlopen of libnccl.so.2), so a single-GPU trident neither
 // links it nor needs it installed. A distributed world's communicator is made once per process
-// (rank 0's unique id broadcast over the world's own collective, runtime/distributed/world.h)
+// (rank 0's unique id broadcast over the world's own collective, core/world.h)
 // and shared by every kernel that uses it; it goes when the last of them does.
 #pragma once
 #include <cuda_runtime.h>

@@ -20,6 +20,7 @@
 #include "ops/mul_broadcast.h"
 #include "ops/window.h"
 #include "runtime/checkpoint/torch_layout.h"
+#include "ops/norm_params.h"
 
 namespace trident::frontend {
 
@@ -27,7 +28,7 @@ namespace {
 
 class Writer {
  public:
-  Writer(const ir::Graph& g, const runtime::WeightMap& weights, const OnnxExportOptions& opt)
+  Writer(const ir::Graph& g, const WeightMap& weights, const OnnxExportOptions& opt)
       : g_(g), weights_(weights), opt_(opt), layout_(runtime::torch_layout(g)) {
     model_.set_ir_version(8);
     model_.set_producer_name("trident");
@@ -219,7 +220,7 @@ class Writer {
     HostTensor scaled = wt;
     auto f = [](const HostTensor& t) { return reinterpret_cast<const float*>(t.data.data()); };
     float* sw = reinterpret_cast<float*>(scaled.data.data());
-    const double eps = b.attrs.f("eps", 1e-5);
+    const double eps = ops::NormParams::of(b).eps;
     for (int64_t k = 0; k < K; ++k) {
       const double s = f(gamma)[k] / std::sqrt(static_cast<double>(f(var)[k]) + eps);
       for (int64_t i = 0; i < per; ++i) sw[k * per + i] = static_cast<float>(f(wt)[k * per + i] * s);
@@ -244,7 +245,7 @@ class Writer {
                 {name(n.inputs[0]), param(n, n.inputs[1]), param(n, n.inputs[2]), param(n, n.inputs[3]),
                  param(n, n.inputs[4])},
                 {out}),
-           "epsilon", n.attrs.f("eps", 1e-5));
+           "epsilon", ops::NormParams::of(n).eps);
       return;
     }
     if (n.op == "relu") return void(emit(n, "Relu", {name(n.inputs[0])}, {out}));
@@ -252,13 +253,13 @@ class Writer {
       const std::vector<std::string> params{param(n, n.inputs[1]), param(n, n.inputs[2])};
       if (x.size() != 4) {
         real(emit(n, "LayerNormalization", {name(n.inputs[0]), params[0], params[1]}, {out}), "epsilon",
-             n.attrs.f("eps", 1e-5));
+             ops::NormParams::of(n).eps);
         return;
       }
       const std::string last = out + ".channels_last", normed = out + ".normalised";
       ints(emit(n, "Transpose", {name(n.inputs[0])}, {last}, ".to_channels_last"), "perm", {0, 2, 3, 1});
       real(emit(n, "LayerNormalization", {last, params[0], params[1]}, {normed}, ".layernorm"), "epsilon",
-           n.attrs.f("eps", 1e-5));
+           ops::NormParams::of(n).eps);
       return void(ints(emit(n, "Transpose", {normed}, {out}), "perm", {0, 3, 1, 2}));
     }
     if (n.op == "add") return void(emit(n, "Add", {name(n.inputs[0]), name(n.inputs[1])}, {out}));
@@ -357,7 +358,7 @@ class Writer {
   }
 
   const ir::Graph& g_;
-  const runtime::WeightMap& weights_;
+  const WeightMap& weights_;
   OnnxExportOptions opt_;
   runtime::TorchLayout layout_;
   onnx::ModelProto model_;
@@ -369,7 +370,7 @@ class Writer {
 
 }  // namespace
 
-OnnxExportSummary export_onnx(const ir::Graph& model, const runtime::WeightMap& weights,
+OnnxExportSummary export_onnx(const ir::Graph& model, const WeightMap& weights,
                               const OnnxExportOptions& options, const std::string& path) {
   Writer w(model, weights, options);
   return w.write(path);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "runtime/weights.h"
+#include "core/host_tensor.h"
 
 namespace trident::frontend {
 
@@ -25,7 +25,7 @@ struct OnnxExportSummary {
 // Writes `model` with `weights` (trident's layouts; every parameter and running statistic of
 // the model) to `path` atomically. An op ONNX export does not cover is an Error naming the
 // node and op; so is a missing weight.
-OnnxExportSummary export_onnx(const ir::Graph& model, const runtime::WeightMap& weights,
+OnnxExportSummary export_onnx(const ir::Graph& model, const WeightMap& weights,
                               const OnnxExportOptions& options, const std::string& path);
 
 }  // namespace trident::frontend

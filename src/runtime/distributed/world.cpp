@@ -32,8 +32,4 @@ std::shared_ptr<World> join_world() {
 #endif
 }
 
-std::string rank_text(const World& w) {
-  return "rank " + std::to_string(w.rank()) + " of " + std::to_string(w.size());
-}
-
 }  // namespace trident::distributed

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/distributed/world.h"
+#include "core/world.h"
 
 namespace trident::distributed {
 
