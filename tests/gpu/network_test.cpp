@@ -23,6 +23,7 @@
 #include "runtime/executable.h"
 #include "runtime/trainer.h"
 #include "support/gpu_compare.h"
+#include "support/gpu_training.h"
 #include "support/temp_dir.h"
 
 namespace trident {
@@ -445,53 +446,41 @@ TEST(GpuNetwork, LossFallsWhenTrainingOnGpu) {
 
 
 // ResNet-18 on 32-pixel images: its last stage runs on 1×1 feature maps and its third on 2×2.
-// Training it from an image folder in f16 or bf16 with recorded steps (CUDA graphs) stayed at
-// chance where direct steps learned (and where 64-pixel images, f32, or ResNet-20 learned with
-// recorded steps too). Recorded steps must train it as direct steps do: the same batch for
-// a few steps, every f32 parameter and state (the loss scale included) finite and within a
-// loose tolerance of the direct executable's after each step (two direct f16 executables
-// already differ by 10 % in a batchnorm's momentum over 64 values after one step); the first
-// one outside is named. With the data gradients on the side stream this failed (NaN in bf16);
-// the side stream is off by default until it passes.
-std::string first_recorded_divergence(const ir::Graph& model, DType precision, bool side_stream) {
-  auto build = [&](bool graph) {
-    passes::CompileOptions opt;
-    opt.mode = passes::Mode::Train;
+// Training it from an image folder in f16 or bf16 with recorded steps (CUDA graphs) and the
+// data gradients on the side stream stayed at chance where direct steps learned. A loose
+// comparison of a default (non-deterministic) recorded run with a direct one cannot tell a race
+// from f16's run-to-run noise (a batchnorm bias's momentum differs by half between two honest
+// runs), so both run with deterministic engines and must agree bit for bit after five steps:
+// every parameter, momentum, running statistic and the loss scale. `side_stream` puts each
+// data gradient beside its weight gradient, as --side-stream does.
+void expect_recorded_steps_equal_direct_ones(bool side_stream) {
+  const ir::Graph model = frontend::build_model("resnet18", {.batch = 64, .height = 32, .width = 32, .classes = 10});
+  for (DType precision : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(precision));
+    passes::CompileOptions opt = runtime::default_compile_options(passes::Mode::Train);
     opt.backend = "cuda";
     opt.precision = precision;
-    auto exe = Executable::compile(model, opt, {.autotune = false, .cuda_graph = graph, .side_stream = side_stream});
-    exe->init_parameters(42);
-    feed(*exe, 10);
-    return exe;
-  };
-  auto recorded = build(true), direct = build(false);
-  for (int step = 1; step <= 5; ++step) {
-    recorded->run();
-    direct->run();
-    for (int v = 0; v < recorded->graph().num_values(); ++v) {
-      const ir::Value& val = recorded->graph().value(v);
-      if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
-      if (!recorded->has(val.name) || val.dtype != DType::f32) continue;
-      const std::vector<double> got = values_of(*recorded, v), want = values_of(*direct, direct->value_id(val.name));
-      double diff = 0, norm = 0;
-      for (size_t i = 0; i < got.size(); ++i) {
-        diff += (got[i] - want[i]) * (got[i] - want[i]);
-        norm += want[i] * want[i];
-      }
-      const double rel = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-12);
-      if (!(rel <= 0.5))
-        return "'" + val.name + "' after step " + std::to_string(step) + ": relative difference " + std::to_string(rel) +
-               (recorded->context().has_recording() ? " (recorded)" : " (not recorded)");
-    }
+    BackendOptions graphs{.side_stream = side_stream}, direct{.cuda_graph = false, .side_stream = side_stream};
+    bool was_recorded = false;
+    const auto recorded = test_support::train_deterministic_on_gpu(model, opt, 5, 10, graphs, &was_recorded);
+    const auto stepped = test_support::train_deterministic_on_gpu(model, opt, 5, 10, direct);
+    EXPECT_TRUE(was_recorded) << "the steps were not recorded as a CUDA graph";
+    ASSERT_GT(recorded.size(), 100u);
+    const int differing = test_support::differing_tensors(recorded, stepped);
+    EXPECT_EQ(differing, 0) << differing << " of " << recorded.size() << " tensors differ after five steps";
   }
-  return recorded->context().has_recording() ? "" : "the step was not recorded";
 }
 
 TEST(GpuNetwork, RecordedStepsTrainAResNet18OnSmallImagesAsDirectStepsDo) {
   TRIDENT_REQUIRE_GPU();
-  const ir::Graph model = frontend::build_model("resnet18", {.batch = 64, .height = 32, .width = 32, .classes = 10});
-  for (DType precision : {DType::f16, DType::bf16})
-    EXPECT_EQ(first_recorded_divergence(model, precision, /*side_stream=*/false), "") << dtype_name(precision);
+  expect_recorded_steps_equal_direct_ones(/*side_stream=*/false);
+}
+
+// The same with --side-stream: disabled while the race it shows is open (run it with
+// --gtest_also_run_disabled_tests); the side stream is off by default until it passes.
+TEST(GpuNetwork, DISABLED_RecordedStepsWithTheSideStreamTrainAResNet18AsDirectStepsDo) {
+  TRIDENT_REQUIRE_GPU();
+  expect_recorded_steps_equal_direct_ones(/*side_stream=*/true);
 }
 
 // The path of a PyTorch user's model through ONNX, in the build the GPU machine runs: resnet_cifar

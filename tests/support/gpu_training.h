@@ -2,7 +2,8 @@
 // BackendOptions::deterministic (so two executables choose the same plans), train it a few
 // steps from seeded parameters, images and labels, and return every parameter, momentum and
 // running statistic as bytes, for tests that expect two such runs to agree bit for bit.
-// `backend` may bring more options (a distributed world); deterministic is always set.
+// `backend` may bring more options (a distributed world, CUDA graphs off); deterministic is
+// always set. `recorded`, where given, says whether the steps ran as a recorded CUDA graph.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -15,7 +16,8 @@ namespace trident::test_support {
 
 inline std::vector<std::vector<std::byte>> train_deterministic_on_gpu(const ir::Graph& model,
                                                                       const passes::CompileOptions& opt, int steps,
-                                                                      int64_t classes, BackendOptions backend = {}) {
+                                                                      int64_t classes, BackendOptions backend = {},
+                                                                      bool* recorded = nullptr) {
   backend.deterministic = true;
   auto exe = runtime::Executable::compile(model, opt, backend);
   exe->init_parameters(5);
@@ -31,6 +33,7 @@ inline std::vector<std::vector<std::byte>> train_deterministic_on_gpu(const ir::
     exe->upload(id);
   }
   for (int step = 0; step < steps; ++step) exe->run();
+  if (recorded) *recorded = exe->context().has_recording();
   std::vector<std::vector<std::byte>> state;
   for (int v = 0; v < exe->graph().num_values(); ++v) {
     const ir::Value& val = exe->graph().value(v);
