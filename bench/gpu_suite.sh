@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything to run on the H200 test machine in one go, each step's log in OUT: the GPU tests,
-# the round trip of weights with PyTorch, the default network trained on the GPU, and the
+# the round trip of weights with PyTorch, the Python module's cuda tests (where
+# build-gpu-python/package was sent too), the default network trained on the GPU, and the
 # side-by-side benchmarks against PyTorch.
 # Usage (on the GPU machine, from the repository root, after scripts/build_gpu.sh here):
 #   bench/gpu_suite.sh build-gpu OUT [FASHION_MNIST_DIR] [STEPS]
@@ -38,6 +39,15 @@ if [[ $steps == *tests* ]]; then
   step gpu_tests 200 "$build/tests/gpu_tests" --gtest_output="xml:$out/gpu_tests.xml"
   # Weights to and from PyTorch itself, with the machine's torch and torchvision (fp32, no TF32).
   step torch_round_trip 300 python3 tests/torch/round_trip.py "$build/trident" "$out/torch_round_trip" --device cuda
+  # The Python module built for this machine's Python (scripts/build_gpu_python.sh), where it was sent.
+  package=${TRIDENT_GPU_PYTHON_PACKAGE:-build-gpu-python/package}
+  if [ -f "$package/trident/__init__.py" ]; then
+    package=$(readlink -f "$package")
+    step python_cuda 200 env PYTHONPATH="$package" TRIDENT_BINARY="$build/trident" \
+      TRIDENT_FASHION_MNIST="${data:-/usr/share/datasets/fashion-mnist}" python3 tests/python/test_cuda.py -v
+    step python_from_torch 300 env PYTHONPATH="$package" TRIDENT_TEST_DEVICES=cpu_ref,cuda \
+      python3 tests/torch/from_torch.py "$out/python_from_torch" -v
+  fi
   unset NVIDIA_TF32_OVERRIDE
 fi
 if [[ $steps == *train* && -n $data ]]; then

@@ -17,7 +17,7 @@ std::vector<int64_t> shape_of(const py::array& a) { return {a.shape(), a.shape()
 py::array numpy_array(py::handle obj, const char* what) {
   if (!py::isinstance<py::array>(obj))
     throw Error(std::string("the ") + what + " must be a NumPy array, not " +
-                std::string(py::str(obj.get_type().attr("__name__"))));
+                std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
   return py::reinterpret_borrow<py::array>(obj);
 }
 

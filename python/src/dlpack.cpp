@@ -41,7 +41,7 @@ std::string dtype_name(const DLDataType& t) {
 DeviceArray::DeviceArray(py::handle obj, const std::string& role, const std::vector<int64_t>& shape) {
   if (!py::hasattr(obj, "__dlpack__") || !py::hasattr(obj, "__dlpack_device__"))
     throw Error("infer_device takes " + role + " with __dlpack__ (a CUDA tensor of PyTorch, CuPy or JAX), not " +
-                std::string(py::str(obj.get_type().attr("__name__"))) + "; call infer for NumPy arrays");
+                std::string(py::str(py::type::handle_of(obj).attr("__name__"))) + "; call infer for NumPy arrays");
   const auto device = obj.attr("__dlpack_device__")().cast<std::pair<int32_t, int32_t>>();
   if (device.first != kDLCUDA)
     throw Error("infer_device takes " + role + " on a CUDA device, but these are on " + device_name(device.first) +

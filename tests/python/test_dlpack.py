@@ -75,7 +75,7 @@ class DLPack(TestCase):
     def test_cuda_arrays_are_taken_and_released(self):
         images, out = FakeDeviceArray([2, 28, 28, 1]), FakeDeviceArray([2, 10])
         # A CPU network takes no device memory: the engine's sentence, after both capsules were read.
-        self.assert_error(lambda: self.net.infer_device(images, out), "infer_device", "'cpu' backend")
+        self.assert_error(lambda: self.net.infer_device(images, out), "infer_device", f"'{self.net.backend}' backend")
         self.assertEqual((images.deleted, out.deleted), (1, 1))
         self.assertEqual(images.streams, [1])  # CUDA's legacy default stream
 
@@ -91,7 +91,7 @@ class DLPack(TestCase):
         self.assertEqual(out.deleted, 0)  # refused before the output was asked for
         # Compact strides given explicitly are fine, as is any stride of an axis of extent 1.
         ok = FakeDeviceArray([2, 28, 28, 1], strides=[784, 28, 1, 99])
-        self.assert_error(lambda: self.net.infer_device(ok, out), "'cpu' backend")
+        self.assert_error(lambda: self.net.infer_device(ok, out), f"'{self.net.backend}' backend")
 
     def test_host_arrays_are_refused_before_export(self):
         host = FakeDeviceArray([2, 28, 28, 1], device=kDLCPU)

@@ -26,6 +26,9 @@ except ImportError as e:
     sys.exit(77)
 
 OUT = sys.argv.pop(1) if len(sys.argv) > 1 else "from_torch_out"
+# The devices that train: TRIDENT_TEST_DEVICES=cpu_ref,cuda on a GPU machine; the image folder's
+# network runs on the last of them.
+DEVICES = os.environ.get("TRIDENT_TEST_DEVICES", "cpu_ref,cpu").split(",")
 
 
 def randomised(model, seed=0):
@@ -80,7 +83,7 @@ class FromTorch(unittest.TestCase):
             sgd.step()
             theirs.append(loss.item())
             stepped = stepped or {k: v.detach().clone() for k, v in module.state_dict().items()}
-        for device in ("cpu_ref", "cpu"):
+        for device in DEVICES:
             net = trident.Network(model, mode="training", batch=8, learning_rate=0.02, momentum=0.9, weight_decay=5e-4,
                                   device=device)
             ours = [net.train_step(x.numpy(), labels.numpy())]
@@ -138,7 +141,7 @@ class FromTorch(unittest.TestCase):
         save_state_dict(pretrained.state_dict(), weights)
         module = torchvision.models.resnet18(num_classes=3).eval()
         model = trident.Model.from_torch(module, torch.randn(2, 3, 32, 32))
-        net = trident.Network(model, mode="training", batch=4, learning_rate=0.01)
+        net = trident.Network(model, mode="training", batch=4, learning_rate=0.01, device=DEVICES[-1])
         with self.assertRaisesRegex(trident.Error, r"fc\.(bias|weight) .*skip_mismatched"):
             net.load_weights(weights)
         skipped = net.load_weights(weights, skip_mismatched=True)
