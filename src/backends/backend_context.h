@@ -12,11 +12,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/backend_options.h"
 #include "backends/input_lane.h"
 
 namespace trident {
+namespace ir {
+class Graph;
+}
 
 // Host memory as the CPU backends use it: 64-byte aligned, zero-filled; an Error saying how
 // much when there is none. free_host() gives it back.
@@ -46,6 +50,13 @@ class BackendContext {
   virtual void copy_within(void* dst, const void* src, size_t bytes);
   // Waits until every queued kernel has finished (a no-op on host backends).
   virtual void synchronize() {}
+  // Positions i of `g`'s order whose kernel will run beside the next node's (on a second
+  // stream) under `options`, so that the memory plan keeps the two nodes' tensors apart
+  // (plan_memory's `concurrent`); asked once, before the plan is final. None on host backends.
+  virtual std::vector<int> concurrent_steps(const ir::Graph& g, const BackendOptions& options) const {
+    (void)g, (void)options;
+    return {};
+  }
   // One line of cache statistics for --verbose output; empty when the backend has none.
   virtual std::string cache_report() const { return {}; }
   // What the kernels built with this context are asked to do (set once, before they are

@@ -22,7 +22,7 @@ size_t value_bytes(const ir::Value& v) {
 }  // namespace
 
 MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads,
-                       bool hoist_constants) {
+                       bool hoist_constants, const std::vector<int>& concurrent) {
   MemoryPlan plan;
   const int nv = g.num_values();
   plan.placement.resize(nv);
@@ -98,6 +98,20 @@ MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>
     for (int in : n.inputs) last[plan.root[in]] = std::max(last[plan.root[in]], step);
   }
   for (int out : g.outputs()) last[plan.root[out]] = static_cast<int>(order.size());
+  // Two nodes that run at once: what either touches is live from the first step to the second.
+  for (int i : concurrent) {
+    if (i < 0 || i + 1 >= static_cast<int>(order.size())) continue;
+    for (int step : {i, i + 1}) {
+      const ir::Node& n = g.node(order[step]);
+      for (const std::vector<int>* values : {&n.inputs, &n.outputs})
+        for (int v : *values) {
+          const int r = plan.root[v];
+          if (first[r] < 0) continue;  // not produced by a node: never in the arena
+          first[r] = std::min(first[r], i);
+          last[r] = std::max(last[r], i + 1);
+        }
+    }
+  }
 
   std::vector<ArenaBlock> blocks;
   for (int v = 0; v < nv; ++v) {

@@ -43,7 +43,10 @@ struct MemoryPlan {
 // With `hoist_constants` (inference, where weights do not change during a step), nodes that
 // read only parameters, state and other hoisted results are marked hoisted and their outputs
 // go to the Constants buffer.
+// `concurrent` lists positions i of the order whose node runs at the same time as node i + 1
+// (a backend's second stream): every value either of the two reads or writes is kept live
+// across both steps, so neither writes where the other reads.
 MemoryPlan plan_memory(const ir::Graph& g, const std::vector<std::pair<int, int>>& param_grads,
-                       bool hoist_constants = false);
+                       bool hoist_constants = false, const std::vector<int>& concurrent = {});
 
 }  // namespace trident::plan

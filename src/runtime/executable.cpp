@@ -50,6 +50,9 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model, const pa
   exe->plan_ = std::move(c.plan);
 
   exe->ctx_ = KernelRegistry::make_context(options.backend, backend);
+  // Kernels the backend runs beside the next one (a second stream) must not share its memory.
+  if (const std::vector<int> concurrent = exe->ctx_->concurrent_steps(exe->graph_, backend); !concurrent.empty())
+    exe->plan_ = plan::plan_memory(exe->graph_, exe->param_grads_, options.mode == passes::Mode::Infer, concurrent);
   MemoryBudget* budget = options.memory_budget;
   const std::string graph_name = "the " + std::string(passes::mode_name(options.mode)) + " graph's ";
   if (budget) {

@@ -2,6 +2,7 @@
 // between tensors whose lifetimes do not overlap, and mirrors parameters in the gradients.
 #include <gtest/gtest.h>
 
+#include "backends/cuda/dgrad_beside_wgrad.h"
 #include "frontend/zoo.h"
 #include "runtime/executable.h"
 
@@ -66,4 +67,49 @@ TEST(MemoryPlan, GradientsMirrorParametersAndViewsShareStorage) {
       EXPECT_EQ(c.plan.placement[n.outputs[3]].offset, c.plan.placement[n.inputs[3]].offset);
     }
   }
+}
+
+// Two nodes that run at once (the cuda backend's side stream: a dgrad beside the wgrad of the
+// same dy) must not write where the other reads. ResNet-18's f16 training graph for cuda (the
+// passes need only the backend's traits, so this runs without a GPU): planned one node after
+// the other, a wgrad's dw takes the bytes of the f16 weight copy that its dgrad read last,
+// which raced when the dgrad ran beside it; planned with the pairs as concurrent, no arena
+// tensor of one node overlaps one of the other.
+TEST(MemoryPlan, NodesThatRunAtOnceShareNoMemory) {
+#ifndef TRIDENT_HAVE_CUDA
+  GTEST_SKIP() << "this build has no cuda backend, whose traits the f16 training graph needs";
+#else
+  passes::CompileOptions o;
+  o.mode = passes::Mode::Train;
+  o.backend = "cuda";
+  o.precision = DType::f16;
+  auto c = runtime::compile_graph(frontend::build_model("resnet18", {.batch = 8, .height = 32, .width = 32}), o);
+  std::vector<int> pairs;
+  for (int i = 0; i + 1 < static_cast<int>(c.graph.order().size()); ++i)
+    if (cuda::dgrad_then_wgrad(c.graph, i)) pairs.push_back(i);
+  ASSERT_GT(pairs.size(), 10u);
+  auto shared_pairs = [&](const plan::MemoryPlan& p) {
+    int shared = 0;
+    for (int i : pairs) {
+      const ir::Node &a = c.graph.node(c.graph.order()[i]), &b = c.graph.node(c.graph.order()[i + 1]);
+      bool overlap = false;
+      for (const ir::Node* n : {&a, &b}) {
+        const ir::Node& other = n == &a ? b : a;
+        for (int out : n->outputs)
+          for (const std::vector<int>* touched : {&other.inputs, &other.outputs})
+            for (int v : *touched) {
+              const plan::Placement &x = p.placement[out], &y = p.placement[v];
+              overlap |= x.buffer == plan::Buffer::Arena && y.buffer == plan::Buffer::Arena &&
+                         x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+            }
+      }
+      shared += overlap;
+    }
+    return shared;
+  };
+  EXPECT_GT(shared_pairs(c.plan), 0) << "planned one after the other, no pair shares memory: the test lost its point";
+  const plan::MemoryPlan apart = plan::plan_memory(c.graph, c.param_grads, false, pairs);
+  EXPECT_EQ(shared_pairs(apart), 0);
+  expect_no_live_overlap(apart);
+#endif
 }

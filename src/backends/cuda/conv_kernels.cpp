@@ -10,6 +10,7 @@
 #include "backends/cuda/conv_forward.h"
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dgrad_beside_wgrad.h"
 #include "backends/cuda/device/conv_device.h"
 #include "backends/cuda/input_prologue.h"
 #include "backends/cuda/kernel_checks.h"
@@ -106,24 +107,16 @@ class ConvForwardKernel final : public Kernel, public ReportsPath {
 };
 
 // Where a convolution's backward is dgrad immediately followed by its wgrad (both reading the
-// same dy, the order autodiff emits), the dgrad runs on the side stream beside the wgrad on
-// the main stream, and the main stream waits for it right after the wgrad. That is safe with
-// the static memory plan: dx is live from the dgrad on, and x and dy until the wgrad, so
-// neither kernel's output can share memory with what the other reads.
+// same dy, the order autodiff emits; dgrad_beside_wgrad.h), with the side stream on the dgrad
+// runs there beside the wgrad on the main stream, and the main stream waits for it right after
+// the wgrad. The memory plan knows (CudaContext::concurrent_steps): every tensor of the two is
+// live across both, so the wgrad's dw cannot take the bytes of the dgrad's weight, which in
+// f16/bf16 is a cast copy whose last reader is the dgrad.
 int position_in_order(const ir::Graph& g, int node_id) {
   const std::vector<int>& order = g.order();
   for (size_t i = 0; i < order.size(); ++i)
     if (order[i] == node_id) return static_cast<int>(i);
   return -1;
-}
-
-bool dgrad_then_wgrad(const ir::Graph& g, int dgrad_pos) {
-  const std::vector<int>& order = g.order();
-  if (dgrad_pos < 0 || dgrad_pos + 1 >= static_cast<int>(order.size())) return false;
-  const ir::Node& d = g.node(order[dgrad_pos]);
-  const ir::Node& w = g.node(order[dgrad_pos + 1]);
-  return d.op == "conv2d_backward_data" && w.op == "conv2d_backward_weight" && w.inputs.size() > 1 &&
-         d.inputs[0] == w.inputs[1];
 }
 
 // conv2d_backward_data: dy [N,P,Q,K], w → dx [N,H,W,C].

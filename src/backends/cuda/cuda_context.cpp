@@ -7,6 +7,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_input_lane.h"
+#include "backends/cuda/dgrad_beside_wgrad.h"
 #include "backends/cuda/verbose.h"
 #include "core/world.h"
 
@@ -160,6 +161,14 @@ void CudaContext::synchronize() {
   check(cudaStreamSynchronize(side_stream_), "the step (a kernel on the side stream failed)");
   check(cudaStreamSynchronize(collective_stream_), "the step (a collective failed)");
   check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");
+}
+
+std::vector<int> CudaContext::concurrent_steps(const ir::Graph& g, const BackendOptions& options) const {
+  std::vector<int> steps;
+  if (!options.side_stream) return steps;
+  for (int i = 0; i + 1 < static_cast<int>(g.order().size()); ++i)
+    if (dgrad_then_wgrad(g, i)) steps.push_back(i);
+  return steps;
 }
 
 std::string CudaContext::cache_report() const {

@@ -41,6 +41,8 @@ class CudaContext final : public BackendContext {
   void* allocate_host_copy(size_t bytes) override;  // cudaHostAlloc (page-locked) + zero fill
   void free_host_copy(void* p) override;
   void synchronize() override;
+  // With the side stream, each dgrad that runs beside its wgrad (dgrad_beside_wgrad.h).
+  std::vector<int> concurrent_steps(const ir::Graph& g, const BackendOptions& options) const override;
   std::string cache_report() const override;
 
   // A step recorded as a CUDA graph by capturing stream() (the side stream joins through the
