@@ -14,11 +14,5 @@ cmake --build "$build_dir" -j"$(nproc)" --target trident gpu_tests
 # --preserve-dates: a stripped binary must not look newer than the libraries it was linked from.
 strip --preserve-dates "$build_dir/trident" "$build_dir/tests/gpu_tests"
 # A symbol from glibc 2.36 or newer would stop the binary from starting on glibc 2.35.
-for bin in "$build_dir/trident" "$build_dir/tests/gpu_tests"; do
-  if objdump -T "$bin" | grep -Eq 'GLIBC_2\.(3[6-9]|[4-9][0-9])'; then
-    echo "build_gpu: $bin needs a glibc newer than 2.35:" >&2
-    objdump -T "$bin" | grep -E 'GLIBC_2\.(3[6-9]|[4-9][0-9])' >&2
-    exit 1
-  fi
-done
+scripts/check_glibc_2_35.sh "$build_dir/trident" "$build_dir/tests/gpu_tests"
 du -sh "$build_dir/trident" "$build_dir/tests/gpu_tests"

@@ -52,11 +52,5 @@ for name in libprotobuf.so.32 libonnx_proto.so.1 libgomp.so.1 libjpeg.so.62 libp
   [ -n "$path" ] && cp -L "$path" "$package/$name"
 done
 strip --strip-unneeded "$package"/*.so*
-for f in "$package"/*.so*; do
-  if objdump -T "$f" | grep -Eq 'GLIBC_2\.(3[6-9]|[4-9][0-9])'; then
-    echo "build_gpu_python: $f needs a glibc newer than 2.35:" >&2
-    objdump -T "$f" | grep -E 'GLIBC_2\.(3[6-9]|[4-9][0-9])' >&2
-    exit 1
-  fi
-done
+scripts/check_glibc_2_35.sh "$package"/*.so*
 du -sh "$package"
