@@ -6,9 +6,13 @@
 set -uo pipefail
 status=0
 for f in "$@"; do
-  if objdump -T "$f" | grep -Eq 'GLIBC_2\.(3[6-9]|[4-9][0-9])'; then
+  # The whole symbol table read first: `objdump | grep -q` under pipefail fails when grep stops
+  # early and objdump dies of SIGPIPE, which would let a bad binary through.
+  symbols=$(objdump -T "$f") || { echo "$f: objdump cannot read it" >&2; status=1; continue; }
+  newer=$(grep -E 'GLIBC_2\.(3[6-9]|[4-9][0-9])' <<<"$symbols")
+  if [ -n "$newer" ]; then
     echo "$f needs a glibc newer than 2.35:" >&2
-    objdump -T "$f" | grep -E 'GLIBC_2\.(3[6-9]|[4-9][0-9])' >&2
+    echo "$newer" >&2
     status=1
   fi
 done
