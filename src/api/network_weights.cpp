@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "frontend/onnx/onnx_export.h"
 #include "runtime/checkpoint/safetensors.h"
-#include "runtime/checkpoint/torch_layout.h"
+#include "frontend/torch_layout.h"
 #include "runtime/checkpoint/weight_file.h"
 
 namespace trident {
@@ -46,10 +46,10 @@ void Network::export_onnx(const std::string& path, const OnnxExportOptions& opti
 
 void Network::export_state_dict(const std::string& path) const {
   const std::lock_guard<std::recursive_mutex> lock(impl_->mutex);
-  const runtime::TorchLayout layout = runtime::torch_layout(impl_->model_graph);
+  const frontend::TorchLayout layout = frontend::torch_layout(impl_->model_graph);
   const int64_t steps = impl_->batches_trained;  // num_batches_tracked
   const runtime::WeightMap state =
-      runtime::to_torch_state_dict(layout, impl_->weights_executable().export_weights(), steps);
+      frontend::to_torch_state_dict(layout, impl_->weights_executable().export_weights(), steps);
   runtime::write_safetensors(path, state, {{"format", "pt"}});
 }
 

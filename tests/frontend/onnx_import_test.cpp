@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "frontend/onnx/onnx_import.h"
-#include "runtime/checkpoint/torch_layout.h"
+#include "frontend/torch_layout.h"
 #include "runtime/executable.h"
 #include "support/onnx_models.h"
 #include "support/tolerance.h"
@@ -146,13 +146,13 @@ TEST(OnnxImport, ConvNextBlocksBecomeLayerNormGeluAndConvolutions) {
     EXPECT_EQ(ops["linear"], 1) << file;
     EXPECT_EQ(ops.size(), 8u) << file;  // + mul (layer scale), add (residual), global_avgpool, flatten
     // The MatMuls are nn.Linear layers to PyTorch: [out, in] matrices in a state dict.
-    const runtime::TorchLayout layout = runtime::torch_layout(imp.graph);
-    EXPECT_EQ(runtime::torch_shape(layout, "fc1.w", imp.weights.at("fc1.w").shape), (Shape{32, 8})) << file;
-    EXPECT_EQ(runtime::torch_shape(layout, "fc2.w", imp.weights.at("fc2.w").shape), (Shape{8, 32})) << file;
-    EXPECT_EQ(runtime::torch_shape(layout, "stem.weight", imp.weights.at("stem.weight").shape).size(), 4u) << file;
+    const frontend::TorchLayout layout = frontend::torch_layout(imp.graph);
+    EXPECT_EQ(frontend::torch_shape(layout, "fc1.w", imp.weights.at("fc1.w").shape), (Shape{32, 8})) << file;
+    EXPECT_EQ(frontend::torch_shape(layout, "fc2.w", imp.weights.at("fc2.w").shape), (Shape{8, 32})) << file;
+    EXPECT_EQ(frontend::torch_shape(layout, "stem.weight", imp.weights.at("stem.weight").shape).size(), 4u) << file;
     // The layer scale is [C] to trident's mul and [C, 1, 1] in the file, as in torchvision's state dict.
     EXPECT_EQ(imp.weights.at("scale").shape, (Shape{8})) << file;
-    EXPECT_EQ(runtime::torch_shape(layout, "scale", imp.weights.at("scale").shape), (Shape{8, 1, 1})) << file;
+    EXPECT_EQ(frontend::torch_shape(layout, "scale", imp.weights.at("scale").shape), (Shape{8, 1, 1})) << file;
   }
 }
 

@@ -10,10 +10,10 @@
 #include "core/error.h"
 #include "frontend/model_source.h"
 #include "frontend/onnx/onnx_export.h"
+#include "frontend/torch_layout.h"
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
-#include "runtime/checkpoint/torch_layout.h"
 #include "runtime/checkpoint/weight_file.h"
 #include "runtime/executable.h"
 
@@ -101,8 +101,8 @@ int run_export(Options o) {
     result["folded_batchnorms"] = s.folded_batchnorms;
     result["opset"] = opt.opset;
   } else {
-    const runtime::TorchLayout layout = runtime::torch_layout(model);
-    const runtime::WeightMap state = runtime::to_torch_state_dict(layout, weights, steps);
+    const frontend::TorchLayout layout = frontend::torch_layout(model);
+    const runtime::WeightMap state = frontend::to_torch_state_dict(layout, weights, steps);
     runtime::write_safetensors(o.output, state, {{"format", "pt"}});
     result["tensors"] = state.size();
   }

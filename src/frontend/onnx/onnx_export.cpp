@@ -16,10 +16,10 @@
 #include "core/host_tensor.h"
 #include "core/printable.h"
 #include "core/tensor_layout.h"
+#include "frontend/torch_layout.h"
 #include "ops/activation.h"
 #include "ops/mul_broadcast.h"
 #include "ops/window.h"
-#include "runtime/checkpoint/torch_layout.h"
 #include "ops/norm_params.h"
 
 namespace trident::frontend {
@@ -29,7 +29,7 @@ namespace {
 class Writer {
  public:
   Writer(const ir::Graph& g, const WeightMap& weights, const OnnxExportOptions& opt)
-      : g_(g), weights_(weights), opt_(opt), layout_(runtime::torch_layout(g)) {
+      : g_(g), weights_(weights), opt_(opt), layout_(torch_layout(g)) {
     model_.set_ir_version(8);
     model_.set_producer_name("trident");
     model_.add_opset_import()->set_version(opt.opset);
@@ -92,7 +92,7 @@ class Writer {
   // A parameter in its ONNX layout (conv weights OIHW, flattened columns NCHW-ordered), once.
   const std::string& param(const ir::Node& n, int v) {
     if (written_.insert(v).second) {
-      const HostTensor out = runtime::to_onnx_tensor(layout_, name(v), weight(n, v));
+      const HostTensor out = to_onnx_tensor(layout_, name(v), weight(n, v));
       initializer(name(v), out, out.shape);
     }
     return name(v);
@@ -267,7 +267,7 @@ class Writer {
       const Shape& b = g_.value(n.inputs[1]).shape;
       std::string rhs = name(n.inputs[1]);
       const auto declared = layout_.conversions.find(rhs);
-      if (declared != layout_.conversions.end() && declared->second.kind == runtime::TorchLayout::Kind::channel_factor)
+      if (declared != layout_.conversions.end() && declared->second.kind == TorchLayout::Kind::channel_factor)
         return void(emit(n, "Mul", {name(n.inputs[0]), param(n, n.inputs[1])}, {out}));  // in the shape it came in
       if (ops::mul_broadcast(x, b) == ops::MulBroadcast::channel) {  // one per channel: [C, 1, 1] in NCHW
         const ir::ValueRole role = g_.value(n.inputs[1]).role;
@@ -360,7 +360,7 @@ class Writer {
   const ir::Graph& g_;
   const WeightMap& weights_;
   OnnxExportOptions opt_;
-  runtime::TorchLayout layout_;
+  TorchLayout layout_;
   onnx::ModelProto model_;
   onnx::GraphProto* graph_ = nullptr;
   std::vector<std::vector<int>> users_;

@@ -1,7 +1,7 @@
 // Writing a trident model out as a standard ONNX file, so a network trained here deploys
 // wherever ONNX runs: the model graph (as built or imported) with its weights, in ONNX's NCHW
 // convention — the input [N, C, H, W] with a symbolic batch, convolution weights OIHW,
-// classifier columns in the NCHW flatten order (runtime/checkpoint/torch_layout.h), and
+// classifier columns in the NCHW flatten order (frontend/torch_layout.h), and
 // batchnorm kept as BatchNormalization or folded into the convolution before it.
 #pragma once
 #include <string>

@@ -302,7 +302,7 @@ void Importer::mul(const onnx::NodeProto& n) {
   std::vector<float> v = s.numel() == 1 ? std::vector<float>(c, s.f[0]) : s.f;
   const int factor = weight(n, s, "channel_vector", {c}, std::move(v));
   // factor_dims: the factor's shape in the model's own state dict (ConvNeXt's layer scale is
-  // [C, 1, 1]) where it holds the same C values in another shape (checkpoint/torch_layout.h).
+  // [C, 1, 1]) where it holds the same C values in another shape (frontend/torch_layout.h).
   if (per_channel && s.numel() > 1 && s.dims != Shape{c})
     emit(n, "mul", {x, factor}, {{"factor_dims", s.dims}});
   else
@@ -411,7 +411,7 @@ void Importer::matmul(const onnx::NodeProto& n) {
     if (!b.is_float || b.dims.size() != 2 || b.dims[0] != c)
       fail(n, "B " + quoted_name(b.name) + " must be a float32 [" + std::to_string(c) + ", K] matrix");
     const int w = weight(n, b, "conv1x1_from_kn", {b.dims[1], 1, 1, c}, transpose2d(b));
-    // from_matmul: a state dict gives this weight as nn.Linear's [K, C] (checkpoint/torch_layout.h).
+    // from_matmul: a state dict gives this weight as nn.Linear's [K, C] (frontend/torch_layout.h).
     const auto outs = emit(n, "conv2d", {x, w},
                            {{"stride", Shape{1, 1}}, {"padding", Shape{0, 0}}, {"from_matmul", int64_t{1}}}, 0);
     bare_linear_[outs[0]] = out_.graph.value(outs[0]).producer;

@@ -12,9 +12,29 @@
 #include "ops/dropout.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
-#include "runtime/checkpoint/torch_layout.h"
 
 namespace trident::runtime {
+
+bool is_torch_state_dict(const frontend::TorchLayout& layout, const ir::Graph& model, const WeightMap& weights,
+                         const Metadata& metadata) {
+  const auto format = metadata.find("format");
+  if (format != metadata.end() && format->second == kCheckpointFormat) return false;
+  if (format != metadata.end() && format->second == "pt") return true;
+  for (const auto& [name, t] : weights)
+    if (name.ends_with(frontend::kBatchCounterSuffix)) return true;
+  bool only_trident = false;
+  for (const auto& [name, conv] : layout.conversions) {
+    const auto w = weights.find(name);
+    const int v = model.find_value(name);
+    if (w == weights.end() || v < 0) continue;
+    const Shape& ours = model.value(v).shape;
+    const bool fits_torch = w->second.shape == frontend::torch_shape(layout, name, ours);
+    const bool fits_ours = w->second.shape == ours;
+    if (fits_torch && !fits_ours) return true;
+    only_trident = only_trident || (fits_ours && !fits_torch);
+  }
+  return !only_trident;
+}
 
 bool is_training_state(const std::string& name) {
   return passes::is_optimizer_state_name(name) || name.starts_with("amp.") || name == ops::kDropoutStateName;
@@ -48,7 +68,7 @@ std::string typed(const HostTensor& t) { return std::string(dtype_name(t.dtype))
 WeightFile read_weight_file(const std::string& path, const ir::Graph& model, bool skip_unfit) {
   Metadata metadata;
   WeightMap weights = read_safetensors(path, &metadata);
-  const TorchLayout layout = torch_layout(model);
+  const frontend::TorchLayout layout = frontend::torch_layout(model);
   if (!is_torch_state_dict(layout, model, weights, metadata)) {
     int64_t steps = 0;
     const auto format = metadata.find("format");
@@ -59,7 +79,7 @@ WeightFile read_weight_file(const std::string& path, const ir::Graph& model, boo
   }
   WeightFile f;
   f.layout = "PyTorch state dict";
-  f.weights = from_torch_state_dict(layout, weights, path, skip_unfit ? &f.unfit : nullptr);
+  f.weights = frontend::from_torch_state_dict(layout, weights, path, skip_unfit ? &f.unfit : nullptr);
   return f;
 }
 

@@ -1,6 +1,6 @@
 // Reading the file a user passes as --weights or to Network::load_weights: a trident checkpoint
 // or a PyTorch state dict in safetensors, told apart by what the file holds
-// (runtime/checkpoint/torch_layout.h), not by its name, and returned in trident's layouts for the
+// (frontend/torch_layout.h), not by its name, and returned in trident's layouts for the
 // model about to use them; and loading it into an executable, where fine-tuning skips what does
 // not fit a new head.
 #pragma once
@@ -8,11 +8,20 @@
 #include <string>
 #include <vector>
 
+#include "frontend/torch_layout.h"
 #include "ir/graph.h"
+#include "runtime/checkpoint/safetensors.h"
 #include "runtime/executable.h"
 #include "runtime/weights.h"
 
 namespace trident::runtime {
+
+// True when `weights` (read with `metadata`) are in PyTorch's layouts: metadata format "pt"
+// (what safetensors.torch writes), a batch counter, or a converted tensor whose shape fits
+// only PyTorch's layout; false for trident's checkpoints and shapes that fit only trident's.
+// Files where every shape fits both come from outside trident and are taken as PyTorch's.
+bool is_torch_state_dict(const frontend::TorchLayout& layout, const ir::Graph& model, const WeightMap& weights,
+                         const Metadata& metadata);
 
 struct WeightFile {
   WeightMap weights;    // in trident's layouts

@@ -1,6 +1,7 @@
-// Host launchers of the pooling kernels (device/pool.cu) over NHWC tensors: max and average
+// Host launchers of the pooling kernels over NHWC tensors (device/pool.cu): max and average
 // pooling with their backward passes written as gathers (each dx element sums the windows that
-// cover it, in the reference's order: deterministic, no atomics), and global average pooling.
+// cover it, in the reference's order: deterministic, no atomics); and global average pooling
+// (device/global_avgpool.cu).
 #pragma once
 #include <cuda_runtime.h>
 

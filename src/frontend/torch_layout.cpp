@@ -1,7 +1,7 @@
 // The conversions of torch_layout.h. A linear layer's columns follow a flatten when its input
 // is a flatten's output, directly or through element-wise ops (relu, dropout): exactly the
 // pattern PyTorch's `x.flatten(1)` / `view(N, -1)` exports as, and what the ONNX importer maps.
-#include "runtime/checkpoint/torch_layout.h"
+#include "frontend/torch_layout.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,13 +10,10 @@
 #include "core/printable.h"
 #include "core/tensor_layout.h"
 #include "ir/op_registry.h"
-#include "runtime/checkpoint/checkpoint.h"
 
-namespace trident::runtime {
+namespace trident::frontend {
 
 namespace {
-
-constexpr const char* kCounterSuffix = ".num_batches_tracked";
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -41,7 +38,7 @@ int flatten_feeding(const ir::Graph& g, int v) {
 
 std::string counter_of(const std::string& bn_weight) {
   const std::string stem = ends_with(bn_weight, ".weight") ? bn_weight.substr(0, bn_weight.size() - 7) : bn_weight;
-  return stem + kCounterSuffix;
+  return stem + kBatchCounterSuffix;
 }
 
 // [K, 1, 1, C] and [K, C] hold the same bytes in the same order: only the shape changes.
@@ -139,7 +136,7 @@ WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& stat
                                 std::vector<std::string>* unfit) {
   WeightMap out;
   for (const auto& [name, t] : state_dict) {
-    if (ends_with(name, kCounterSuffix)) continue;
+    if (ends_with(name, kBatchCounterSuffix)) continue;
     const auto c = layout.conversions.find(name);
     if (c == layout.conversions.end()) {
       out[name] = t;
@@ -168,24 +165,4 @@ WeightMap from_torch_state_dict(const TorchLayout& layout, const WeightMap& stat
   return out;
 }
 
-bool is_torch_state_dict(const TorchLayout& layout, const ir::Graph& model, const WeightMap& weights,
-                         const Metadata& metadata) {
-  const auto format = metadata.find("format");
-  if (format != metadata.end() && format->second == kCheckpointFormat) return false;
-  if (format != metadata.end() && format->second == "pt") return true;
-  for (const auto& [name, t] : weights)
-    if (ends_with(name, kCounterSuffix)) return true;
-  bool only_trident = false;
-  for (const auto& [name, conv] : layout.conversions) {
-    const auto w = weights.find(name);
-    const int v = model.find_value(name);
-    if (w == weights.end() || v < 0) continue;
-    const Shape& ours = model.value(v).shape;
-    const bool fits_torch = w->second.shape == torch_shape(layout, name, ours), fits_ours = w->second.shape == ours;
-    if (fits_torch && !fits_ours) return true;
-    only_trident = only_trident || (fits_ours && !fits_torch);
-  }
-  return !only_trident;
-}
-
-}  // namespace trident::runtime
+}  // namespace trident::frontend

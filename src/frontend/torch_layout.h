@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/checkpoint/safetensors.h"
+#include "core/host_tensor.h"
 
-namespace trident::runtime {
+namespace trident::frontend {
+
+// The name of the batch counter PyTorch keeps beside a batchnorm: "<bn>.num_batches_tracked".
+inline constexpr const char* kBatchCounterSuffix = ".num_batches_tracked";
 
 struct TorchLayout {
   // pointwise_linear: a 1×1 convolution imported from a MatMul over channels-last features
@@ -60,11 +63,4 @@ HostTensor to_onnx_tensor(const TorchLayout& layout, const std::string& name, co
 // The PyTorch shape of a model tensor whose trident shape is `shape`.
 Shape torch_shape(const TorchLayout& layout, const std::string& name, const Shape& shape);
 
-// True when `weights` (read with `metadata`) are in PyTorch's layouts: metadata format "pt"
-// (what safetensors.torch writes), a batch counter, or a converted tensor whose shape fits
-// only PyTorch's layout; false for trident's checkpoints and shapes that fit only trident's.
-// Files where every shape fits both come from outside trident and are taken as PyTorch's.
-bool is_torch_state_dict(const TorchLayout& layout, const ir::Graph& model, const WeightMap& weights,
-                         const Metadata& metadata);
-
-}  // namespace trident::runtime
+}  // namespace trident::frontend

@@ -1,4 +1,4 @@
-// PyTorch's weight layouts (runtime/checkpoint/torch_layout.h): the two conversions on hand-
+// PyTorch's weight layouts (frontend/torch_layout.h): the two conversions on hand-
 // indexed tensors, which model tensors get which conversion, the round trip, telling the two
 // layouts apart, I64 tensors (num_batches_tracked) in safetensors, and the sentences for
 // tensors that fit neither layout. onnx/check_export.py checks the same layouts against
@@ -9,13 +9,15 @@
 
 #include "core/error.h"
 #include "core/tensor_layout.h"
+#include "frontend/torch_layout.h"
 #include "frontend/zoo.h"
 #include "runtime/checkpoint/checkpoint.h"
 #include "runtime/checkpoint/safetensors.h"
-#include "runtime/checkpoint/torch_layout.h"
+#include "runtime/checkpoint/weight_file.h"
 #include "runtime/executable.h"
 
 using namespace trident;
+using namespace trident::frontend;
 using namespace trident::runtime;
 
 namespace {
