@@ -15,6 +15,8 @@
 
 #include "ir/op_registry.h"
 #include "ops/bn_relu_operands.h"
+#include "passes/chain_rule.h"
+#include "passes/graph_edit.h"
 #include "passes/pass.h"
 #include "passes/value_uses.h"
 #include "ops/norm_params.h"
@@ -33,7 +35,9 @@ struct Candidate {
 };
 
 // Empty when legal, else the reason.
-std::string match(const ir::Graph& g, const ValueUses& uses, bool training_graph, int bn_id, Candidate& c) {
+std::string match(const ir::Graph& g, const ValueUses& uses, const CompileOptions& options, int bn_id,
+                  Candidate& c) {
+  const bool training_graph = options.mode == Mode::Train;
   const ir::Node& bn = g.node(bn_id);
   c.bn = bn_id;
   // A convolution's own batchnorm is cbr's (training) or fold_bn's (inference), even where
@@ -64,46 +68,45 @@ std::string match(const ir::Graph& g, const ValueUses& uses, bool training_graph
     const ir::Node& next = g.node(uses.only_reader(relu_out));
     c.feeds_conv = ir::OpRegistry::get(next.op).reads_conv_input && next.inputs[0] == relu_out;
   }
+  if (!options.fuses_bn_relu()) return "the bn_relu fusion is turned off (bn_relu_fusion = 0)";
   return "";
+}
+
+// Every batchnorm that a relu reads is a candidate.
+bool feeds_a_relu(const ir::Graph& g, const ValueUses& uses, int bn) {
+  const std::vector<int>& readers = uses.readers(g.node(bn).outputs[0]);
+  return std::any_of(readers.begin(), readers.end(), [&](int r) { return g.node(r).op == "relu"; });
+}
+
+std::string pattern_of(const Candidate& c) { return c.feeds_conv ? kPreActivation : kPlain; }
+
+FusionRecord build(ir::Graph& g, const Candidate& c) {
+  const ir::Node bn = g.node(c.bn);
+  const ir::Node relu = g.node(c.relu);
+  ir::Attrs attrs;
+  ops::NormParams::of(bn).copy_to(attrs);
+  attrs.set("training", int64_t{bn.attrs.i("training", 1) != 0});
+  const std::string name = bn.name + ".bn_relu";
+  const std::vector<int> outs = g.add_node("bn_relu", bn.inputs, attrs, name);
+  g.replace_uses(relu.outputs[0], outs[ops::bn_relu_out::y]);
+  // Where the relu ran: the relu's readers come after it, the batchnorm's inputs before.
+  replace_nodes(g, {g.value(outs[ops::bn_relu_out::y]).producer}, c.relu, {c.bn, c.relu});
+  return {kPass, c.feeds_conv ? kPreActivation : kPlain, name, {bn.name, relu.name}};
 }
 
 }  // namespace
 
 void fuse_bn_relu(ir::Graph& g, PassContext& ctx) {
-  const bool training_graph = ctx.options.mode == Mode::Train;
-  const std::vector<int> order = g.order();
-  for (int bn_id : order) {
-    if (g.node(bn_id).op != "batchnorm2d") continue;
-    // Consumers change as earlier candidates fuse: recount for each.
-    const ValueUses uses(g);
-    const std::vector<int>& readers = uses.readers(g.node(bn_id).outputs[0]);
-    if (std::none_of(readers.begin(), readers.end(), [&](int r) { return g.node(r).op == "relu"; })) continue;
-    Candidate c;
-    const std::string reason = match(g, uses, training_graph, bn_id, c);
-    const ir::Node bn = g.node(bn_id);
-    if (!reason.empty()) {
-      ctx.rejections.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, bn.name, reason});
-      continue;
-    }
-    if (!ctx.options.fuses_bn_relu()) {
-      ctx.rejections.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, bn.name,
-                                "the bn_relu fusion is turned off (bn_relu_fusion = 0)"});
-      continue;
-    }
-    const ir::Node relu = g.node(c.relu);
-    ir::Attrs attrs;
-    ops::NormParams::of(bn).copy_to(attrs);
-    attrs.set("training", int64_t{bn.attrs.i("training", 1) != 0});
-    const std::string name = bn.name + ".bn_relu";
-    const std::vector<int> outs = g.add_node("bn_relu", bn.inputs, attrs, name);
-    const int fused = g.value(outs[ops::bn_relu_out::y]).producer;
-    g.replace_uses(relu.outputs[0], outs[ops::bn_relu_out::y]);
-    // Where the relu ran: the relu's readers come after it, the batchnorm's inputs before.
-    const auto& cur = g.order();
-    g.move_to(fused, static_cast<size_t>(std::find(cur.begin(), cur.end(), c.relu) - cur.begin()));
-    g.remove_from_order({bn_id, c.relu});
-    ctx.fusions.push_back({kPass, c.feeds_conv ? kPreActivation : kPlain, name, {bn.name, relu.name}});
-  }
+  const auto refusal = [&ctx](const ir::Graph& g, const ValueUses& uses, int bn, Candidate& c) {
+    return match(g, uses, ctx.options, bn, c);
+  };
+  apply_chain_rule(g, ctx,
+                   ChainRule<Candidate>{.pass = kPass,
+                                        .anchor_op = "batchnorm2d",
+                                        .candidate = feeds_a_relu,
+                                        .refusal = refusal,
+                                        .pattern = pattern_of,
+                                        .build = build});
 }
 
 }  // namespace trident::passes

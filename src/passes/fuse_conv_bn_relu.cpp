@@ -10,6 +10,8 @@
 // reason it was refused, for `trident explain`.
 #include "ir/op_registry.h"
 #include "ops/cbr_operands.h"
+#include "passes/chain_rule.h"
+#include "passes/graph_edit.h"
 #include "passes/pass.h"
 #include "passes/relu_bound.h"
 #include "passes/value_uses.h"
@@ -30,7 +32,6 @@ std::string match(const ir::Graph& g, const ValueUses& uses, int bn_id, Candidat
   const int conv_out = bn.inputs[0];
   c.bn = bn_id;
   c.conv = g.value(conv_out).producer;
-  const ir::Node& conv = g.node(c.conv);
   if (!bn.attrs.i("training", 1)) return "the batchnorm is in inference mode (running statistics)";
   if (!is_floating(g.value(conv_out).dtype)) return "unsupported dtype";
   if (uses.only_reader(conv_out) < 0)
@@ -60,53 +61,52 @@ std::string match(const ir::Graph& g, const ValueUses& uses, int bn_id, Candidat
            (relu_bound(relu) > 0 ? " (a clipped relu after the residual add is not fused)" : "");
   c.relu = relu.id;
   c.relu_max = relu_bound(relu);
-  (void)conv;
   return "";
+}
+
+// Every batchnorm whose input a conv2d produces is a candidate.
+bool follows_a_convolution(const ir::Graph& g, const ValueUses&, int bn) {
+  const int producer = g.value(g.node(bn).inputs[0]).producer;
+  return producer >= 0 && g.node(producer).op == "conv2d";
+}
+
+std::string pattern_of(const Candidate& c) {
+  return c.add >= 0 ? "conv-bn-add-relu" : c.relu_max > 0 ? "conv-bn-clip" : "conv-bn-relu";
+}
+
+FusionRecord build(ir::Graph& g, const Candidate& c) {
+  const ir::Node conv = g.node(c.conv);
+  const ir::Node bnode = g.node(c.bn);
+  const ir::Node relu = g.node(c.relu);
+  const bool cbar = c.add >= 0;
+  ops::CbrParts parts = ops::cbr_parts(conv, bnode, cbar ? c.residual : -1);
+  if (c.relu_max > 0) parts.attrs.set("relu_max", c.relu_max);
+  // Named after the block: "layer1.0.conv1" + "+bn1+relu1" reads poorly; the conv's name
+  // with its pattern suffix is unique and points at the source layer.
+  const std::string name = conv.name + (cbar ? ".cbar" : ".cbr");
+  const std::vector<int> outs = g.add_node(cbar ? "cbar" : "cbr", parts.inputs, parts.attrs, name);
+  g.replace_uses(relu.outputs[0], outs[0]);
+  // The fused node runs where the relu ran: every input (the residual too) exists by then.
+  std::vector<int> gone{c.conv, c.bn, c.relu};
+  if (cbar) gone.push_back(c.add);
+  replace_nodes(g, {g.value(outs[0]).producer}, c.relu, gone);
+
+  FusionRecord rec{"fuse_conv_bn_relu", pattern_of(c), name, {conv.name, bnode.name}};
+  if (cbar) rec.nodes.push_back(g.node(c.add).name);
+  rec.nodes.push_back(relu.name);
+  return rec;
 }
 
 }  // namespace
 
 void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx) {
-  const std::vector<int> order = g.order();
-  for (int bn_id : order) {
-    const ir::Node& bn = g.node(bn_id);
-    if (bn.op != "batchnorm2d") continue;
-    const int producer = g.value(bn.inputs[0]).producer;
-    if (producer < 0 || g.node(producer).op != "conv2d") continue;
-
-    // Recompute consumers each time: earlier fusions rewired values.
-    Candidate c;
-    std::string reason = match(g, ValueUses(g), bn_id, c);
-    const std::string pattern = c.add >= 0 ? "conv-bn-add-relu" : c.relu_max > 0 ? "conv-bn-clip" : "conv-bn-relu";
-    if (!reason.empty()) {
-      ctx.rejections.push_back({"fuse_conv_bn_relu", pattern, bn.name, reason});
-      continue;
-    }
-    const ir::Node conv = g.node(c.conv);
-    const ir::Node bnode = g.node(c.bn);
-    const ir::Node relu = g.node(c.relu);
-    const bool cbar = c.add >= 0;
-    ops::CbrParts parts = ops::cbr_parts(conv, bnode, cbar ? c.residual : -1);
-    if (c.relu_max > 0) parts.attrs.set("relu_max", c.relu_max);
-    // Named after the block: "layer1.0.conv1" + "+bn1+relu1" reads poorly; the conv's name
-    // with its pattern suffix is unique and points at the source layer.
-    const std::string name = conv.name + (cbar ? ".cbar" : ".cbr");
-    const std::vector<int> outs = g.add_node(cbar ? "cbar" : "cbr", parts.inputs, parts.attrs, name);
-    const int fused = g.value(outs[0]).producer;
-    g.replace_uses(relu.outputs[0], outs[0]);
-    // The fused node runs where the relu ran: every input (the residual too) exists by then.
-    const auto& cur = g.order();
-    const size_t pos = static_cast<size_t>(std::find(cur.begin(), cur.end(), c.relu) - cur.begin());
-    g.move_to(fused, pos);
-    std::vector<int> gone{c.conv, c.bn, c.relu};
-    if (cbar) gone.push_back(c.add);
-    g.remove_from_order(gone);
-
-    FusionRecord rec{"fuse_conv_bn_relu", pattern, name, {conv.name, bnode.name}};
-    if (cbar) rec.nodes.push_back(g.node(c.add).name);
-    rec.nodes.push_back(relu.name);
-    ctx.fusions.push_back(std::move(rec));
-  }
+  apply_chain_rule(g, ctx,
+                   ChainRule<Candidate>{.pass = "fuse_conv_bn_relu",
+                                        .anchor_op = "batchnorm2d",
+                                        .candidate = follows_a_convolution,
+                                        .refusal = match,
+                                        .pattern = pattern_of,
+                                        .build = build});
 }
 
 }  // namespace trident::passes

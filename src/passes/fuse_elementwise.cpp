@@ -12,6 +12,7 @@
 
 #include "ir/op_registry.h"
 #include "ops/elementwise_program.h"
+#include "passes/graph_edit.h"
 #include "passes/pass.h"
 #include "passes/value_uses.h"
 
@@ -38,10 +39,7 @@ void replace_node(ir::Graph& g, const std::vector<int>& old_nodes, const std::ve
                   size_t position_of) {
   const std::vector<int> outs = g.add_node("elementwise", inputs, {{"programs", programs}}, name);
   for (size_t i = 0; i < outs.size(); ++i) g.replace_uses(old_outputs[i], outs[i]);
-  const auto& cur = g.order();
-  const size_t pos = static_cast<size_t>(std::find(cur.begin(), cur.end(), static_cast<int>(position_of)) - cur.begin());
-  g.move_to(g.value(outs[0]).producer, pos);
-  g.remove_from_order(old_nodes);
+  replace_nodes(g, {g.value(outs[0]).producer}, static_cast<int>(position_of), old_nodes);
 }
 
 void fuse_vertical(ir::Graph& g, PassContext& ctx) {

@@ -10,6 +10,7 @@
 // size of the weights once more in the working dtype at most.
 #include <algorithm>
 
+#include "passes/graph_edit.h"
 #include "passes/pass.h"
 
 namespace trident::passes {
@@ -30,10 +31,8 @@ void group_weight_casts(ir::Graph& g, PassContext& ctx) {
     weights.push_back(n.inputs[0]);
   }
   if (casts.size() < 2) return;
-  const size_t first = static_cast<size_t>(std::find(g.order().begin(), g.order().end(), casts[0]) - g.order().begin());
   const std::vector<int> copies = g.add_node("cast_group", weights, {{"dtype", dtype}}, "weights." + dtype);
   const int group = g.value(copies[0]).producer;
-  g.move_to(group, first);
   FusionRecord rec{"group_weight_casts", "cast-group", g.node(group).name, {}};
   for (size_t i = 0; i < casts.size(); ++i) {
     const ir::Node& cast = g.node(casts[i]);
@@ -42,7 +41,7 @@ void group_weight_casts(ir::Graph& g, PassContext& ctx) {
     g.replace_uses(cast.outputs[0], copies[i]);
     rec.nodes.push_back(cast.name);
   }
-  g.remove_from_order(casts);
+  replace_nodes(g, {group}, casts[0], casts);
   ctx.fusions.push_back(std::move(rec));
 }
 

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <set>
 
+#include "passes/graph_edit.h"
 #include "passes/pass.h"
 
 namespace trident::passes {
@@ -123,13 +124,10 @@ class Joiner {
       joined = g_.add_node1("add", {joined, others[i]}, {}, name + ".sum" + std::to_string(i));
       made.push_back(g_.value(joined).producer);
     }
-    const auto& order = g_.order();
-    size_t pos = static_cast<size_t>(std::find(order.begin(), order.end(), root) - order.begin());
-    for (int id : made) g_.move_to(id, pos++);  // just before the root add, after every source
     g_.replace_uses(sum, joined);
     std::vector<int> gone = adds;
     for (const Placement& p : placed) gone.push_back(p.node);
-    g_.remove_from_order(gone);
+    replace_nodes(g_, made, root, gone);  // just before the root add, after every source
     for (int id : adds) {
       done_.insert(id);
       replaced.push_back(g_.node(id).name);
