@@ -22,6 +22,7 @@
 #include "core/relu_mask.h"
 #include "core/window_index.h"
 #include "ops/cbr_operands.h"
+#include "ops/conv_stages.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
 #include "ops/norm_params.h"
@@ -30,11 +31,11 @@ namespace trident::ops {
 
 namespace {
 
-bool is_cbar(const Node& n) { return n.op == "cbar"; }
-bool is_stats_only(const Node& n) { return n.op == "conv_bn_stats"; }
+bool is_cbar(const Node& n) { return ConvStages::of(n).residual != ConvStages::Residual::none; }
+bool is_stats_only(const Node& n) { return !ConvStages::of(n).apply_affine; }
 
-bool keeps_bit_mask(const Node& n) { return n.attrs.i("relu_mask", 0) != 0; }
-double relu_max(const Node& n) { return n.attrs.f("relu_max", 0.0); }
+bool keeps_bit_mask(const Node& n) { return ConvStages::of(n).bit_mask; }
+double relu_max(const Node& n) { return ConvStages::of(n).relu_max; }
 
 Attrs conv_attrs(const Attrs& a) { return conv_window_attrs(a); }
 
@@ -46,7 +47,7 @@ Node conv_of(const Node& n, int x) {
   conv.name = n.name;
   conv.inputs = {x, n.inputs[cbr_in::w]};
   const int bias = CbrOperands::of(n).bias;
-  if (bias >= 0 && !has_cancelled_bias(n)) conv.inputs.push_back(n.inputs[bias]);
+  if (bias >= 0 && !ConvStages::of(n).bias_cancelled) conv.inputs.push_back(n.inputs[bias]);
   conv.attrs = conv_attrs(n.attrs);
   return conv;
 }
@@ -72,7 +73,7 @@ std::vector<TypeInfo> infer_fused(const Node& n, const Graph& g) {
     throw Error("the residual " + shape_str(in_value(g, n, o.residual).shape) +
                 " must match the convolution output " + shape_str(y.shape));
   NormParams::of(n).check();
-  if (n.attrs.has("relu_max")) {
+  if (ConvStages::of(n).clipped) {
     if (n.op != "cbr") throw Error("attribute relu_max (a clipped relu) is cbr's only");
     if (!(relu_max(n) > 0) || !std::isfinite(relu_max(n))) throw Error("attribute relu_max must be positive and finite");
     if (keeps_bit_mask(n)) throw Error("a clipped relu's backward masks with 0 < y < relu_max from y, not a packed mask");
@@ -119,7 +120,7 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
                        {conv, n.inputs[cbr_in::gamma], n.inputs[cbr_in::beta], n.inputs[cbr_in::running_mean],
                         n.inputs[cbr_in::running_var]},
                        bn_attrs, n.name + ".bn");
-  if (has_cancelled_bias(n)) bn[3] = running_mean_with_bias(g, n, bn[3]);
+  if (ConvStages::of(n).bias_cancelled) bn[3] = running_mean_with_bias(g, n, bn[3]);
   if (is_stats_only(n)) {
     const int affine = g.add_node1("batchnorm_affine", {conv, n.inputs[cbr_in::gamma], n.inputs[cbr_in::beta]},
                                    copy_attrs(n.attrs, {"eps"}), n.name + ".affine");
@@ -139,7 +140,8 @@ std::vector<int> decompose_fused(Graph& g, const Node& n) {
 }
 
 std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>& dys) {
-  if (has_prologue(n) || has_residual_affine(n))
+  const ConvStages stages = ConvStages::of(n);
+  if (stages.input_affine || stages.residual == ConvStages::Residual::with_affine)
     throw Error("'" + n.name + "' reads a raw convolution output through an affine, a form defer_bn_apply makes after "
                 "autodiff; it has no backward rule");
   const CbrOperands o = CbrOperands::of(n);
@@ -156,7 +158,7 @@ std::vector<int> backward_fused(Graph& g, const Node& n, const std::vector<int>&
   std::vector<int> conv_grads = ir::OpRegistry::get("conv2d").backward(g, conv_of(n, n.inputs[cbr_in::x]), {r[0]});
   grads[0] = conv_grads[0];
   grads[1] = conv_grads[1];
-  if (o.bias >= 0 && has_cancelled_bias(n)) {
+  if (o.bias >= 0 && stages.bias_cancelled) {
     // Σ dconv over a channel is zero by construction of the batchnorm backward: exactly zero.
     const ir::Value& b = g.value(n.inputs[o.bias]);
     Attrs zero;

@@ -2,6 +2,7 @@
 // (it reads only parameters and state, so the executable hoists it out of the step);
 // conv2d_epilogue is a convolution whose bias, residual add and relu happen before the
 // output is written.
+#include "ops/conv_stages.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
 #include "ops/norm_params.h"
@@ -10,8 +11,10 @@ namespace trident::ops {
 
 namespace {
 // conv2d_epilogue inputs: x, w, [b if has_bias], [residual if residual].
-int bias_of(const Node& n) { return n.attrs.i("has_bias", 0) ? n.inputs.at(2) : -1; }
-int residual_of(const Node& n) { return n.attrs.i("residual", 0) ? n.inputs.back() : -1; }
+int bias_of(const Node& n) { return ConvStages::of(n).bias ? n.inputs.at(2) : -1; }
+int residual_of(const Node& n) {
+  return ConvStages::of(n).residual != ConvStages::Residual::none ? n.inputs.back() : -1;
+}
 }  // namespace
 
 void register_fused_inference_ops() {
@@ -36,7 +39,8 @@ void register_fused_inference_ops() {
                          "conv2d + bias (+ residual add) (+ relu, or relu clipped at relu_max: ReLU6) in one kernel");
   epi.variadic = true;
   epi.infer = [](const Node& n, const Graph& g) {
-    const size_t want = 2 + (n.attrs.i("has_bias", 0) ? 1 : 0) + (n.attrs.i("residual", 0) ? 1 : 0);
+    const ConvStages stages = ConvStages::of(n);
+    const size_t want = 2 + (stages.bias ? 1 : 0) + (stages.residual != ConvStages::Residual::none ? 1 : 0);
     if (n.inputs.size() != want)
       throw Error("expects " + std::to_string(want) + " inputs for its has_bias/residual attributes, got " +
                   std::to_string(n.inputs.size()));
@@ -46,7 +50,7 @@ void register_fused_inference_ops() {
     if (bias_of(n) >= 0) conv.inputs.push_back(bias_of(n));
     conv.attrs = conv_window_attrs(n.attrs);
     const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv, g).at(0);
-    if (n.attrs.has("relu_max") && (!n.attrs.i("relu", 0) || !(n.attrs.f("relu_max") > 0)))
+    if (stages.clipped && (!stages.relu || !(stages.relu_max > 0)))
       throw Error("attribute relu_max needs relu = 1 and a positive value");
     if (residual_of(n) >= 0 && g.value(residual_of(n)).shape != y.shape)
       throw Error("the residual " + shape_str(g.value(residual_of(n)).shape) +
@@ -69,9 +73,10 @@ void register_fused_inference_ops() {
     int y = g.add_node1("conv2d", in, conv_window_attrs(n.attrs),
                         n.name + ".conv");
     if (residual_of(n) >= 0) y = g.add_node1("add", {y, residual_of(n)}, {}, n.name + ".add");
-    if (n.attrs.has("relu_max"))
-      y = g.add_node1("clip", {y}, {{"min", 0.0}, {"max", n.attrs.f("relu_max")}}, n.name + ".clip");
-    else if (n.attrs.i("relu", 0))
+    const ConvStages stages = ConvStages::of(n);
+    if (stages.clipped)
+      y = g.add_node1("clip", {y}, {{"min", 0.0}, {"max", stages.relu_max}}, n.name + ".clip");
+    else if (stages.relu)
       y = g.add_node1("relu", {y}, {}, n.name + ".relu");
     return std::vector<int>{y};
   };

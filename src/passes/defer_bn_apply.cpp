@@ -29,6 +29,8 @@
 #include <algorithm>
 
 #include "ops/cbr_operands.h"
+#include "ops/conv_stages.h"
+#include "passes/graph_edit.h"
 #include "passes/pass.h"
 #include "passes/value_uses.h"
 
@@ -137,16 +139,13 @@ void apply_shortcut_batchnorms(ir::Graph& g, PassContext& ctx) {
     const ir::Node conv = g.node(conv_id), bn = g.node(bn_id);
     const ops::CbrParts parts = ops::cbr_parts(conv, bn);
     const std::vector<int> outs = g.add_node("conv_bn_stats", parts.inputs, parts.attrs, conv.name + ".conv_bn_stats");
-    const int stats = g.value(outs[0]).producer;
-    const auto& cur = g.order();
-    g.move_to(stats, static_cast<size_t>(std::find(cur.begin(), cur.end(), bn_id) - cur.begin()));
     g.replace_uses(conv.outputs[0], outs[ops::cbr_out::conv_out]);
     for (size_t i = 1; i < bn.outputs.size(); ++i) g.replace_uses(bn.outputs[i], outs[i + 1]);
     ir::Node& block = g.node(id);
     block.inputs[ops::CbrOperands::of(block).residual] = outs[ops::cbr_out::conv_out];
     block.inputs.push_back(outs[ops::cbr_out::affine]);
     g.set_attr_and_grow(id, "residual_affine", int64_t{1});
-    g.remove_from_order({conv_id, bn_id});
+    replace_nodes(g, {g.value(outs[0]).producer}, bn_id, {conv_id, bn_id});
     ctx.fusions.push_back({"defer_bn_apply", kDualPattern, g.node(id).name, {conv.name, bn.name, g.node(id).name}});
   }
 }
@@ -171,7 +170,7 @@ void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
       ctx.rejections.push_back({"defer_bn_apply", kPattern, g.node(id).name, not_here});
       continue;
     }
-    if (g.node(id).attrs.has("relu_max")) {
+    if (ops::ConvStages::of(g.node(id)).clipped) {
       ctx.rejections.push_back({"defer_bn_apply", kPattern, g.node(id).name,
                                 "its relu is clipped (ReLU6), which the next convolution's prologue does not apply"});
       continue;
@@ -190,11 +189,8 @@ void defer_bn_apply(ir::Graph& g, PassContext& ctx) {
     // the f16 values cuDNN's prologue graphs read, so the pooled values equal the cbr's output.
     if (pools_by_index(g.node(r.consumer))) attrs.set("exact_affine", int64_t{1});
     const std::vector<int> outs = g.add_node("conv_bn_stats", cbr.inputs, attrs, stats_node_name(cbr.name));
-    const int stats = g.value(outs[0]).producer;
-    const auto& cur = g.order();
-    g.move_to(stats, static_cast<size_t>(std::find(cur.begin(), cur.end(), id) - cur.begin()));
     for (size_t i = ops::cbr_out::conv_out; i <= ops::cbr_out::running_var; ++i) g.replace_uses(cbr.outputs[i], outs[i]);
-    g.remove_from_order({id});
+    replace_nodes(g, {g.value(outs[0]).producer}, id, {id});
     const int conv_out = outs[ops::cbr_out::conv_out], affine = outs[ops::cbr_out::affine];
     read_through_prologue(g, r.consumer, conv_out, affine);
     for (int w : r.wgrads) read_through_prologue(g, w, conv_out, affine);

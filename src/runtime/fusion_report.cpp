@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/op_registry.h"
+#include "ops/conv_stages.h"
 
 namespace trident::runtime {
 
@@ -54,6 +55,14 @@ std::string mib(int64_t bytes) {
   os << std::fixed << std::setprecision(1) << bytes / 1048576.0 << " MiB";
   return os.str();
 }
+// The fused convolutions the compiled graph runs, in execution order.
+std::vector<int> fused_convolutions(const ir::Graph& g) {
+  std::vector<int> out;
+  for (int id : g.order())
+    if (ops::ConvStages::is_fused_convolution(g.node(id).op)) out.push_back(id);
+  return out;
+}
+
 }  // namespace
 
 std::string report_text(const FusionReport& r) {
@@ -75,6 +84,12 @@ std::string report_text(const FusionReport& r) {
   os << "\nrefused candidates (" << r.fused.rejections.size() << "):\n";
   for (const auto& j : r.fused.rejections)
     os << "  " << std::left << std::setw(20) << j.pattern << std::setw(34) << j.node << " " << j.reason << "\n";
+  const std::vector<int> convs = fused_convolutions(r.fused.graph);
+  os << "\nfused convolutions and their stages (" << convs.size() << "):\n";
+  for (int id : convs) {
+    const ir::Node& n = r.fused.graph.node(id);
+    os << "  " << std::left << std::setw(54) << n.name << " " << ops::ConvStages::of(n).describe() << "\n";
+  }
   return os.str();
 }
 
@@ -84,6 +99,11 @@ nlohmann::json report_json(const FusionReport& r) {
     fusions.push_back({{"pass", f.pass}, {"pattern", f.pattern}, {"fused_node", f.fused_node}, {"nodes", f.nodes}});
   for (const auto& j : r.fused.rejections)
     rejections.push_back({{"pass", j.pass}, {"pattern", j.pattern}, {"node", j.node}, {"reason", j.reason}});
+  nlohmann::json convolutions = nlohmann::json::array();
+  for (int id : fused_convolutions(r.fused.graph)) {
+    const ir::Node& n = r.fused.graph.node(id);
+    convolutions.push_back({{"node", n.name}, {"op", n.op}, {"stages", ops::ConvStages::of(n).describe()}});
+  }
   return {{"model", r.model},
           {"mode", passes::mode_name(r.mode)},
           {"nodes", {{"unfused", r.unfused.graph.order().size()}, {"fused", r.fused.graph.order().size()}}},
@@ -93,6 +113,7 @@ nlohmann::json report_json(const FusionReport& r) {
           {"arena_bytes", {{"unfused", r.unfused.plan.bytes(plan::Buffer::Arena)},
                            {"fused", r.fused.plan.bytes(plan::Buffer::Arena)}}},
           {"fusions", fusions},
+          {"fused_convolutions", convolutions},
           {"rejections", rejections}};
 }
 

@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 #include "ops/cbr_operands.h"
+#include "ops/conv_stages.h"
 
 namespace trident::cpu {
 
@@ -17,9 +18,10 @@ class FusedForward final : public PrimitiveKernel {
  public:
   FusedForward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
-    if (node.attrs.i("prologue", 0) != 0 || node.attrs.i("residual_affine", 0) != 0)
+    const ops::ConvStages stages = ops::ConvStages::of(node);
+    if (stages.input_affine || stages.residual == ops::ConvStages::Residual::with_affine)
       fail(node, "a raw convolution output read through a batchnorm affine (defer_bn_apply) runs on cuda and cpu_ref only");
-    const bool cbar = node.op == "cbar";
+    const bool cbar = stages.residual != ops::ConvStages::Residual::none;
     const size_t base = cbar ? 7 : 6;
     if ((node.inputs.size() != base && node.inputs.size() != base + 1) || node.outputs.size() != 6)
       fail(node, "expected " + std::to_string(base) + " or " + std::to_string(base + 1) +
@@ -28,7 +30,7 @@ class FusedForward final : public PrimitiveKernel {
     namespace o = ops::cbr_out;
     const ops::CbrOperands operands = ops::CbrOperands::of(node);
     ConvOperands conv{in(i::x), in(i::w), std::nullopt, out(o::conv_out)};
-    const bool cancelled = ops::has_cancelled_bias(node);
+    const bool cancelled = stages.bias_cancelled;
     if (operands.bias >= 0 && !cancelled) conv.bias = in(operands.bias);
     const Shape& y = out_shape(node, g, 0);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1), y, conv);
@@ -38,7 +40,7 @@ class FusedForward final : public PrimitiveKernel {
     if (cancelled) bn.cancelled_bias = in(operands.bias);
     // cbr: the relu runs inside the batchnorm pass; cbar: inside the residual add's pass; a
     // clipped relu (relu_max, ReLU6) as a step of its own over y.
-    const float relu_max = static_cast<float>(node.attrs.f("relu_max", 0.0));
+    const float relu_max = static_cast<float>(stages.relu_max);
     bn_.emplace(*this, node, y, bn, /*fuse_relu=*/!cbar && relu_max == 0);
     if (cbar) append_add(*this, trident::numel(y), out(o::y), in(operands.residual), out(o::y), /*relu_after=*/true);
     if (relu_max > 0) append_relu(*this, trident::numel(y), out(o::y), out(o::y), relu_max);

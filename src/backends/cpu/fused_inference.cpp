@@ -6,6 +6,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 #include "backends/cpu/ref_kernels.h"
+#include "ops/conv_stages.h"
 
 namespace trident::cpu {
 
@@ -16,17 +17,17 @@ namespace {
 class ConvEpilogue final : public PrimitiveKernel {
  public:
   ConvEpilogue(const ir::Node& node, const ir::Graph& g, const CpuContext& ctx)
-      : PrimitiveKernel(node, g), residual_(node.attrs.i("residual", 0) != 0) {
+      : PrimitiveKernel(node, g), residual_(ops::ConvStages::of(node).residual != ops::ConvStages::Residual::none) {
     expect_f32(node, g);
-    const bool has_bias = node.attrs.i("has_bias", 0) != 0;
+    const ops::ConvStages stages = ops::ConvStages::of(node);
+    const bool has_bias = stages.bias;
     if (node.inputs.size() != 2 + size_t{has_bias} + size_t{residual_} || node.outputs.size() != 1)
       fail(node, "the inputs disagree with the has_bias/residual attributes");
     ConvOperands conv{in(0), in(1), std::nullopt, out(0)};
     if (has_bias) conv.bias = in(2);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
                         out_shape(node, g, 0), conv,
-                        ConvPostOps{residual_, node.attrs.i("relu", 0) != 0,
-                                    static_cast<float>(node.attrs.f("relu_max", 0.0))},
+                        ConvPostOps{residual_, stages.relu, static_cast<float>(stages.relu_max)},
                         ConvAlgorithms::from(ctx));
   }
 

@@ -15,6 +15,7 @@
 #include "backends/cuda/input_prologue.h"
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
+#include "ops/conv_stages.h"
 
 namespace trident::cuda {
 
@@ -44,10 +45,11 @@ class ConvForwardKernel final : public Kernel, public ReportsPath {
   ConvForwardKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) {
     const bool fused_op = node.op == "conv2d_epilogue";
     if (fused_op) {
-      epilogue_.bias = node.attrs.i("has_bias", 0) != 0;
-      epilogue_.residual = node.attrs.i("residual", 0) != 0;
-      epilogue_.relu = node.attrs.i("relu", 0) != 0;
-      epilogue_.relu_max = static_cast<float>(node.attrs.f("relu_max", 0.0));
+      const ops::ConvStages stages = ops::ConvStages::of(node);
+      epilogue_.bias = stages.bias;
+      epilogue_.residual = stages.residual != ops::ConvStages::Residual::none;
+      epilogue_.relu = stages.relu;
+      epilogue_.relu_max = static_cast<float>(stages.relu_max);
       epilogue_.residual_in_place = epilogue_.residual && node.attrs.i("inplace_residual", 0) != 0;
       const size_t want = 2 + (epilogue_.bias ? 1 : 0) + (epilogue_.residual ? 1 : 0);
       expect_arity(node, want, want, 1, 1);

@@ -93,12 +93,8 @@ void describe_output(const TensorPtr& t, const GraphTensor& want, int index) {
 
 std::string message(fe::error_t e) { return e.get_message(); }
 
-// Lowers `d` into `g`. Returns "" or what the frontend refused.
-std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
-  g.set_name(d.purpose)
-      .set_io_data_type(frontend_type(d.io))
-      .set_intermediate_data_type(fe::DataType_t::FLOAT)
-      .set_compute_data_type(fe::DataType_t::FLOAT);
+// The frontend's tensors for the description's inputs (tensors no op produces); null elsewhere.
+std::vector<TensorPtr> input_tensors(const GraphDesc& d, fe::graph::Graph& g) {
   const int n = static_cast<int>(d.tensors.size());
   std::vector<bool> produced(n, false);
   for (const GraphOp& op : d.ops)
@@ -114,64 +110,73 @@ std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
                         .set_data_type(frontend_type(in.dtype))
                         .set_uid(in.uid));
   }
+  return t;
+}
+
+// Adds the description's op `k` to `g`, reading the tensors `t` holds; returns its outputs.
+std::vector<TensorPtr> lower_op(const GraphDesc& d, size_t k, const std::vector<TensorPtr>& t, fe::graph::Graph& g) {
   const auto f32 = fe::DataType_t::FLOAT;
+  const GraphOp& op = d.ops[k];
+  const std::string name = std::string(op_name(op.kind)) + std::to_string(k);
+  auto in = [&](size_t j) -> TensorPtr {
+    if (j >= op.inputs.size() || !t[op.inputs[j]])
+      throw Error("graph '" + d.purpose + "': op " + name + " reads a tensor before it is computed");
+    return t[op.inputs[j]];
+  };
+  // The window and f32 accumulation, the same for the three convolution directions.
+  auto window = [&](auto attributes) {
+    attributes.set_padding(pair(d.window.padding))
+        .set_stride(pair(d.window.stride))
+        .set_dilation(pair(d.window.dilation))
+        .set_compute_data_type(f32)
+        .set_name(name);
+    return attributes;
+  };
+  switch (op.kind) {
+    case GraphOpKind::conv_fprop:
+      return {g.conv_fprop(in(0), in(1), window(fe::graph::Conv_fprop_attributes()))};
+    case GraphOpKind::conv_dgrad:
+      return {g.conv_dgrad(in(0), in(1), window(fe::graph::Conv_dgrad_attributes()))};
+    case GraphOpKind::conv_wgrad:
+      // The frontend's wgrad takes (dy, x); descriptions list (x, dy) like the IR op.
+      return {g.conv_wgrad(in(1), in(0), window(fe::graph::Conv_wgrad_attributes()))};
+    case GraphOpKind::genstats: {
+      auto [sum, sq_sum] = g.genstats(in(0), fe::graph::Genstats_attributes().set_compute_data_type(f32).set_name(name));
+      return {sum, sq_sum};
+    }
+    case GraphOpKind::add:
+    case GraphOpKind::mul:
+      return {g.pointwise(in(0), in(1),
+                          fe::graph::Pointwise_attributes()
+                              .set_mode(op.kind == GraphOpKind::add ? fe::PointwiseMode_t::ADD
+                                                                    : fe::PointwiseMode_t::MUL)
+                              .set_compute_data_type(f32)
+                              .set_name(name))};
+    case GraphOpKind::relu: {
+      auto attrs = fe::graph::Pointwise_attributes()
+                       .set_mode(fe::PointwiseMode_t::RELU_FWD)
+                       .set_compute_data_type(f32)
+                       .set_name(name);
+      if (op.relu_upper_clip > 0) attrs.set_relu_upper_clip(op.relu_upper_clip);
+      return {g.pointwise(in(0), attrs)};
+    }
+  }
+  return {};
+}
+
+// Lowers `d` into `g`. Returns "" or what the frontend refused.
+std::string lower(const GraphDesc& d, fe::graph::Graph& g) {
+  g.set_name(d.purpose)
+      .set_io_data_type(frontend_type(d.io))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  std::vector<TensorPtr> t = input_tensors(d, g);
   for (size_t k = 0; k < d.ops.size(); ++k) {
     const GraphOp& op = d.ops[k];
-    const std::string name = std::string(op_name(op.kind)) + std::to_string(k);
-    auto in = [&](size_t j) -> TensorPtr {
-      if (j >= op.inputs.size() || !t[op.inputs[j]])
-        throw Error("graph '" + d.purpose + "': op " + name + " reads a tensor before it is computed");
-      return t[op.inputs[j]];
-    };
-    // The window and f32 accumulation, the same for the three convolution directions.
-    auto window = [&](auto attributes) {
-      attributes.set_padding(pair(d.window.padding))
-          .set_stride(pair(d.window.stride))
-          .set_dilation(pair(d.window.dilation))
-          .set_compute_data_type(f32)
-          .set_name(name);
-      return attributes;
-    };
-    std::vector<TensorPtr> out;
-    switch (op.kind) {
-      case GraphOpKind::conv_fprop:
-        out.push_back(g.conv_fprop(in(0), in(1), window(fe::graph::Conv_fprop_attributes())));
-        break;
-      case GraphOpKind::conv_dgrad:
-        out.push_back(g.conv_dgrad(in(0), in(1), window(fe::graph::Conv_dgrad_attributes())));
-        break;
-      case GraphOpKind::conv_wgrad:
-        // The frontend's wgrad takes (dy, x); descriptions list (x, dy) like the IR op.
-        out.push_back(g.conv_wgrad(in(1), in(0), window(fe::graph::Conv_wgrad_attributes())));
-        break;
-      case GraphOpKind::genstats: {
-        auto [sum, sq_sum] = g.genstats(in(0), fe::graph::Genstats_attributes().set_compute_data_type(f32).set_name(name));
-        out.push_back(sum);
-        out.push_back(sq_sum);
-        break;
-      }
-      case GraphOpKind::add:
-      case GraphOpKind::mul:
-        out.push_back(g.pointwise(in(0), in(1),
-                                  fe::graph::Pointwise_attributes()
-                                      .set_mode(op.kind == GraphOpKind::add ? fe::PointwiseMode_t::ADD
-                                                                            : fe::PointwiseMode_t::MUL)
-                                      .set_compute_data_type(f32)
-                                      .set_name(name)));
-        break;
-      case GraphOpKind::relu: {
-        auto attrs = fe::graph::Pointwise_attributes()
-                         .set_mode(fe::PointwiseMode_t::RELU_FWD)
-                         .set_compute_data_type(f32)
-                         .set_name(name);
-        if (op.relu_upper_clip > 0) attrs.set_relu_upper_clip(op.relu_upper_clip);
-        out.push_back(g.pointwise(in(0), attrs));
-        break;
-      }
-    }
+    const std::vector<TensorPtr> out = lower_op(d, k, t, g);
     if (out.size() != op.outputs.size())
-      throw Error("graph '" + d.purpose + "': op " + name + " has " + std::to_string(out.size()) +
-                  " outputs, the description names " + std::to_string(op.outputs.size()));
+      throw Error("graph '" + d.purpose + "': op " + std::string(op_name(op.kind)) + std::to_string(k) + " has " +
+                  std::to_string(out.size()) + " outputs, the description names " + std::to_string(op.outputs.size()));
     for (size_t j = 0; j < out.size(); ++j) {
       describe_output(out[j], d.tensors[op.outputs[j]], op.outputs[j]);
       t[op.outputs[j]] = out[j];

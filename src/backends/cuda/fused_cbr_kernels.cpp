@@ -33,6 +33,7 @@
 #include "backends/cuda/kernels.h"
 #include "core/relu_mask.h"
 #include "ops/cbr_operands.h"
+#include "ops/conv_stages.h"
 #include "ops/norm_params.h"
 
 namespace trident::cuda {
@@ -51,131 +52,14 @@ constexpr size_t kY = ops::cbr_out::y, kAffine = ops::cbr_out::affine, kConvOut 
 class CbrKernel final : public Kernel, public ReportsPath {
  public:
   CbrKernel(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(&ctx) {
-    cbar_ = node.op == "cbar";
-    stats_only_ = node.op == "conv_bn_stats";
-    operands_ = ops::CbrOperands::of(node);
-    const size_t base_inputs =
-        (cbar_ ? 7 : 6) + (operands_.x_affine >= 0 ? 1 : 0) + (operands_.residual_affine >= 0 ? 1 : 0);
-    bit_mask_ = node.attrs.i("relu_mask", 0) != 0;
-    relu_max_ = static_cast<float>(node.attrs.f("relu_max", 0.0));
-    // exact_affine (defer_bn_apply, for a max pooling's prologue): every reader of the affine is
-    // one of trident's kernels, which take f32, so it is not rounded to f16 values for cuDNN.
-    round_affine_ = stats_only_ && node.attrs.i("exact_affine", 0) == 0;
-    outputs_ = bit_mask_ ? 7 : 6;
-    expect_arity(node, base_inputs, base_inputs + 1, outputs_, outputs_);
-    // A cancelled bias (ops/cbr_operands.h) is not added by the convolution; the finalize
-    // adds momentum·b to the running mean.
-    cancelled_bias_ = ops::has_cancelled_bias(node);
-    has_bias_ = operands_.bias >= 0 && !cancelled_bias_;
-    const ir::Value &x = input_value(node, g, kX), &w = input_value(node, g, kW);
-    const ir::Value& conv_out = output_value(node, g, kConvOut);
-    io_ = elem_of(node, x, "the input");
-    expect_dtype(node, w, x.dtype, "the weight");
-    expect_dtype(node, conv_out, x.dtype, "conv_out");
-    if (stats_only_) {
-      const ir::Value& affine = output_value(node, g, kAffine);
-      if (affine.dtype != DType::f32 || affine.shape != Shape{2, conv_out.shape.back()})
-        fail(node, "the affine output must be f32 [2," + std::to_string(conv_out.shape.back()) + "]");
-    } else {
-      const ir::Value& y = output_value(node, g, kY);
-      expect_dtype(node, y, x.dtype, "the output y");
-      expect_shape(node, conv_out, y.shape, "conv_out");
-    }
-    if (operands_.x_affine >= 0) {
-      const ir::Value& affine = input_value(node, g, operands_.x_affine);
-      if (affine.dtype != DType::f32 || affine.shape != Shape{2, x.shape.back()})
-        fail(node, "the input's affine must be f32 [2," + std::to_string(x.shape.back()) + "]");
-    }
-    const Shape& y_shape = conv_out.shape;
-    problem_ = conv_problem(node, x.shape, w.shape, y_shape, x.dtype);
-    const Shape per_channel{problem_.K};
-    const char* in_names[] = {"", "", "gamma", "beta", "running_mean", "running_var"};
-    for (size_t i = kGamma; i <= kRunningVar; ++i) {
-      in_types_[i] = elem_of(node, input_value(node, g, i), in_names[i]);
-      expect_shape(node, input_value(node, g, i), per_channel, in_names[i]);
-    }
-    const char* out_names[] = {"", "", "saved_mean", "saved_invstd", "running_mean_out", "running_var_out"};
-    for (size_t o = kSavedMean; o <= kRunningVarOut; ++o) {
-      out_types_[o] = elem_of(node, output_value(node, g, o), out_names[o]);
-      expect_shape(node, output_value(node, g, o), per_channel, out_names[o]);
-    }
-    if (bit_mask_) {
-      const ir::Value& mask = output_value(node, g, kReluMask);
-      if (mask.dtype != DType::i32 || mask.shape != relu_mask_shape(y_shape))
-        fail(node, "the relu mask must be i32 " + shape_str(relu_mask_shape(y_shape)));
-      if (y_shape.back() % 8 != 0) fail(node, "a packed relu mask needs a multiple of 8 output channels");
-      mask_row_bytes_ = relu_mask_words(y_shape.back()) * 4;
-    }
-    if (cbar_) {
-      const ir::Value& r = input_value(node, g, operands_.residual);
-      expect_dtype(node, r, x.dtype, "the residual");
-      expect_shape(node, r, y_shape, "the residual");
-    }
-    if (operands_.residual_affine >= 0) {
-      const ir::Value& affine = input_value(node, g, operands_.residual_affine);
-      if (affine.dtype != DType::f32 || affine.shape != Shape{2, y_shape.back()})
-        fail(node, "the residual's affine must be f32 [2," + std::to_string(y_shape.back()) + "]");
-    }
-    ConvEpilogue bias_only;
-    if (operands_.bias >= 0) {
-      const ir::Value& b = input_value(node, g, operands_.bias);
-      bias_type_ = elem_of(node, b, "the bias");
-      if (b.dtype != x.dtype && b.dtype != DType::f32)
-        fail(node, "the bias '" + b.name + "' is " + std::string(dtype_name(b.dtype)) + "; it must be f32 or " +
-                       std::string(dtype_name(x.dtype)) + " like the input");
-      expect_shape(node, b, per_channel, "the bias");
-      bias_only.bias = has_bias_;
-      bias_only.bias_dtype = b.dtype;
-    }
-    eps_ = ops::NormParams::of(node).eps;
-    momentum_ = ops::NormParams::of(node).momentum;
-    if (!(eps_ > 0)) fail(node, "attribute eps must be positive");
-    if (problem_.output_rows() < 2)
-      fail(node, "training batchnorm needs more than one value per channel (N·P·Q = " +
-                     std::to_string(problem_.output_rows()) + "); use a larger batch");
-
+    read_stages(node);
+    const ConvEpilogue bias_only = check_capabilities(node, g);
     WorkspaceLayout layout;
     FpropFusion with_stats;
     with_stats.bias = bias_only.bias;
     with_stats.bias_dtype = bias_only.bias_dtype;
     with_stats.genstats = true;
-    GraphBuild stats = cached_graph(ctx, fprop_graph(problem_, with_stats));
-    // Autotuned: cuDNN's fused statistics are not always cheaper than the plain convolution's
-    // best engine plus one channel-sums pass (some shapes only have slow genstats engines).
-    std::string timing;
-    if (stats.graph && stats.graph->tuned_ms() > 0.f) {
-      WorkspaceLayout unused;
-      ConvForward plain(node, problem_, bias_only, ctx, unused);
-      const float sums_ms = plain.tuned_ms() > 0.f ? time_channel_sums(ctx) : 0.f;
-      if (sums_ms > 0.f) {
-        std::ostringstream t;
-        t << std::fixed << std::setprecision(3) << " (timed: conv+genstats " << stats.graph->tuned_ms()
-          << " ms, conv " << plain.tuned_ms() << " ms + channel sums " << sums_ms << " ms)";
-        timing = t.str();
-        if (plain.tuned_ms() + sums_ms < stats.graph->tuned_ms()) {
-          stats.failure = "slower" + timing;
-          stats.graph.reset();
-          timing.clear();
-        }
-      }
-    }
-    statistics_ms_ = stats.graph ? stats.graph->tuned_ms() : 0.f;
-    if (stats.graph) {
-      stats_graph_ = stats.graph;
-      cudnn_offset_ = layout.add(stats_graph_->workspace_bytes());
-      path_ = "one cuDNN graph: " + with_stats.describe() + ", then " + tail_kernels() + timing;
-    } else {
-      conv_.emplace(node, problem_, bias_only, ctx, layout);
-      if (conv_->tuned_ms() > 0.f) {
-        const float sums_ms = time_channel_sums(ctx);
-        statistics_ms_ = sums_ms > 0.f ? conv_->tuned_ms() + sums_ms : 0.f;
-      }
-      partials_offset_ = layout.add(device::channel_sums_scratch_bytes(problem_.output_rows(), problem_.K));
-      path_ = conv_->path() + ", channel-sums kernel (genstats " +
-              (stats.failure.rfind("slower", 0) == 0 ? stats.failure : "refused: " + stats.failure) + "), then " +
-              tail_kernels();
-      if (verbose()) verbose_note("node '" + node.name + "': " + path_);
-    }
+    choose_statistics(node, ctx, with_stats, bias_only, layout);
     if (operands_.x_affine >= 0) choose_prologue(node, ctx, with_stats, layout);
     else choose_small_conv(node, ctx, layout);
     const size_t channel_bytes = static_cast<size_t>(problem_.K) * sizeof(float);
@@ -207,6 +91,109 @@ class CbrKernel final : public Kernel, public ReportsPath {
   std::string implementation() const override { return over_ranks_ ? path_ + "; " + over_ranks_->describe() : path_; }
 
  private:
+  // The node's stages (ops/conv_stages.h), where its optional operands sit, and its batchnorm's
+  // eps and momentum.
+  void read_stages(const ir::Node& node) {
+    const ops::ConvStages stages = ops::ConvStages::of(node);
+    cbar_ = stages.residual != ops::ConvStages::Residual::none;
+    stats_only_ = !stages.apply_affine;
+    operands_ = ops::CbrOperands::of(node);
+    bit_mask_ = stages.bit_mask;
+    relu_max_ = static_cast<float>(stages.relu_max);
+    // exact_affine (defer_bn_apply, for a max pooling's prologue): every reader of the affine is
+    // one of trident's kernels, which take f32, so it is not rounded to f16 values for cuDNN.
+    round_affine_ = stats_only_ && !stages.exact_affine;
+    outputs_ = bit_mask_ ? 7 : 6;
+    // A cancelled bias (ops/cbr_operands.h) is not added by the convolution; the finalize
+    // adds momentum·b to the running mean.
+    cancelled_bias_ = stages.bias_cancelled;
+    has_bias_ = operands_.bias >= 0 && !cancelled_bias_;
+    const ops::NormParams norm = ops::NormParams::of(node);
+    eps_ = norm.eps;
+    momentum_ = norm.momentum;
+  }
+
+  // What this kernel needs beyond what the op's shape inference has verified (arity, shapes,
+  // the affines' f32 [2, C], eps): element types it runs, a bias in f32 or the input's type,
+  // whole bytes of a packed mask, more than one value per channel. Returns the convolution's
+  // bias-only epilogue.
+  ConvEpilogue check_capabilities(const ir::Node& node, const ir::Graph& g) {
+    const ir::Value &x = input_value(node, g, kX), &w = input_value(node, g, kW);
+    const ir::Value& conv_out = output_value(node, g, kConvOut);
+    io_ = elem_of(node, x, "the input");
+    expect_dtype(node, w, x.dtype, "the weight");
+    expect_dtype(node, conv_out, x.dtype, "conv_out");
+    if (!stats_only_) expect_dtype(node, output_value(node, g, kY), x.dtype, "the output y");
+    const Shape& y_shape = conv_out.shape;
+    problem_ = conv_problem(node, x.shape, w.shape, y_shape, x.dtype);
+    const char* in_names[] = {"", "", "gamma", "beta", "running_mean", "running_var"};
+    for (size_t i = kGamma; i <= kRunningVar; ++i) in_types_[i] = elem_of(node, input_value(node, g, i), in_names[i]);
+    const char* out_names[] = {"", "", "saved_mean", "saved_invstd", "running_mean_out", "running_var_out"};
+    for (size_t o = kSavedMean; o <= kRunningVarOut; ++o)
+      out_types_[o] = elem_of(node, output_value(node, g, o), out_names[o]);
+    if (bit_mask_) {
+      if (y_shape.back() % 8 != 0) fail(node, "a packed relu mask needs a multiple of 8 output channels");
+      mask_row_bytes_ = relu_mask_words(y_shape.back()) * 4;
+    }
+    if (cbar_) expect_dtype(node, input_value(node, g, operands_.residual), x.dtype, "the residual");
+    ConvEpilogue bias_only;
+    if (operands_.bias >= 0) {
+      const ir::Value& b = input_value(node, g, operands_.bias);
+      bias_type_ = elem_of(node, b, "the bias");
+      if (b.dtype != x.dtype && b.dtype != DType::f32)
+        fail(node, "the bias '" + b.name + "' is " + std::string(dtype_name(b.dtype)) + "; it must be f32 or " +
+                       std::string(dtype_name(x.dtype)) + " like the input");
+      bias_only.bias = has_bias_;
+      bias_only.bias_dtype = b.dtype;
+    }
+    if (problem_.output_rows() < 2)
+      fail(node, "training batchnorm needs more than one value per channel (N·P·Q = " +
+                     std::to_string(problem_.output_rows()) + "); use a larger batch");
+    return bias_only;
+  }
+
+  // Chooses how conv_out and its per-channel sums are made: cuDNN's conv + genstats graph, or
+  // the plain convolution's best engine and the channel-sums kernel. Autotuned: cuDNN's fused
+  // statistics are not always cheaper (some shapes only have slow genstats engines).
+  void choose_statistics(const ir::Node& node, CudaContext& ctx, const FpropFusion& with_stats,
+                         const ConvEpilogue& bias_only, WorkspaceLayout& layout) {
+    GraphBuild stats = cached_graph(ctx, fprop_graph(problem_, with_stats));
+    std::string timing;
+    if (stats.graph && stats.graph->tuned_ms() > 0.f) {
+      WorkspaceLayout unused;
+      ConvForward plain(node, problem_, bias_only, ctx, unused);
+      const float sums_ms = plain.tuned_ms() > 0.f ? time_channel_sums(ctx) : 0.f;
+      if (sums_ms > 0.f) {
+        std::ostringstream t;
+        t << std::fixed << std::setprecision(3) << " (timed: conv+genstats " << stats.graph->tuned_ms()
+          << " ms, conv " << plain.tuned_ms() << " ms + channel sums " << sums_ms << " ms)";
+        timing = t.str();
+        if (plain.tuned_ms() + sums_ms < stats.graph->tuned_ms()) {
+          stats.failure = "slower" + timing;
+          stats.graph.reset();
+          timing.clear();
+        }
+      }
+    }
+    statistics_ms_ = stats.graph ? stats.graph->tuned_ms() : 0.f;
+    if (stats.graph) {
+      stats_graph_ = stats.graph;
+      cudnn_offset_ = layout.add(stats_graph_->workspace_bytes());
+      path_ = "one cuDNN graph: " + with_stats.describe() + ", then " + tail_kernels() + timing;
+      return;
+    }
+    conv_.emplace(node, problem_, bias_only, ctx, layout);
+    if (conv_->tuned_ms() > 0.f) {
+      const float sums_ms = time_channel_sums(ctx);
+      statistics_ms_ = sums_ms > 0.f ? conv_->tuned_ms() + sums_ms : 0.f;
+    }
+    partials_offset_ = layout.add(device::channel_sums_scratch_bytes(problem_.output_rows(), problem_.K));
+    path_ = conv_->path() + ", channel-sums kernel (genstats " +
+            (stats.failure.rfind("slower", 0) == 0 ? stats.failure : "refused: " + stats.failure) + "), then " +
+            tail_kernels();
+    if (verbose()) verbose_note("node '" + node.name + "': " + path_);
+  }
+
   // Time (ms) of the channel-sums kernel over this layer's output, on scratch memory; 0 when
   // scratch memory is short.
   float time_channel_sums(CudaContext& ctx) const {
@@ -327,11 +314,19 @@ class CbrKernel final : public Kernel, public ReportsPath {
 
   void enqueue(const KernelArgs& a) {
     void* ws = ctx_->workspace(0);
-    const void* bias = has_bias_ ? a.in[operands_.bias].data : nullptr;
-    void* conv_out = a.out[kConvOut].data;
     float* sum = at_offset<float>(ws, sum_offset_);
     float* sq_sum = at_offset<float>(ws, sq_sum_offset_);
-    const int64_t rows = problem_.output_rows(), K = problem_.K;
+    enqueue_statistics(a, ws, sum, sq_sum);
+    if (over_ranks_) over_ranks_->sum_in_place({sum, sq_sum}, static_cast<size_t>(problem_.K));
+    const device::BnFinalizeArgs f = finalize_args(a, ws, sum, sq_sum);
+    device::launch_bn_finalize(f, ctx_->stream());
+    if (!stats_only_) enqueue_apply(a, f.scale, f.shift);
+  }
+
+  // conv_out and its per-channel Σ and Σ² by the path chosen at construction.
+  void enqueue_statistics(const KernelArgs& a, void* ws, float* sum, float* sq_sum) {
+    const void* bias = has_bias_ ? a.in[operands_.bias].data : nullptr;
+    void* conv_out = a.out[kConvOut].data;
     const void* x = a.in[kX].data;
     const bool prologue = operands_.x_affine >= 0;
 
@@ -365,11 +360,15 @@ class CbrKernel final : public Kernel, public ReportsPath {
       p.bias = bias;
       p.y = conv_out;
       conv_->run(p, ws, *ctx_);
-      device::launch_channel_sums(io_, conv_out, rows, K, at_offset<float>(ws, partials_offset_), sum, sq_sum,
-                                  ctx_->stream());
+      device::launch_channel_sums(io_, conv_out, problem_.output_rows(), problem_.K, at_offset<float>(ws, partials_offset_),
+                                  sum, sq_sum, ctx_->stream());
     }
+  }
 
-    if (over_ranks_) over_ranks_->sum_in_place({sum, sq_sum}, static_cast<size_t>(K));
+  // The finalize: batch statistics, running statistics and the affine (into the workspace, or
+  // conv_bn_stats' affine output).
+  device::BnFinalizeArgs finalize_args(const KernelArgs& a, void* ws, float* sum, float* sq_sum) const {
+    const int64_t rows = problem_.output_rows(), K = problem_.K;
     device::BnFinalizeArgs f;
     f.sum = sum;
     f.sq_sum = sq_sum;
@@ -389,20 +388,22 @@ class CbrKernel final : public Kernel, public ReportsPath {
     f.shift = stats_only_ ? f.scale + K : at_offset<float>(ws, shift_offset_);
     f.affine_in_f16 = round_affine_ && io_ == device::ElemType::f16;
     if (cancelled_bias_) f.cancelled_bias = {a.in[operands_.bias].data, bias_type_};
-    device::launch_bn_finalize(f, ctx_->stream());
-    if (stats_only_) return;
+    return f;
+  }
 
+  // y = relu(conv_out·scale + shift [+ residual (·its affine)]), clipped where ReLU6, and the mask.
+  void enqueue_apply(const KernelArgs& a, const float* scale, const float* shift) {
     device::ChannelAffineArgs apply;
     apply.io = io_;
-    apply.x = conv_out;
-    apply.scale = f.scale;
-    apply.shift = f.shift;
+    apply.x = a.out[kConvOut].data;
+    apply.scale = scale;
+    apply.shift = shift;
     apply.shift_type = device::ElemType::f32;
     apply.residual = cbar_ ? a.in[operands_.residual].data : nullptr;
     if (operands_.residual_affine >= 0) apply.residual_affine = static_cast<const float*>(a.in[operands_.residual_affine].data);
     apply.y = a.out[kY].data;
-    apply.rows = rows;
-    apply.channels = K;
+    apply.rows = problem_.output_rows();
+    apply.channels = problem_.K;
     apply.relu = true;
     apply.relu_max = relu_max_;
     apply.sm_count = ctx_->sm_count();

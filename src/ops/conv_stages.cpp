@@ -1,0 +1,63 @@
+// Reading a fused convolution's stages from its op and attributes (ops/conv_stages.h).
+#include "ops/conv_stages.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "ops/cbr_operands.h"
+
+namespace trident::ops {
+
+bool ConvStages::is_fused_convolution(const std::string& op) {
+  return op == "cbr" || op == "cbar" || op == "conv_bn_stats" || op == "conv2d_epilogue";
+}
+
+ConvStages ConvStages::of(const ir::Node& n) {
+  if (!is_fused_convolution(n.op)) throw Error("'" + n.name + "' (" + n.op + ") is not a fused convolution");
+  ConvStages s;
+  s.clipped = n.attrs.has("relu_max");
+  s.relu_max = n.attrs.f("relu_max", 0.0);
+  if (n.op == "conv2d_epilogue") {
+    s.bias = n.attrs.i("has_bias", 0) != 0;
+    s.residual = n.attrs.i("residual", 0) != 0 ? Residual::plain : Residual::none;
+    s.relu = n.attrs.i("relu", 0) != 0;
+    return s;
+  }
+  const CbrOperands o = CbrOperands::of(n);
+  s.input_affine = has_prologue(n);
+  s.bias = o.bias >= 0;
+  s.bias_cancelled = has_cancelled_bias(n);
+  s.batch_statistics = true;
+  const bool stats_only = n.op == "conv_bn_stats";
+  s.apply_affine = !stats_only;
+  s.exact_affine = stats_only && n.attrs.i("exact_affine", 0) != 0;
+  if (n.op == "cbar") s.residual = o.residual_affine >= 0 ? Residual::with_affine : Residual::plain;
+  s.relu = !stats_only;
+  s.bit_mask = n.attrs.i("relu_mask", 0) != 0;
+  return s;
+}
+
+std::string ConvStages::describe() const {
+  std::ostringstream out;
+  if (input_affine) out << "input affine+relu → ";
+  out << "conv";
+  if (bias) out << (bias_cancelled ? " → bias (cancelled by the batch mean)" : " → bias");
+  if (batch_statistics) out << " → batch statistics";
+  if (batch_statistics) out << (apply_affine ? " → affine" : exact_affine ? " → exact affine out" : " → affine out");
+  if (residual == Residual::plain) out << " → add residual";
+  if (residual == Residual::with_affine) out << " → add residual·affine";
+  if (relu) {
+    if (clipped) {
+      std::ostringstream bound;
+      bound << relu_max;
+      out << " → clip(0, " << bound.str() << ")";
+    } else {
+      out << " → relu";
+    }
+  }
+  if (bit_mask) out << " → bit mask";
+  return out.str();
+}
+
+}  // namespace trident::ops

@@ -1,0 +1,44 @@
+// The stages of a fused convolution, read once from a node's op and attributes. Every fused
+// convolution trident builds — cbr, cbar and conv_bn_stats in training, conv2d_epilogue in
+// inference — is one ordered list of optional stages, as a oneDNN primitive with post-ops or a
+// cuDNN operation graph describes it:
+//
+//   [input affine + relu] → convolution → [bias] → [batch statistics → affine (or stop there)]
+//     → [+ residual (· its affine)] → [relu or clip(0, m)] → [1-bit mask]
+//
+// The decompositions, the passes that build or extend these nodes, `explain` and every
+// backend's kernel read this struct instead of the attributes, so what a stage means is
+// decided here alone; shape inference validates the combination (ops/fused_cbr.cpp,
+// ops/fused_inference.cpp). Where each operand sits is ops/cbr_operands.h's.
+#pragma once
+#include <string>
+
+#include "ir/graph.h"
+
+namespace trident::ops {
+
+struct ConvStages {
+  enum class Residual { none, plain, with_affine };
+
+  bool input_affine = false;    // the convolution reads relu(x·scale + shift) (attribute prologue)
+  bool bias = false;            // the node has a bias operand
+  bool bias_cancelled = false;  // ...that the batch mean cancels: only the running mean takes it
+  bool batch_statistics = false;  // training batchnorm over the convolution output
+  bool apply_affine = false;      // the batchnorm's affine is applied; conv_bn_stats stops at it
+  bool exact_affine = false;      // conv_bn_stats: the affine is kept exact for an f32 reader
+  Residual residual = Residual::none;
+  bool relu = false;
+  bool clipped = false;  // the relu is clip(0, relu_max) (ReLU6), attribute relu_max
+  double relu_max = 0;   // the clip's bound where clipped
+  bool bit_mask = false;  // a 1-bit relu mask output for the backward (attribute relu_mask)
+
+  // The stages of a cbr, cbar, conv_bn_stats or conv2d_epilogue node; an Error for another op.
+  static ConvStages of(const ir::Node& n);
+  // Whether `op` is one of those.
+  static bool is_fused_convolution(const std::string& op);
+  // The stages in order, "input affine+relu → conv → bias → batch statistics → affine → add
+  // residual → relu → bit mask", for explain and messages.
+  std::string describe() const;
+};
+
+}  // namespace trident::ops
