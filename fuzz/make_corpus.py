@@ -118,6 +118,18 @@ def interlaced_png():
             + png_chunk(b"IEND", b""))
 
 
+# --- plan caches (core/plan_cache_file.h): one for the fuzz target's machine line, one of
+# another machine, one with a bad line.
+def plan_cache_corpus():
+    head = "trident cpu plans 1\nmachine: onednn 3.0.0; isa 1; cpu fuzz\n"
+    write("plan_cache", "two_choices.plans",
+          (head + "sig=1x8x8x16|infer|candidates,|direct#0,|direct#1\t1\tdirect (jit), timed 0.120 ms\n"
+           "sig=1x8x8x16|infer|candidates,|winograd#0,|direct#0\t0\twinograd (jit), timed 0.080 ms\n").encode())
+    write("plan_cache", "empty.plans", head.encode())
+    write("plan_cache", "foreign.plans", b"trident cpu plans 1\nmachine: onednn 9.9.9; isa 2; cpu other\nk\t0\tn\n")
+    write("plan_cache", "bad_line.plans", (head + "key\t99\tnote\n").encode())
+
+
 def image_corpus():
     try:
         from PIL import Image
@@ -159,5 +171,6 @@ if __name__ == "__main__":
     idx_corpus()
     checkpoint_corpus()
     image_corpus()
+    plan_cache_corpus()
     if args.onnx_models:
         onnx_corpus(args.onnx_models)

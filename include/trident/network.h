@@ -50,6 +50,9 @@ struct CompileOptions {
   // --deterministic`): nothing chosen by timing, cuDNN's deterministic engines only (a layer
   // without one is an error), fixed-order sums on the cpu backend (slower).
   bool deterministic = false;
+  // CPU inference: the folder where the convolution choices timed at compile time are kept for
+  // the next compile on this machine (`trident infer --plan-cache`); empty: timed every time.
+  std::string plan_cache_dir{};
 };
 
 // How many CPU threads the CPU backends run on, for the whole process (as OpenMP's pool):

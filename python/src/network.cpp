@@ -90,7 +90,7 @@ void bind_network(py::module_& m) {
                        const std::string& precision, int64_t batch, uint64_t seed, const std::string& optimizer,
                        std::optional<double> learning_rate, double momentum, std::optional<double> weight_decay,
                        bool nesterov, double beta1, double beta2, double eps, bool deterministic,
-                       double label_smoothing) {
+                       double label_smoothing, const std::string& plan_cache) {
              CompileOptions o;
              o.optimizer = enum_named<Optimizer>(optimizer, "optimizer", kOptimizers);
              // Unset: the optimizer's PyTorch defaults (SGD's are CompileOptions').
@@ -109,6 +109,7 @@ void bind_network(py::module_& m) {
              o.eps = eps;
              o.deterministic = deterministic;
              o.label_smoothing = label_smoothing;
+             o.plan_cache_dir = plan_cache;
              py::gil_scoped_release release;
              return Network(model, o);
            }),
@@ -116,12 +117,13 @@ void bind_network(py::module_& m) {
            py::arg("precision") = "fp32", py::arg("batch") = 1, py::arg("seed") = 1, py::arg("optimizer") = "sgd",
            py::arg("learning_rate") = py::none(), py::arg("momentum") = 0.9, py::arg("weight_decay") = py::none(),
            py::arg("nesterov") = false, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
-           py::arg("deterministic") = false, py::arg("label_smoothing") = 0.0,
+           py::arg("deterministic") = false, py::arg("label_smoothing") = 0.0, py::arg("plan_cache") = "",
            "Compiles `model`: mode inference or training; device cpu, cpu_ref, cuda or auto; precision fp32, fp16 or "
            "bf16 (cuda); batch 0 keeps an ONNX file's batch in inference; training: optimizer sgd (momentum, nesterov) or "
            "adamw (torch.optim.AdamW: beta1, beta2, eps), learning_rate and weight_decay for both (unset: 0.05 and "
            "5e-4 for sgd, 0.001 and 0.01 for adamw), label_smoothing (PyTorch's); deterministic: the same bits on "
-           "every run (and on the CPU at every thread count), slower.")
+           "every run (and on the CPU at every thread count), slower; plan_cache: a folder where CPU inference keeps the "
+           "convolution choices it timed, for the next compile on this machine (empty: none).")
       .def_property_readonly("mode", [](const Network& n) { return kModes[static_cast<int>(n.mode())]; })
       .def_property_readonly("backend", &Network::backend, "The backend that runs: cpu, cpu_ref or cuda.")
       .def_property_readonly("notices", &Network::notices, "What compiling chose or changed, one sentence each.")

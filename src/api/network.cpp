@@ -155,6 +155,7 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
   compile.adam_eps = options.eps;
   BackendOptions backend;
   backend.deterministic = options.deterministic;
+  backend.plan_cache_dir = options.plan_cache_dir;
   compile.label_smoothing = options.label_smoothing;
   if (train) api::check_limit(runtime::kLabelSmoothingLimit, options.label_smoothing, "CompileOptions::label_smoothing");
   if (train) {

@@ -3,6 +3,7 @@
 // runner's and the trainer's configurations) and by the backend context that reads it.
 #pragma once
 #include <memory>
+#include <string>
 
 namespace trident {
 namespace distributed {
@@ -37,6 +38,10 @@ struct BackendOptions {
   // reductions oneDNN splits by thread (weight gradients, batchnorm statistics and their
   // backward) with cpu_ref's fixed-order loops (backends/cpu/reference_routing.cpp).
   bool deterministic = false;
+  // Where timed choices persist between runs (one file per backend; backends/cpu/plan_cache.h),
+  // so the next compile of the same shapes on this machine takes them instead of timing again;
+  // empty: nothing persists. The command line passes default_plan_cache_dir() unless told off.
+  std::string plan_cache_dir{};
   // Whether candidates are timed when a kernel is built: autotune, unless deterministic.
   bool times_candidates() const { return autotune && !deterministic; }
   // The distributed world the collective kernels (allreduce_mean) run over; null for a
@@ -58,5 +63,8 @@ struct BackendOptions {
   // collective that way); null without sync_batchnorm, a world, or with groups of one rank.
   distributed::World* batchnorm_world() const;
 };
+
+// $TRIDENT_PLAN_CACHE, else $XDG_CACHE_HOME/trident, else $HOME/.cache/trident; "" where none is set.
+std::string default_plan_cache_dir();
 
 }  // namespace trident

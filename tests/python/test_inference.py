@@ -1,7 +1,7 @@
 """trident.Network's inference from Python: its output equals `trident infer`'s on the same
 weights and the same .npy input, NCHW and NHWC arrays give the same logits, any number of images
 runs a batch at a time, probabilities are softmax rows, and an array that is float32 but not
-contiguous is taken as it is."""
+contiguous is taken as it is, and a plan cache keeps the CPU's timed choices."""
 import os
 import subprocess
 import unittest
@@ -71,6 +71,21 @@ class Inference(TestCase):
     def test_seed_changes_the_weights(self):
         other = trident.Network(trident.Model.zoo("fmnist_cnn"), device="cpu_ref", batch=3, seed=8)
         self.assertFalse(np.array_equal(other.infer(self.x), self.net.infer(self.x)))
+
+
+    def test_plan_cache_keeps_the_cpu_choices_for_the_next_compile(self):
+        d = temp_dir(self)
+        model = trident.Model.zoo("resnet_cifar")
+        first = trident.Network(model, device="cpu", batch=2, plan_cache=d)
+        plans = [f for f in os.listdir(d) if f.startswith("cpu-") and f.endswith(".plans")]
+        if not plans:
+            self.skipTest("oneDNN offers one implementation per convolution here: nothing was timed")
+        written = os.path.join(d, plans[0])
+        with open(written) as f:
+            self.assertEqual(f.readline().rstrip("\n"), "trident cpu plans 1")
+        second = trident.Network(model, device="cpu", batch=2, plan_cache=d)
+        x = ramp(first.input_shape)
+        np.testing.assert_allclose(second.infer(x), first.infer(x), rtol=1e-4, atol=1e-4)
 
 
 if __name__ == "__main__":

@@ -272,6 +272,7 @@ RunSubcommand add_bench_command(CLI::App& app) {
                 "train --sync-bn)");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
+  add_plan_cache_option(sub, o->device);
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   add_compile_flags(sub, o->compile);

@@ -120,6 +120,7 @@ RunSubcommand add_explain_command(CLI::App& app) {
   add_device_options(sub, o->device);
   add_thread_options(sub, o->threads);
   add_winograd_option(sub, o->device);
+  add_plan_cache_option(sub, o->device);
   add_compile_flags(sub, o->compile);
   return [o] { return run_explain(*o); };
 }

@@ -247,6 +247,7 @@ RunSubcommand add_infer_command(CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object");
   add_device_options(sub, o->device);
   add_winograd_option(sub, o->device);
+  add_plan_cache_option(sub, o->device);
   add_thread_options(sub, o->threads);
   add_memory_option(sub, o->max_memory);
   sub->add_option("--profile", o->profile, "After timing, profile N runs: time per op kind and the slowest nodes")

@@ -178,6 +178,23 @@ inline void add_winograd_option(CLI::App* sub, DeviceFlags& f) {
       ->default_str("auto");
 }
 
+// --plan-cache, for the same commands: where the choices timed at start-up persist, so the
+// next run of the same shapes on this machine starts without timing (backends/cpu/plan_cache.h).
+inline void add_plan_cache_option(CLI::App* sub, DeviceFlags& f) {
+  f.backend_options.plan_cache_dir = trident::default_plan_cache_dir();
+  sub->add_option("--plan-cache", f.backend_options.plan_cache_dir,
+                  "CPU inference: the folder where the implementation choices timed at start-up are kept "
+                  "for the next run on this machine (default: $TRIDENT_PLAN_CACHE, else "
+                  "$XDG_CACHE_HOME/trident, else ~/.cache/trident); off: time them again every run")
+      ->transform(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (s == "off") s.clear();
+            return "";
+          },
+          "DIR|off"))
+      ->type_name("DIR|off");
+}
+
 inline DType precision_dtype(const DeviceFlags& f) {
   return f.precision == "fp16" ? DType::f16 : f.precision == "bf16" ? DType::bf16 : DType::f32;
 }

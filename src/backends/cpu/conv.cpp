@@ -165,7 +165,8 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
     const bool arena = algorithms.scratch != nullptr;  // blocked copies need it
     const BackendOptions& chosen = algorithms.options.backend;
     const ConvPlan plan = plan_inference_conv(s, post, s.sig + kind, arena ? chosen.winograd : 0,
-                                              arena && chosen.times_candidates(), algorithms.options.build_bytes);
+                                              arena && chosen.times_candidates(), algorithms.options.build_bytes,
+                                              chosen.plan_cache_dir);
     k.set_implementation(plan.note);
     p = plan.p;
     blocked = plan.blocked;

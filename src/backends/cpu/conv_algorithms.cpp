@@ -7,8 +7,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 #include <vector>
+
+#include "backends/cpu/plan_cache.h"
 
 namespace trident::cpu {
 
@@ -167,10 +170,17 @@ uint64_t trial_footprint(const ConvSetup& s, const ConvPostOps& post, const std:
   return bytes;
 }
 
+// What a timed choice among `cands` is keyed by: the convolution and the candidates in order.
+std::string candidates_key(const std::string& key, const std::vector<Candidate>& cands) {
+  std::string out = key + "|candidates";
+  for (const Candidate& c : cands) out += "," + candidate_key("", c);
+  return out;
+}
+
 }  // namespace
 
 ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
-                             int winograd, bool autotune, uint64_t trial_bytes) {
+                             int winograd, bool autotune, uint64_t trial_bytes, const std::string& plan_cache_dir) {
   // Winograd is a candidate when requested, or when automatic and timed.
   std::vector<Candidate> cands;
   if ((winograd == 1 || (winograd < 0 && autotune)) && winograd_shape(s))
@@ -183,6 +193,16 @@ ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const 
   }
   if (cands.empty()) throw dnnl::error(dnnl_unimplemented, "no convolution implementation");
   TimedChoice choice{0, only_winograd ? cands[0].name() + ", as requested" : std::string()};
+  // Chosen on this machine by an earlier run, among the same candidates, and not yet in this
+  // one: taken untimed.
+  const std::string persisted = OnednnContext::with_thread_count(candidates_key(key, cands));
+  if (autotune && cands.size() > 1 && !OnednnContext::instance().known_choice(candidates_key(key, cands))) {
+    const std::optional<TimedChoice> known = cached_choice(plan_cache_dir, persisted);
+    if (known && known->index < static_cast<int>(cands.size())) {
+      const Candidate& c = cands[static_cast<size_t>(known->index)];
+      return {build(s, post, key, c), candidate_key(key, c), c.winograd(), known->note + "; from the plan cache"};
+    }
+  }
   std::string left_out;
   while (autotune && cands.size() > 1 && trial_footprint(s, post, key, cands) > trial_bytes) {
     left_out += (left_out.empty() ? "" : ", ") + cands.back().name();
@@ -193,9 +213,9 @@ ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const 
     if (cands.size() == 1) choice.note = cands[0].name() + left_out;
   }
   if (autotune && cands.size() > 1) {
-    std::string tkey = key + "|candidates";
-    for (const Candidate& c : cands) tkey += "," + candidate_key("", c);
-    choice = OnednnContext::instance().choice(tkey, [&] { return time_candidates(s, post, key, cands); });
+    choice = OnednnContext::instance().choice(candidates_key(key, cands),
+                                              [&] { return time_candidates(s, post, key, cands); });
+    if (left_out.empty()) store_choice(plan_cache_dir, persisted, choice);  // timed among them all
     choice.note += left_out;
   }
   const Candidate& c = cands[static_cast<size_t>(choice.index)];

@@ -23,7 +23,10 @@ struct ConvPlan {
 // results keep the direct convolution's rounding unless it buys something. Timing holds every
 // candidate's tensors at once; where they would take more than `trial_bytes`, the last
 // candidates are left out (Winograd's first), and with one left nothing is timed.
+// With a `plan_cache_dir` (BackendOptions::plan_cache_dir), a choice timed on this machine
+// before is taken from there untimed, and a new one is stored (plan_cache.h).
 ConvPlan plan_inference_conv(const ConvSetup& s, const ConvPostOps& post, const std::string& key,
-                             int winograd, bool autotune, uint64_t trial_bytes = UINT64_MAX);
+                             int winograd, bool autotune, uint64_t trial_bytes = UINT64_MAX,
+                             const std::string& plan_cache_dir = "");
 
 }  // namespace trident::cpu

@@ -56,6 +56,15 @@ TimedChoice OnednnContext::choice(const std::string& signature,
   return choices_.emplace(key, std::move(c)).first->second;
 }
 
+std::optional<TimedChoice> OnednnContext::known_choice(const std::string& signature) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = choices_.find(with_threads(signature));
+  if (it == choices_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string OnednnContext::with_thread_count(const std::string& key) { return with_threads(key); }
+
 int64_t OnednnContext::hits() const {
   std::lock_guard<std::mutex> lock(mu_);
   return hits_;

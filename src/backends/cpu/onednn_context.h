@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -40,6 +41,12 @@ class OnednnContext {
   // The choice cached under `key`, or a new one from decide() (which may time primitives; it
   // runs without the lock held) cached for every later kernel with the same key.
   TimedChoice choice(const std::string& key, const std::function<TimedChoice()>& decide);
+  // The choice cached under `key` in this process, if one was made.
+  std::optional<TimedChoice> known_choice(const std::string& key) const;
+
+  // `key` with OpenMP's current thread count, as both caches key on it (a primitive divides
+  // its work for that count; a timing holds for one count).
+  static std::string with_thread_count(const std::string& key);
 
   int64_t hits() const;
   int64_t misses() const;
