@@ -19,6 +19,7 @@ struct BackendTraits {
   bool maxpool_window_index = false;  // save_maxpool_index's pooling with a saved window index
   bool cbr_weight_backward = false;   // fuse_cbr_weight_backward's one-pass batchnorm + wgrad backward
   bool low_precision_gradients = false;  // the optimizer reads f16/bf16 gradients (fold_gradient_cast)
+  bool int8_convolution = false;  // conv2d_epilogue in int8 (quantize_int8)
 
   // Limits of those kernels. The dtypes in which a convolution runs a deferred batchnorm apply
   // in its own prologue, and why not in others (empty: every dtype).

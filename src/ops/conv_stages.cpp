@@ -22,6 +22,9 @@ ConvStages ConvStages::of(const ir::Node& n) {
     s.bias = n.attrs.i("has_bias", 0) != 0;
     s.residual = n.attrs.i("residual", 0) != 0 ? Residual::plain : Residual::none;
     s.relu = n.attrs.i("relu", 0) != 0;
+    s.int8 = n.attrs.has("int8_input_scale");
+    s.int8_input_scale = n.attrs.f("int8_input_scale", 0.0);
+    s.int8_unsigned = n.attrs.i("int8_unsigned", 0) != 0;
     return s;
   }
   const CbrOperands o = CbrOperands::of(n);
@@ -41,6 +44,7 @@ ConvStages ConvStages::of(const ir::Node& n) {
 std::string ConvStages::describe() const {
   std::ostringstream out;
   if (input_affine) out << "input affine+relu → ";
+  if (int8) out << (int8_unsigned ? "u8" : "s8") << " input, s8 weights → ";
   out << "conv";
   if (bias) out << (bias_cancelled ? " → bias (cancelled by the batch mean)" : " → bias");
   if (batch_statistics) out << " → batch statistics";

@@ -3,7 +3,7 @@
 // inference — is one ordered list of optional stages, as a oneDNN primitive with post-ops or a
 // cuDNN operation graph describes it:
 //
-//   [input affine + relu] → convolution → [bias] → [batch statistics → affine (or stop there)]
+//   [input affine + relu] → [int8 operands] → convolution → [bias] → [batch statistics → affine (or stop there)]
 //     → [+ residual (· its affine)] → [relu or clip(0, m)] → [1-bit mask]
 //
 // The decompositions, the passes that build or extend these nodes, `explain` and every
@@ -31,6 +31,12 @@ struct ConvStages {
   bool clipped = false;  // the relu is clip(0, relu_max) (ReLU6), attribute relu_max
   double relu_max = 0;   // the clip's bound where clipped
   bool bit_mask = false;  // a 1-bit relu mask output for the backward (attribute relu_mask)
+  // conv2d_epilogue in int8 (passes/quantize_int8.cpp): the input is read on the int8 grid of
+  // a calibrated scale (attribute int8_input_scale; u8 where int8_unsigned, else s8) and the
+  // weights on per-output-channel s8 grids; the output stays f32 (ops/int8_quant.h).
+  bool int8 = false;
+  double int8_input_scale = 0;
+  bool int8_unsigned = false;
 
   // The stages of a cbr, cbar, conv_bn_stats or conv2d_epilogue node; an Error for another op.
   static ConvStages of(const ir::Node& n);

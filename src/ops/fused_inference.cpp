@@ -2,6 +2,8 @@
 // (it reads only parameters and state, so the executable hoists it out of the step);
 // conv2d_epilogue is a convolution whose bias, residual add and relu happen before the
 // output is written.
+#include <cmath>
+
 #include "ops/conv_stages.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
@@ -36,7 +38,7 @@ void register_fused_inference_ops() {
   ir::OpRegistry::add(fold);
 
   ir::OpDef epi = op_def("conv2d_epilogue", {"x", "w", "b (has_bias)", "residual (residual)"}, {"y"},
-                         "conv2d + bias (+ residual add) (+ relu, or relu clipped at relu_max: ReLU6) in one kernel");
+                         "conv2d + bias (+ residual add) (+ relu, or relu clipped at relu_max: ReLU6) in one kernel; in int8 with int8_input_scale");
   epi.variadic = true;
   epi.infer = [](const Node& n, const Graph& g) {
     const ConvStages stages = ConvStages::of(n);
@@ -52,6 +54,10 @@ void register_fused_inference_ops() {
     const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv, g).at(0);
     if (stages.clipped && (!stages.relu || !(stages.relu_max > 0)))
       throw Error("attribute relu_max needs relu = 1 and a positive value");
+    if (stages.int8 && (!(stages.int8_input_scale > 0) || !std::isfinite(stages.int8_input_scale)))
+      throw Error("attribute int8_input_scale must be positive and finite");
+    if (stages.int8 && (g.value(n.inputs[0]).dtype != DType::f32 || g.value(n.inputs[1]).dtype != DType::f32))
+      throw Error("an int8 convolution takes f32 input and weights (it quantizes them itself)");
     if (residual_of(n) >= 0 && g.value(residual_of(n)).shape != y.shape)
       throw Error("the residual " + shape_str(g.value(residual_of(n)).shape) +
                   " must match the convolution output " + shape_str(y.shape));
@@ -67,13 +73,20 @@ void register_fused_inference_ops() {
     const Shape& w = in_value(g, n, 1).shape;
     return numel(g.value(n.outputs[0]).shape) * w[1] * w[2] * w[3];
   };
+  // In int8, the input and the weights pass through their int8 grids first (ops/quantize.cpp).
   epi.decompose = [](Graph& g, const Node& n) {
+    const ConvStages stages = ConvStages::of(n);
     std::vector<int> in{n.inputs[0], n.inputs[1]};
+    if (stages.int8) {
+      in[0] = g.add_node1("quantize_dequantize", {in[0]},
+                          {{"scale", stages.int8_input_scale}, {"unsigned", int64_t{stages.int8_unsigned}}},
+                          n.name + ".quantize_x");
+      in[1] = g.add_node1("quantize_dequantize", {in[1]}, {{"per_channel", int64_t{1}}}, n.name + ".quantize_w");
+    }
     if (bias_of(n) >= 0) in.push_back(bias_of(n));
     int y = g.add_node1("conv2d", in, conv_window_attrs(n.attrs),
                         n.name + ".conv");
     if (residual_of(n) >= 0) y = g.add_node1("add", {y, residual_of(n)}, {}, n.name + ".add");
-    const ConvStages stages = ConvStages::of(n);
     if (stages.clipped)
       y = g.add_node1("clip", {y}, {{"min", 0.0}, {"max", stages.relu_max}}, n.name + ".clip");
     else if (stages.relu)

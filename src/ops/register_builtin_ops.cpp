@@ -25,6 +25,7 @@ void register_pad_ops();
 void register_layernorm_ops();
 void register_cbr_weight_backward_ops();
 void register_dropout_ops();
+void register_quantize_ops();
 }  // namespace trident::ops
 
 namespace trident::ir {
@@ -53,6 +54,7 @@ void register_builtin_ops() {
   ops::register_layernorm_ops();
   ops::register_cbr_weight_backward_ops();
   ops::register_dropout_ops();
+  ops::register_quantize_ops();
 }
 
 }  // namespace trident::ir

@@ -3,6 +3,7 @@
 // CompileOptions holds only what the passes read.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,21 @@ class MemoryBudget;
 namespace trident::passes {
 
 enum class Mode { Train, Infer };
+
+// Inference in int8 (passes/quantize_int8.cpp). Calibrate: every convolution int8 could take
+// keeps its input as a graph output, for runtime/int8_calibration.h to observe on the user's
+// images. Quantize: each convolution whose input has a calibrated range becomes an int8
+// conv2d_epilogue; the rest stay f32 with the reason. Both stages run the same passes before,
+// so an input's value name is the same in both graphs.
+struct Int8Options {
+  enum class Stage { off, calibrate, quantize };
+  struct Range {
+    double threshold = 0;       // |x| above it saturates
+    bool non_negative = false;  // no negative value seen: the u8 grid [0, threshold]
+  };
+  Stage stage = Stage::off;
+  std::map<std::string, Range> ranges;  // by the name of the convolution's input value
+};
 std::string_view mode_name(Mode m);
 
 struct CompileOptions {
@@ -51,6 +67,8 @@ struct CompileOptions {
   // The activations' dtype: f32, or f16/bf16 for mixed precision on the GPU (assign_precision
   // keeps parameters, BN statistics, the loss and the optimizer in f32).
   DType precision = DType::f32;
+  // Inference: convolutions in int8 (the CPU backends), or the calibration run before it.
+  Int8Options int8;
   // Dynamic loss scaling in training: -1 automatic (on for f16), 0 off, 1 on. The loss
   // gradient starts at the scale (state "amp.loss_scale"); the optimizer step unscales, skips a step
   // whose gradients overflowed and halves the scale, and doubles it after
@@ -175,5 +193,6 @@ void assign_precision(ir::Graph& g, PassContext& ctx);    // mixed precision: f1
 void pad_channels(ir::Graph& g, PassContext& ctx);        // GPU: conv input channels to 16 bytes
 void seed_dropout(ir::Graph& g, PassContext& ctx);        // training: dropout as a seeded mask and a mul
 void remove_dropout(ir::Graph& g, PassContext& ctx);      // inference: dropout is the identity
+void quantize_int8(ir::Graph& g, PassContext& ctx);       // inference: convolutions in int8
 
 }  // namespace trident::passes

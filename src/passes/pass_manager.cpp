@@ -78,6 +78,11 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"fold_bn", fold_bn, false, true});
     pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
     pm.add({"fuse_conv_epilogue", fuse_conv_epilogue, false, true});
+    if (opt.int8.stage != Int8Options::Stage::off) {
+      if (!opt.traits.int8_convolution)
+        throw Error("backend '" + opt.backend + "' has no int8 convolution; int8 runs on the CPU backends (cpu, cpu_ref)");
+      pm.add({"quantize_int8", quantize_int8, true});
+    }
     if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});
   } else {

@@ -48,6 +48,8 @@ const std::map<std::pair<std::string, std::string>, std::string>& no_kernel_reas
       {{"relu_mask", "cuda"}, inside_decompositions + " (the cuda kernels pack the mask themselves)"},
       {{"relu_mask_backward", "cpu"}, inside_decompositions},
       {{"relu_mask_backward", "cuda"}, inside_decompositions},
+      {{"quantize_dequantize", "cpu"}, inside_decompositions + " (the int8 convolution quantizes its own operands)"},
+      {{"quantize_dequantize", "cuda"}, inside_decompositions + " (the cuda backend has no int8 convolution yet)"},
       {{"cast", "cpu"}, f32_only},
       {{"cast_group", "cpu"}, f32_only},
   };

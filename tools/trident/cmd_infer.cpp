@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -16,6 +17,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/default_batch.h"
+#include "runtime/int8_calibration.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/weight_file.h"
 #include "runtime/npy.h"
@@ -37,6 +39,7 @@ struct Options {
   DeviceFlags device;
   passes::CompileOptions compile;  // the backend is what --device resolves to
   std::string max_memory;
+  std::string calibration, calibrator = "entropy";  // --precision int8
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -78,6 +81,51 @@ nlohmann::json profile_json(runtime::Runner& runner, int runs) {
 nlohmann::json stats_json(const runtime::LatencyStats& s) {
   return {{"min", s.min_ms}, {"max", s.max_ms}, {"mean", s.mean_ms}, {"median", s.p50_ms},
           {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
+}
+
+// The batch the calibration runs at (its last partial batch is left out).
+constexpr int64_t kCalibrationBatch = 32;
+
+// How many convolutions of the compiled graph run in int8, and how many stay f32.
+void count_int8_convolutions(const ir::Graph& g, nlohmann::json& int8) {
+  int64_t quantized = 0, kept = 0;
+  for (int id : g.order()) {
+    const ir::Node& n = g.node(id);
+    if (n.op == "conv2d_epilogue" && n.attrs.has("int8_input_scale")) ++quantized;
+    else if (n.op == "conv2d" || n.op == "conv2d_epilogue") ++kept;
+  }
+  int8["int8_convolutions"] = quantized;
+  int8["f32_convolutions"] = kept;
+}
+
+// --precision int8: the network compiled with its convolution inputs as outputs, run in f32 on
+// --calibration's images, gives each input's range (runtime/int8_calibration.h); o.compile then
+// quantizes with them. Returns what the JSON reports of it.
+nlohmann::json calibrate_for_int8(Options& o, const std::function<ir::Graph(int64_t)>& model_at,
+                                  const std::function<std::string(runtime::Runner&)>& load_weights) {
+  if (o.calibration.empty())
+    throw Error("--precision int8 needs --calibration FILE.npy: images like those the network will see (NCHW, "
+                "a few hundred), on which each layer's range is measured");
+  const runtime::Calibrator calibrator = runtime::parse_calibrator(o.calibrator);
+  const auto t0 = std::chrono::steady_clock::now();
+  runtime::CalibrationResult result;
+  {
+    const runtime::HostTensor images = runtime::read_npy(o.calibration);
+    if (images.shape.empty() || images.shape[0] < 1)
+      throw Error("--calibration '" + o.calibration + "' holds no images (shape " + shape_str(images.shape) + ")");
+    // Inference-mode layers treat each image alone, so the ranges do not depend on the batch.
+    passes::CompileOptions calibrate = o.compile;
+    calibrate.int8.stage = passes::Int8Options::Stage::calibrate;
+    runtime::Runner runner(model_at(std::min<int64_t>(images.shape[0], kCalibrationBatch)),
+                           {calibrate, o.device.backend_options});
+    load_weights(runner);
+    result = runtime::calibrate_int8(runner, images, calibrator);
+  }
+  o.compile.int8.stage = passes::Int8Options::Stage::quantize;
+  o.compile.int8.ranges = result.ranges;
+  return {{"calibration", o.calibration}, {"calibrator", runtime::calibrator_name(calibrator)},
+          {"calibration_images", result.images}, {"calibration_batches", result.batches},
+          {"calibration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
 }
 
 int run_infer(Options o) {
@@ -130,29 +178,42 @@ int run_infer(Options o) {
   }
   o.compile.precision = precision_dtype(o.device);
   o.compile.memory_budget = &budget;
-  runtime::Runner runner(model, {o.compile, o.device.backend_options});
-  std::string weights = "random";
-  if (onnx) {
-    runner.load_weights(onnx_weights, true);
+  if (onnx)
     if (const std::string bad = runtime::non_finite_tensor(onnx_weights); !bad.empty())
       std::cerr << "trident: notice: '" << o.model_file << "' holds NaN or infinite values (in initializer '" << bad
                 << "'); the outputs that depend on them will be NaN\n";
-    weights = "onnx";
-  } else if (o.weights.empty()) {
-    runner.init_random_weights(o.seed);
-  }
+  // The content decides, not the name: a training checkpoint (run.ckpt) is a safetensors file
+  // too, whose momentum buffers the runner leaves aside.
+  runtime::WeightMap file_weights;
   if (!o.weights.empty()) {
-    // The content decides, not the name: a training checkpoint (run.ckpt) is a safetensors file
-    // too, whose momentum buffers the runner leaves aside.
     claim_file(budget, o.weights, "--weights '" + o.weights + "'");
-    const runtime::WeightMap w = runtime::read_weight_file(o.weights, model).weights;
-    if (w.empty() || runner.load_weights(w, !onnx) == 0)
-      throw Error("--weights '" + o.weights + "' holds no tensor this network uses");
-    if (const std::string bad = runtime::non_finite_tensor(w); !bad.empty())
+    file_weights = runtime::read_weight_file(o.weights, model).weights;
+    if (const std::string bad = runtime::non_finite_tensor(file_weights); !bad.empty())
       std::cerr << "trident: notice: --weights '" << o.weights << "' holds NaN or infinite values (in '" << bad
                 << "'); the outputs that depend on them will be NaN\n";
-    weights = o.weights;
   }
+  // Loads the weights into a runner (the calibration's and the timed one); says where they came from.
+  auto load_weights = [&](runtime::Runner& r) -> std::string {
+    if (onnx) r.load_weights(onnx_weights, true);
+    else if (o.weights.empty()) r.init_random_weights(o.seed);
+    if (o.weights.empty()) return onnx ? "onnx" : "random";
+    if (file_weights.empty() || r.load_weights(file_weights, !onnx) == 0)
+      throw Error("--weights '" + o.weights + "' holds no tensor this network uses");
+    return o.weights;
+  };
+  if (!o.calibration.empty() && o.device.precision != "int8")
+    throw Error("--calibration is for --precision int8; this run is " + o.device.precision);
+  // The same network at another batch (the calibration's); an ONNX file's weights are those read above.
+  auto model_at = [&](int64_t batch) {
+    if (!onnx) return frontend::build_model(o.model_file, {batch});
+    frontend::OnnxOptions import;
+    import.batch = batch;
+    return frontend::import_onnx(o.model_file, import).graph;
+  };
+  nlohmann::json int8 = o.device.precision == "int8" ? calibrate_for_int8(o, model_at, load_weights) : nlohmann::json();
+  runtime::Runner runner(model, {o.compile, o.device.backend_options});
+  const std::string weights = load_weights(runner);
+  if (!int8.is_null()) count_int8_convolutions(runner.executable().graph(), int8);
   if (have_input) runner.set_input(input, runtime::Layout::NCHW, "'" + o.input + "'");
   else runner.set_random_input(o.seed);
   runner.executable().prepare();
@@ -185,6 +246,7 @@ int run_infer(Options o) {
                         {"latency_ms", stats_json(s)}, {"throughput_qps", s.qps},
                         {"throughput_images_per_s", s.throughput}, {"outputs", outputs}, {"topk", topj}};
     if (!o.output.empty()) j["output_file"] = o.output;
+    if (!int8.is_null()) j["int8"] = int8;
     if (o.profile > 0) j["profile"] = prof;
     std::cout << j.dump() << "\n";
     return 0;
@@ -198,6 +260,11 @@ int run_infer(Options o) {
             << runtime::HostThreads::max_threads() << " threads (" << o.threads.policy << "), " << o.device.precision << "\n"
             << "compile: " << compile_s << " s, warm-up " << o.warmup << " iterations, timed " << s.iterations
             << " iterations (" << s.total_s << " s)\n";
+  if (!int8.is_null())
+    std::cout << "int8: " << int8["int8_convolutions"] << " convolutions in int8, " << int8["f32_convolutions"]
+              << " in f32; " << int8["calibrator"].get<std::string>() << " calibration on "
+              << int8["calibration_images"] << " images of '" << o.calibration << "' in " << int8["calibration_s"].get<double>()
+              << " s\n";
   std::cout << "=== Performance summary ===\n"
             << "Throughput: " << s.qps << " qps (" << s.throughput << " images/s at batch " << s.batch << ")\n"
             << "Latency: min = " << s.min_ms << " ms, max = " << s.max_ms << " ms, mean = " << s.mean_ms
@@ -245,7 +312,15 @@ RunSubcommand add_infer_command(CLI::App& app) {
   sub->add_option("--output", o->output, "Write the first output to FILE.npy (NCHW for 4-D outputs)");
   add_seed_option(sub, o->seed, "Seed for random weights and inputs");
   sub->add_flag("--json", o->json, "Print one JSON object");
-  add_device_options(sub, o->device);
+  add_device_options(sub, o->device, /*with_int8=*/true);
+  sub->add_option("--calibration", o->calibration,
+                  "--precision int8: images (.npy, NCHW, the model's input size, a few hundred) on which each "
+                  "convolution's input range is measured");
+  sub->add_option("--calibrator", o->calibrator,
+                  "--precision int8: how a range becomes a scale: entropy (least information lost), percentile "
+                  "(99.99 % of |x|) or max")
+      ->check(CLI::IsMember({"entropy", "percentile", "max"}))
+      ->capture_default_str();
   add_winograd_option(sub, o->device);
   add_plan_cache_option(sub, o->device);
   add_thread_options(sub, o->threads);

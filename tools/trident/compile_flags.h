@@ -112,7 +112,8 @@ struct DeviceFlags {
   CLI::Option* device_flag = nullptr;  // tells a --device given from its default
 };
 
-inline void add_device_options(CLI::App* sub, DeviceFlags& f) {
+// with_int8: the command compiles inference graphs, which the CPU backends can run in int8.
+inline void add_device_options(CLI::App* sub, DeviceFlags& f, bool with_int8 = false) {
   f.device_flag =
       sub->add_option("--device", f.device,
                       "cpu (this build's default CPU backend), cpu_ref (the reference backend), "
@@ -133,11 +134,18 @@ inline void add_device_options(CLI::App* sub, DeviceFlags& f) {
                   "Alias of --device, kept for older command lines; given with --device, the two "
                   "must agree")
       ->check(CLI::IsMember(KernelRegistry::backends()));
-  sub->add_option("--precision", f.precision,
-                  "fp32, or on the GPU fp16 / bf16 (mixed precision: fp32 master weights and BN "
-                  "statistics, dynamic loss scaling)")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
-      ->capture_default_str();
+  if (with_int8)
+    sub->add_option("--precision", f.precision,
+                    "fp32; on the GPU fp16 / bf16; on the CPU int8 (convolutions on int8 grids calibrated on "
+                    "--calibration's images, everything else fp32)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16", "int8"}))
+        ->capture_default_str();
+  else
+    sub->add_option("--precision", f.precision,
+                    "fp32, or on the GPU fp16 / bf16 (mixed precision: fp32 master weights and BN "
+                    "statistics, dynamic loss scaling)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+        ->capture_default_str();
   sub->add_flag("!--no-autotune", f.backend_options.autotune,
                 "On the GPU, take cuDNN's heuristic plan for each convolution instead of timing the "
                 "candidates once at start-up (starts faster; steps may be slower); on the CPU, do "
@@ -216,8 +224,12 @@ inline std::string resolve_device(const DeviceFlags& f) {
   std::string notice;
   const std::string backend = runtime::backend_for_device(device_choice(f), &notice);
   if (!notice.empty()) std::cerr << "trident: notice: " << notice << "\n";
-  if (f.precision != "fp32" && backend != "cuda")
-    throw trident::Error("--precision " + f.precision + " needs --device cuda; the CPU backends run fp32");
+  if (f.precision == "int8" && backend == "cuda")
+    throw trident::Error("--precision int8 runs on the CPU backends (cpu, cpu_ref); the cuda backend has no int8 "
+                         "convolution yet");
+  if (f.precision != "fp32" && f.precision != "int8" && backend != "cuda")
+    throw trident::Error("--precision " + f.precision + " needs --device cuda; the CPU backends run fp32 (or int8 in "
+                         "inference)");
   return backend;
 }
 

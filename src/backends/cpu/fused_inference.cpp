@@ -1,8 +1,9 @@
 // The inference fusions on the "cpu" backend: conv2d_epilogue, one oneDNN convolution with
-// post-ops (bias, residual sum, relu), and fold_batchnorm, cpu_ref's kernel, which runs once per
+// post-ops (bias, residual sum, relu; in int8 int8_conv.cpp's), and fold_batchnorm, cpu_ref's kernel, which runs once per
 // weight update (the executable hoists it), so its speed does not matter.
 #include <cstring>
 
+#include "backends/cpu/int8_conv.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
 #include "backends/cpu/ref_kernels.h"
@@ -47,7 +48,10 @@ class ConvEpilogue final : public PrimitiveKernel {
 }  // namespace
 
 void register_fused_inference_kernels() {
-  add_kernel<ConvEpilogue>("conv2d_epilogue");
+  add_factory("conv2d_epilogue", [](const ir::Node& node, const ir::Graph& g, const CpuContext& ctx) {
+    if (ops::ConvStages::of(node).int8) return make_int8_conv_epilogue(node, g, ctx);
+    return std::unique_ptr<Kernel>(std::make_unique<ConvEpilogue>(node, g, ctx));
+  });
   add_kernel<RefLoop<cpu_ref::fold_batchnorm>>("fold_batchnorm");
 }
 

@@ -16,18 +16,27 @@ inline constexpr const char* kBackend = "cpu";
 // oneDNN's own exceptions (a descriptor it cannot implement) become an Error naming the node.
 // Kernels whose constructor takes the CpuContext get the executable's. In deterministic mode
 // and under sync-BN some ops get reference_routing.h's kernel instead.
-template <class K>
-void add_kernel(const char* op) {
-  KernelRegistry::add(kBackend, op, [](const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
+// A factory choosing among kernel classes for one op (int8 or f32...), with add_kernel's
+// reference routing and oneDNN error sentence.
+using CpuKernelFactory = std::unique_ptr<Kernel> (*)(const ir::Node&, const ir::Graph&, const CpuContext&);
+inline void add_factory(const char* op, CpuKernelFactory make) {
+  KernelRegistry::add(kBackend, op, [make](const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
     if (auto reference = reference_kernel(node, g, ctx)) return reference;
     try {
-      if constexpr (std::is_constructible_v<K, const ir::Node&, const ir::Graph&, const CpuContext&>)
-        return std::unique_ptr<Kernel>(std::make_unique<K>(node, g, cpu_context(ctx)));
-      else
-        return std::unique_ptr<Kernel>(std::make_unique<K>(node, g));
+      return make(node, g, cpu_context(ctx));
     } catch (const dnnl::error& e) {
       fail(node, std::string("oneDNN could not build its primitive (") + e.what() + ")");
     }
+  });
+}
+
+template <class K>
+void add_kernel(const char* op) {
+  add_factory(op, [](const ir::Node& node, const ir::Graph& g, const CpuContext& ctx) -> std::unique_ptr<Kernel> {
+    if constexpr (std::is_constructible_v<K, const ir::Node&, const ir::Graph&, const CpuContext&>)
+      return std::make_unique<K>(node, g, ctx);
+    else
+      return std::make_unique<K>(node, g);
   });
 }
 

@@ -1,5 +1,5 @@
 // What the cpu backend (oneDNN) states to the compile pipeline (ops/backend_traits.h): no
-// strategy forms, and its batchnorm backward may write the source gradient before it has read
+// strategy forms, int8 convolutions, and its batchnorm backward may write the source gradient before it has read
 // the whole source, so dconv never takes conv_out's buffer. Pure data, built with or without
 // oneDNN.
 #include "backends/kernel.h"
@@ -9,6 +9,7 @@ namespace trident {
 ops::BackendTraits cpu_traits() {
   ops::BackendTraits t;
   t.bn_backward_overwrites_conv_out = false;
+  t.int8_convolution = true;
   return t;
 }
 

@@ -87,6 +87,8 @@ void adamw_update(const KernelArgs& args);
 
 // fused_inference.cpp
 void fold_batchnorm(const KernelArgs& args);
+// quantize.cpp: an operand on its int8 grid (ops/int8_quant.h)
+void quantize_dequantize(const KernelArgs& args);
 // decomposed.cpp: a fused op run as its OpDef::decompose, on the reference kernels, or on
 // `backend`'s where it has one for the piece (the cpu backend's deterministic mode and sync-BN)
 std::unique_ptr<Kernel> make_decomposed(const ir::Node& n, const ir::Graph& g, BackendContext& ctx);

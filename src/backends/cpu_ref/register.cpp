@@ -51,6 +51,7 @@ void register_cpu_ref_kernels() {
       {"pad2d", cpu_ref::pad2d},
       {"channel_slice", cpu_ref::channel_slice},
       {"fold_batchnorm", cpu_ref::fold_batchnorm},
+      {"quantize_dequantize", cpu_ref::quantize_dequantize},
       {"dropout_mask", cpu_ref::dropout_mask},
       {"rng_advance", cpu_ref::rng_advance},
   };

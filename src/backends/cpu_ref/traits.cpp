@@ -11,6 +11,7 @@ ops::BackendTraits cpu_ref_traits() {
   t.maxpool_window_index = true;
   t.cbr_weight_backward = true;
   t.low_precision_gradients = true;
+  t.int8_convolution = true;
   t.bn_backward_overwrites_conv_out = true;
   return t;
 }

@@ -46,6 +46,8 @@ class ConvForwardKernel final : public Kernel, public ReportsPath {
     const bool fused_op = node.op == "conv2d_epilogue";
     if (fused_op) {
       const ops::ConvStages stages = ops::ConvStages::of(node);
+      if (stages.int8)
+        fail(node, "is an int8 convolution, which the cuda backend does not run yet (int8 runs on the CPU backends)");
       epilogue_.bias = stages.bias;
       epilogue_.residual = stages.residual != ops::ConvStages::Residual::none;
       epilogue_.relu = stages.relu;

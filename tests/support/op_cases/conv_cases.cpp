@@ -51,6 +51,8 @@ ir::Graph wgrad(const Window& c, bool bias, DType d) {
 struct Epilogue {
   bool bias, residual, relu, in_place = false;
   double relu_max = 0;  // > 0: ReLU clipped there (ReLU6)
+  double int8_scale = 0;  // > 0: int8, the input on this scale's grid
+  bool int8_unsigned = false;
 };
 
 ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
@@ -64,6 +66,10 @@ ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
   a.set("relu", int64_t{e.relu});
   if (e.in_place) a.set("inplace_residual", int64_t{1});
   if (e.relu_max > 0) a.set("relu_max", e.relu_max);
+  if (e.int8_scale > 0) {
+    a.set("int8_input_scale", e.int8_scale);
+    a.set("int8_unsigned", int64_t{e.int8_unsigned});
+  }
   g.add_node1("conv2d_epilogue", in, a, "epilogue");
   return g;
 }
@@ -208,6 +214,27 @@ void add_conv_cases(std::vector<OpCase>& cases) {
     cases.push_back(std::move(c));
     cases.push_back(
         decomposition_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); }));
+  }
+  // conv2d_epilogue in int8 (the CPU backends' form; cuda refuses it): reals on a grid a little
+  // narrower than their range, so some saturate; u8 where the grid starts at 0, so the negative
+  // ones clamp there. The integer kernel against cpu_ref's quantize_dequantize decomposition.
+  const NamedEpilogue int8_epilogues[] = {
+      {"Int8BiasResidualRelu", {{2, 8, 8, 8}, {8, 3, 3, 8}, {1, 1}, {1, 1}}, {true, true, true, false, 0, 0.9 / 127}},
+      {"Int8U8BiasRelu", {{2, 7, 7, 16}, {6, 3, 3, 16}, {1, 1}, {1, 1}}, {true, false, true, false, 0, 0.9 / 255, true}},
+      {"Int8Stride2NoBias", {{2, 9, 9, 8}, {8, 3, 3, 8}, {2, 2}, {1, 1}}, {false, false, false, false, 0, 0.5 / 127}},
+      {"Int8Groups2Relu", {{2, 8, 8, 6}, {6, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2}, {false, false, true, false, 0, 1.0 / 127}},
+      {"Int8Pointwise1x1Residual6", {{2, 6, 6, 16}, {16, 1, 1, 16}}, {true, true, true, false, 6.0, 0.8 / 255, true}},
+  };
+  for (const NamedEpilogue& n : int8_epilogues) {
+    const Window w = n.w;
+    const Epilogue e = n.e;
+    OpCase c = scaled_case(std::string("conv2d_epilogue_") + n.name, [=](DType d) { return epilogue(w, e, d); }, 71,
+                           {DType::f32});
+    c.backends = {"cpu", "cpu_ref"};
+    cases.push_back(std::move(c));
+    OpCase d = decomposition_case(std::string("conv2d_epilogue_") + n.name, [=](DType t) { return epilogue(w, e, t); });
+    d.backends = {"cpu", "cpu_ref"};
+    cases.push_back(std::move(d));
   }
   // Every attribute combination on the first cuda window, and the output in the residual's buffer.
   std::vector<Epilogue> combos;

@@ -1,0 +1,155 @@
+// quantize_int8: the calibrate stage exposes every convolution input int8 would read (not the
+// image's), the quantize stage turns each convolution with a range into an int8 conv2d_epilogue
+// and refuses the rest with a sentence, a backend without int8 convolutions is an Error, and a
+// network run in int8 on the cpu backend matches cpu_ref's decomposition of it and stays close
+// to its f32 outputs with ranges calibrated on the same kind of images.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "frontend/zoo.h"
+#include "runtime/executable.h"
+#include "runtime/int8_calibration.h"
+#include "runtime/runner.h"
+
+using namespace trident;
+
+namespace {
+
+passes::CompileOptions options(passes::Int8Options::Stage stage, const std::string& backend = "cpu_ref") {
+  passes::CompileOptions o;
+  o.mode = passes::Mode::Infer;
+  o.backend = backend;
+  o.int8.stage = stage;
+  return runtime::with_backend_traits(o);
+}
+
+ir::Graph model() { return frontend::build_model("resnet_cifar", {2}); }
+
+// The names of the values the calibrate stage added as outputs.
+std::vector<std::string> calibrated_inputs() {
+  const runtime::CompiledGraph c = runtime::compile_graph(model(), options(passes::Int8Options::Stage::calibrate));
+  std::vector<std::string> names;
+  for (size_t i = 1; i < c.graph.outputs().size(); ++i) names.push_back(c.graph.value(c.graph.outputs()[i]).name);
+  return names;
+}
+
+TEST(QuantizeInt8, CalibrationExposesEveryConvolutionInputButTheImage) {
+  const std::vector<std::string> names = calibrated_inputs();
+  const runtime::CompiledGraph plain = runtime::compile_graph(model(), options(passes::Int8Options::Stage::off));
+  std::set<std::string> conv_inputs;
+  for (int id : plain.graph.order()) {
+    const ir::Node& n = plain.graph.node(id);
+    if (n.op == "conv2d" || n.op == "conv2d_epilogue") conv_inputs.insert(plain.graph.value(n.inputs[0]).name);
+  }
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.size() + 1, conv_inputs.size());  // all but the image
+  for (const std::string& n : names) EXPECT_TRUE(conv_inputs.count(n)) << n;
+}
+
+TEST(QuantizeInt8, EachConvolutionWithARangeRunsInInt8AndTheRestSayWhy) {
+  passes::CompileOptions o = options(passes::Int8Options::Stage::quantize);
+  const std::vector<std::string> names = calibrated_inputs();
+  for (size_t i = 1; i < names.size(); ++i) o.int8.ranges[names[i]] = {2.0, true};  // the first has none
+  const runtime::CompiledGraph c = runtime::compile_graph(model(), o);
+  int64_t int8 = 0, without_range = 0;  // a block's input feeds two convolutions: count by node
+  for (int id : c.graph.order()) {
+    const ir::Node& n = c.graph.node(id);
+    if (n.op != "conv2d" && n.op != "conv2d_epilogue") continue;
+    const bool has_range = o.int8.ranges.count(c.graph.value(n.inputs[0]).name) > 0;
+    EXPECT_EQ(n.attrs.has("int8_input_scale"), has_range) << n.name;
+    if (!has_range) {
+      without_range += c.graph.value(n.inputs[0]).name == names[0];
+      continue;
+    }
+    ++int8;
+    EXPECT_EQ(n.op, "conv2d_epilogue");
+    EXPECT_FLOAT_EQ(static_cast<float>(n.attrs.f("int8_input_scale")), 2.0f / 255.0f);
+    EXPECT_EQ(n.attrs.i("int8_unsigned"), 1);
+  }
+  EXPECT_GE(int8, static_cast<int64_t>(names.size()) - 1);
+  int no_range = 0, image = 0;
+  for (const passes::Rejection& r : c.rejections) {
+    if (r.pass != "quantize_int8") continue;
+    no_range += r.reason.find("no range for its input '" + names[0] + "'") != std::string::npos;
+    image += r.reason.find("has 3 channels (the image itself)") != std::string::npos;
+  }
+  EXPECT_EQ(no_range, without_range);
+  EXPECT_GE(no_range, 1);
+  EXPECT_EQ(image, 1);
+}
+
+TEST(QuantizeInt8, ABackendWithoutInt8ConvolutionsIsAnError) {
+  passes::CompileOptions o = options(passes::Int8Options::Stage::quantize);
+  o.traits.int8_convolution = false;
+  o.backend = "cuda";
+  try {
+    runtime::compile_graph(model(), o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no int8 convolution"), std::string::npos) << e.what();
+  }
+}
+
+runtime::HostTensor random_images(int64_t n, uint64_t seed) {
+  runtime::HostTensor t{{n, 3, 32, 32}, DType::f32, std::vector<std::byte>(static_cast<size_t>(n) * 3 * 32 * 32 * 4)};
+  Rng rng(seed);
+  auto* p = reinterpret_cast<float*>(t.data.data());
+  for (int64_t i = 0; i < n * 3 * 32 * 32; ++i) p[i] = static_cast<float>(rng.normal());
+  return t;
+}
+
+std::vector<float> logits(runtime::Runner& r, const runtime::HostTensor& x) {
+  r.set_input(x);
+  r.run();
+  const runtime::HostTensor out = r.output(0);
+  const auto* p = reinterpret_cast<const float*>(out.data.data());
+  return std::vector<float>(p, p + numel(out.shape));
+}
+
+// max |a − b| / max |b|
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+TEST(QuantizeInt8, TheCpuKernelsMatchTheReferenceAndStayNearF32) {
+  if (!KernelRegistry::has("cpu", "conv2d_epilogue")) GTEST_SKIP() << "this build has no oneDNN cpu backend";
+  const ir::Graph g = model();
+  runtime::RunnerOptions calibrate;
+  calibrate.compile = options(passes::Int8Options::Stage::calibrate, "cpu");
+  runtime::Runner calibration(g, calibrate);
+  calibration.init_random_weights(5);
+  const runtime::CalibrationResult cal =
+      runtime::calibrate_int8(calibration, random_images(16, 11), runtime::Calibrator::entropy);
+  EXPECT_EQ(cal.batches, 8);
+  const runtime::HostTensor x = random_images(2, 12);
+
+  std::vector<std::vector<float>> int8_out;
+  for (const std::string backend : {"cpu", "cpu_ref"}) {
+    runtime::RunnerOptions o;
+    o.compile = options(passes::Int8Options::Stage::quantize, backend);
+    o.compile.int8.ranges = cal.ranges;
+    runtime::Runner r(g, o);
+    r.init_random_weights(5);
+    r.executable().prepare();
+    int8_out.push_back(logits(r, x));
+  }
+  runtime::RunnerOptions f32;
+  f32.compile = options(passes::Int8Options::Stage::off, "cpu");
+  runtime::Runner reference(g, f32);
+  reference.init_random_weights(5);
+  const std::vector<float> exact = logits(reference, x);
+  EXPECT_LT(relative_error(int8_out[0], int8_out[1]), 1e-2) << "int8 on cpu against cpu_ref's decomposition";
+  EXPECT_LT(relative_error(int8_out[0], exact), 0.1) << "int8 against f32";
+}
+
+}  // namespace
