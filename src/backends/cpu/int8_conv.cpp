@@ -67,10 +67,9 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
     // oneDNN 2 takes a convolution's per-channel output scales only when it builds the primitive,
     // and they depend on the weights: it is built here with unit scales (so a shape oneDNN cannot
     // run fails now), and again when the weights are quantized.
-    build_convolution(std::vector<float>(static_cast<size_t>(K_), 1.0f));
     arena_ = ctx.scratch();
     input_bytes_ = round_up_64(src_q.get_size());
-    arena_->reserve(input_bytes_ + conv_pd_.scratchpad_desc().get_size());
+    build_convolution(std::vector<float>(static_cast<size_t>(K_), 1.0f));
     // The input onto its grid, at the arena's start (the reorder's own scratchpad after it).
     add_step(quantize, ScratchRef{arena_, input_bytes_})
         .view(DNNL_ARG_FROM, src_f32, in(0))
@@ -126,6 +125,9 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
                                       wei_any_, bias_md_, dst_md_, win_.strides, win_.dilates, win_.pad_l, win_.pad_r);
     conv_pd_ = dnnl::convolution_forward::primitive_desc(d, attr, onednn.engine());
     conv_ = dnnl::convolution_forward(conv_pd_);
+    // Its scratchpad follows the quantized input in the arena, which grows before the next run
+    // should a rebuilt primitive want more.
+    arena_->reserve(input_bytes_ + conv_pd_.scratchpad_desc().get_size());
     if (!weights_ || weights_.get_desc() != conv_pd_.weights_desc()) {
       weights_ = owned(conv_pd_.weights_desc());
       weight_reorder_ = reorder_primitive(weight_key_, user_weights_md_, conv_pd_.weights_desc());
