@@ -2,6 +2,8 @@
 // quantize_dequantize inside the decomposition of an int8 conv2d_epilogue) and the integer
 // kernels (oneDNN's u8/s8 convolution) round the same way: symmetric scales, no zero point,
 // values rounded to nearest even after a multiplication by the inverse scale, then saturated.
+// (An imported QDQ model may name a zero point; trident's integer kernels read only grids that
+// need none.)
 //   activations: per tensor, calibrated (runtime/int8_calibration.h); u8 [0, 255] where the
 //                calibration saw no negative value (a relu's output), else s8 [-128, 127] (what
 //                oneDNN's reorder saturates to; the scale maps the threshold to 127);
@@ -15,8 +17,13 @@ namespace trident::ops {
 struct Int8Grid {
   float lo = -127, hi = 127;
 };
-// An activation's grid.
-inline Int8Grid int8_grid(bool is_unsigned) { return is_unsigned ? Int8Grid{0, 255} : Int8Grid{-128, 127}; }
+// An activation's grid. A zero point z (an imported model's QuantizeLinear; trident's own
+// calibration uses none) shifts it: round(x/s) + z saturates to the type's range, then z is
+// taken off again, which is the same as saturating round(x/s) to [lo − z, hi − z].
+inline Int8Grid int8_grid(bool is_unsigned, int zero_point = 0) {
+  const Int8Grid g = is_unsigned ? Int8Grid{0, 255} : Int8Grid{-128, 127};
+  return {g.lo - static_cast<float>(zero_point), g.hi - static_cast<float>(zero_point)};
+}
 // The weights' grid (symmetric: a channel's largest magnitude is ±127).
 inline constexpr Int8Grid kWeightGrid{-127, 127};
 

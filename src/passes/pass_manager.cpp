@@ -82,6 +82,9 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
       if (!opt.traits.int8_convolution)
         throw Error("backend '" + opt.backend + "' has no int8 convolution; int8 runs on the CPU backends (cpu, cpu_ref)");
       pm.add({"quantize_int8", quantize_int8, true});
+    } else if (opt.traits.int8_convolution) {
+      // An imported QDQ model's quantized convolution inputs, where the backend has int8 kernels.
+      pm.add({"quantize_int8", quantize_int8, false, true});
     }
     if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});

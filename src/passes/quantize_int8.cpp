@@ -3,6 +3,8 @@
 //   calibrate:  conv2d / conv2d_epilogue            ⇒ its input is also a graph output
 //   quantize:   conv2d_epilogue {…}   + a range     ⇒ conv2d_epilogue {…, int8_input_scale s}
 //               conv2d (x, w, b?)     + a range     ⇒ conv2d_epilogue {has_bias?, int8_input_scale s}
+//   a QDQ model (stage off): conv2d(quantize_dequantize(x; s, no zero point), …)
+//                                                   ⇒ conv2d_epilogue {…, int8_input_scale s}(x, …)
 //
 // Runs after fold_bn and fuse_conv_epilogue, so the batchnorm is already in the weights and the
 // bias, residual add and relu are already the convolution's epilogue, and int8 covers them in
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/error.h"
 #include "ops/conv_stages.h"
 #include "ops/int8_quant.h"
 #include "passes/pass.h"
@@ -36,15 +39,48 @@ std::string structural_refusal(const ir::Graph& g, const ir::Node& n) {
   return {};
 }
 
-void quantize(ir::Node& n, const Int8Options::Range& r) {
+void quantize(ir::Node& n, double scale, bool is_unsigned) {
   if (n.op == "conv2d") {
     n.op = "conv2d_epilogue";
     n.attrs.set("has_bias", int64_t{n.inputs.size() == 3});
     n.attrs.set("residual", int64_t{0});
     n.attrs.set("relu", int64_t{0});
   }
-  n.attrs.set("int8_input_scale", static_cast<double>(ops::int8_scale(r.threshold, r.non_negative)));
-  n.attrs.set("int8_unsigned", int64_t{r.non_negative});
+  n.attrs.set("int8_input_scale", scale);
+  n.attrs.set("int8_unsigned", int64_t{is_unsigned});
+}
+
+// The quantize_dequantize node (an imported QuantizeLinear → DequantizeLinear pair) whose
+// output the convolution reads, or nullptr.
+const ir::Node* model_quantization(const ir::Graph& g, const ir::Node& conv) {
+  const int producer = g.value(conv.inputs[0]).producer;
+  if (producer < 0 || g.node(producer).op != "quantize_dequantize") return nullptr;
+  return &g.node(producer);
+}
+
+// Where a QDQ model quantizes the convolution's input: the convolution reads x itself on that
+// grid (the quantize_dequantize stays only for its other readers; dce drops it otherwise).
+void take_model_quantization(ir::Graph& g, PassContext& ctx, ir::Node& n) {
+  const ir::Node* q = model_quantization(g, n);
+  if (!q) return;
+  const std::string pattern = n.op + " in int8";
+  std::string reason = structural_refusal(g, n);
+  const int64_t zero_point = q->attrs.i("zero_point", 0);
+  const bool is_unsigned = q->attrs.i("unsigned", 0) != 0;
+  // s8 with zero point −128 is u8 from 0, and u8 with 128 is s8: the same grid of values.
+  const bool as_unsigned = is_unsigned ? zero_point == 0 : zero_point == -128;
+  const bool as_signed = is_unsigned ? zero_point == 128 : zero_point == 0;
+  if (reason.empty() && !as_unsigned && !as_signed)
+    reason = "the model quantizes its input with zero point " + std::to_string(zero_point) +
+             " (an asymmetric grid), which trident's int8 convolution does not read; it runs in f32 on that grid";
+  if (!reason.empty()) {
+    ctx.rejections.push_back({"quantize_int8", pattern, n.name, reason});
+    return;
+  }
+  const double scale = q->attrs.f("scale");
+  n.inputs[0] = q->inputs[0];
+  quantize(n, scale, as_unsigned);
+  ctx.fusions.push_back({"quantize_int8", pattern, n.name, {q->name, n.name}});
 }
 
 }  // namespace
@@ -53,7 +89,14 @@ void quantize_int8(ir::Graph& g, PassContext& ctx) {
   const Int8Options& opt = ctx.options.int8;
   for (int id : std::vector<int>(g.order())) {
     ir::Node& n = g.node(id);
+    if (opt.stage != Int8Options::Stage::off && n.op == "quantize_dequantize")
+      throw Error("the model is quantized already (its QuantizeLinear → DequantizeLinear pairs give the scales): "
+                  "run it without --precision int8 and --calibration");
     if (!is_convolution(n)) continue;
+    if (opt.stage == Int8Options::Stage::off) {
+      take_model_quantization(g, ctx, n);
+      continue;
+    }
     const std::string pattern = n.op + " in int8";
     std::string reason = structural_refusal(g, n);
     const std::string& input = g.value(n.inputs[0]).name;
@@ -71,7 +114,8 @@ void quantize_int8(ir::Graph& g, PassContext& ctx) {
       ctx.rejections.push_back({"quantize_int8", pattern, n.name, reason});
       continue;
     }
-    quantize(n, range->second);
+    quantize(n, static_cast<double>(ops::int8_scale(range->second.threshold, range->second.non_negative)),
+             range->second.non_negative);
     ctx.fusions.push_back({"quantize_int8", pattern, n.name, {n.name}});
   }
 }

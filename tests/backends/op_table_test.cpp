@@ -48,8 +48,8 @@ const std::map<std::pair<std::string, std::string>, std::string>& no_kernel_reas
       {{"relu_mask", "cuda"}, inside_decompositions + " (the cuda kernels pack the mask themselves)"},
       {{"relu_mask_backward", "cpu"}, inside_decompositions},
       {{"relu_mask_backward", "cuda"}, inside_decompositions},
-      {{"quantize_dequantize", "cpu"}, inside_decompositions + " (the int8 convolution quantizes its own operands)"},
-      {{"quantize_dequantize", "cuda"}, inside_decompositions + " (the cuda backend has no int8 convolution yet)"},
+      {{"quantize_dequantize", "cuda"},
+       "the cuda backend has no int8 kernels yet: int8 inference and imported QDQ models run on the CPU backends"},
       {{"cast", "cpu"}, f32_only},
       {{"cast_group", "cpu"}, f32_only},
   };

@@ -58,17 +58,20 @@ struct RunResult {
   std::vector<double> out;
   size_t fused_nodes = 0;
   size_t winograd_nodes = 0;  // convolutions the cpu backend runs by Winograd's algorithm
+  size_t int8_nodes = 0;      // convolutions in int8 (a QDQ model's)
 };
 
 // winograd: BackendOptions::winograd (-1 by timing, 0 never, 1 wherever oneDNN has it).
+// int8: false disables quantize_int8 as well (a QDQ model's pairs then run in f32).
 RunResult run(const std::string& name, const nlohmann::json& ref, bool fused,
-              const std::string& backend = "cpu", int winograd = -1) {
+              const std::string& backend = "cpu", int winograd = -1, bool int8 = true) {
   const int64_t batch = ref["batch"];
   frontend::OnnxImport imp = frontend::import_onnx((kDir / (name + ".onnx")).string(), {batch});
   passes::CompileOptions opt;
   opt.mode = passes::Mode::Infer;
   opt.backend = backend;
   if (!fused) opt.disabled_passes = {"fold_bn", "fuse_conv_epilogue", "fuse_elementwise"};
+  if (!int8) opt.disabled_passes.push_back("quantize_int8");
   auto exe = runtime::Executable::compile(imp.graph, opt, {.winograd = winograd});
   exe->import_weights(imp.weights, true);
   const std::string tag = name + ".b" + std::to_string(batch);
@@ -86,6 +89,7 @@ RunResult run(const std::string& name, const nlohmann::json& ref, bool fused,
   for (int nid : exe->graph().order()) {
     const std::string& op = exe->graph().node(nid).op;
     if (op == "conv2d_epilogue" || op == "fold_batchnorm" || op == "elementwise") ++r.fused_nodes;
+    if (op == "conv2d_epilogue" && exe->graph().node(nid).attrs.has("int8_input_scale")) ++r.int8_nodes;
   }
   for (const auto& [node, how] : exe->kernel_implementations())
     if (how.starts_with("winograd")) ++r.winograd_nodes;
@@ -247,6 +251,58 @@ TEST(OnnxImport, ResNet50WithBatchNormMatchesOnnxruntime) {
   check_resnet("resnet50_bn");
 }
 
+// ResNet-18 as onnxruntime's quantizer writes it (QDQ; its relus gone into the u8-like grids
+// that follow each convolution): every convolution but the image's reads its input in int8, on
+// cpu (oneDNN's u8/s8 kernel) and cpu_ref (the decomposition), against onnxruntime running the
+// pairs as written; with quantize_int8 off, the pairs run in f32 as their own ops. The grids
+// agree, so the differences are rounding ties (x·(1/s) against x/s) and the order of sums.
+TEST(OnnxImport, QdqResNet18FromOnnxruntimesQuantizerRunsInInt8) {
+  REQUIRE_ONNX_MODELS();
+  int checked = 0;
+  const nlohmann::json all = manifest();
+  for (const auto& m : all["models"]) {
+    if (m["kind"] != "qdq") continue;
+    const std::string name = m["name"];
+    const frontend::OnnxImport imp = frontend::import_onnx((kDir / (name + ".onnx")).string());
+    int pairs = 0;
+    for (int nid : imp.graph.order()) pairs += imp.graph.node(nid).op == "quantize_dequantize";
+    EXPECT_GT(pairs, 20) << name;
+    // Per-tensor weights are not on trident's per-channel grid: said once.
+    const bool per_tensor = name.ends_with("per_tensor");
+    ASSERT_EQ(imp.notices.size(), per_tensor ? 1u : 0u) << name;
+    if (per_tensor) EXPECT_NE(imp.notices[0].find("not on trident's grid"), std::string::npos) << imp.notices[0];
+    frontend::OnnxOptions train;  // no training through quantization: one sentence
+    train.train = true;
+    try {
+      frontend::import_onnx((kDir / (name + ".onnx")).string(), train);
+      ADD_FAILURE() << name << " imported for training";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("a QDQ model is for inference"), std::string::npos) << e.what();
+    }
+    for (const auto& ref : m["refs"]) {
+      const auto want = reference(name, ref);
+      struct Variant {
+        const char* backend;
+        bool int8;
+        double tolerance;
+      };
+      // Per-tensor weights quantized again per channel differ by up to half a level of the
+      // tensor's grid: a looser bound there.
+      for (const Variant v : {Variant{"cpu", true, per_tensor ? 0.05 : 0.03}, Variant{"cpu_ref", true, per_tensor ? 0.05 : 0.03},
+                              Variant{"cpu", false, 0.03}}) {
+        const RunResult r = run(name, ref, true, v.backend, -1, v.int8);
+        const double err = max_rel_error(r.out, want);
+        std::cout << "[ onnx ] " << name << " " << v.backend << (v.int8 ? " int8" : " f32 pairs")
+                  << ": max relative error " << err << " (" << r.int8_nodes << " int8 convolutions)\n";
+        EXPECT_LE(err, v.tolerance) << name << " " << v.backend;
+        EXPECT_EQ(r.int8_nodes, v.int8 ? 19u : 0u) << name << " " << v.backend;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 6);
+}
+
 TEST(OnnxImport, CorruptFilesGiveClearErrors) {
   REQUIRE_ONNX_MODELS();
   const std::map<std::string, std::vector<std::string>> expect = {
@@ -274,6 +330,9 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
       {"slice_step.onnx", {"Slice", "step 2", "only step 1"}},
       {"split_width.onnx", {"Split", "splits axis 3 (W)", "only channels (axis 1)"}},
       {"random_uniform_alone.onnx", {"RandomUniformLike", "not supported", "dropout"}},
+      {"qdq_integer_read.onnx", {"Conv", "the integers of a QuantizeLinear", "QDQ form"}},
+      {"qdq_other_scale.onnx", {"DequantizeLinear", "another scale", "pairs that agree"}},
+      {"qdq_lone_dequantize.onnx", {"DequantizeLinear", "which no QuantizeLinear made", "QDQ models"}},
       {"external_shared.onnx", {"shared.bin", "are more than the file's 1152 bytes", "not read twice"}},
   };
   for (const auto& [file, words] : expect) {
@@ -292,14 +351,14 @@ TEST(OnnxImport, CorruptFilesGiveClearErrors) {
 
 // 2000 deterministic mutations (bit flips, byte runs, truncations, splices) of a valid
 // model: each import succeeds or throws trident::Error; nothing crashes or allocates wildly.
-TEST(OnnxImport, FuzzSmoke) {
-  REQUIRE_ONNX_MODELS();
-  std::ifstream f(kDir / "ops_a_op13.onnx", std::ios::binary);
+// The same with 1000 mutations of a small QDQ model (integer weights, quantization pairs).
+void fuzz_smoke(const std::string& file, int mutations) {
+  std::ifstream f(kDir / file, std::ios::binary);
   const std::string good((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  ASSERT_FALSE(good.empty());
+  ASSERT_FALSE(good.empty()) << file;
   std::mt19937_64 rng(1234);
   int ok = 0, rejected = 0;
-  for (int i = 0; i < 2000; ++i) {
+  for (int i = 0; i < mutations; ++i) {
     std::string s = good;
     const int edits = 1 + static_cast<int>(rng() % 4);
     for (int e = 0; e < edits; ++e) {
@@ -318,9 +377,15 @@ TEST(OnnxImport, FuzzSmoke) {
       ++rejected;
     }
   }
-  EXPECT_EQ(ok + rejected, 2000);
+  EXPECT_EQ(ok + rejected, mutations);
   EXPECT_GT(rejected, 0);
-  std::cout << "[ onnx ] fuzz smoke: " << ok << " imported, " << rejected << " rejected\n";
+  std::cout << "[ onnx ] fuzz smoke, " << file << ": " << ok << " imported, " << rejected << " rejected\n";
+}
+
+TEST(OnnxImport, FuzzSmoke) {
+  REQUIRE_ONNX_MODELS();
+  fuzz_smoke("ops_a_op13.onnx", 2000);
+  fuzz_smoke("qdq_small.onnx", 1000);
 }
 
 }  // namespace

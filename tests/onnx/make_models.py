@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the ONNX test models of trident's importer into a folder: small nets covering every
-supported op (opsets 13 and 18), torchvision-shaped ResNet-18/50 (BN folded and kept), their
+supported op (opsets 13 and 18), torchvision-shaped ResNet-18/50 (BN folded and kept), ResNet-18
+as onnxruntime's quantizer writes it (QDQ), their
 onnxruntime reference outputs (raw little-endian float32) and deliberately corrupt files."""
 import hashlib
 import json
@@ -543,6 +544,53 @@ def bn_training(opset=15):
     return n.model("input", n.node("Relu", [y]), opset, ["N", 3, 6, 6], 4)
 
 
+def qdq_quantized(float_model, out_dir, name, per_channel, activation_type, channels_hw):
+    """`float_model` quantized by onnxruntime's own quantizer (quantize_static, the QDQ format),
+    as a user quantizes for onnxruntime: calibrated on two random batches."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Batches(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(7)
+            self.batches = iter([{"input": rng.standard_normal((1,) + channels_hw).astype(np.float32)}
+                                 for _ in range(2)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    src = os.path.join(out_dir, name + ".float.tmp.onnx")
+    dst = os.path.join(out_dir, name + ".tmp.onnx")
+    onnx.save(float_model, src)
+    quantize_static(src, dst, Batches(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=getattr(QuantType, activation_type), weight_type=QuantType.QInt8)
+    model = onnx.load(dst)
+    for f in (src, dst):
+        os.remove(f)
+    return model
+
+
+def qdq_misuse(kind):
+    """What trident refuses of QDQ models, each with a sentence: a QuantizeLinear read by a Conv,
+    a DequantizeLinear with another scale than its QuantizeLinear, and one of an activation no
+    QuantizeLinear made; and a small valid one for the fuzz test."""
+    n = Net(13)
+    x = n.conv("input", "c1", 3, 4, 3, pad=1)
+    s = n.init("s", np.array(0.05, np.float32))
+    z = n.init("z", np.array(0, np.int8))
+    if kind == "qdq_small":  # valid: a pair, then a Conv whose int8 weights a DequantizeLinear reads (the fuzz seed)
+        wq = n.init("wq", n.rng.integers(-127, 128, (4, 4, 1, 1)).astype(np.int8))
+        ws = n.init("ws", np.full(4, 0.02, np.float32))
+        w = n.node("DequantizeLinear", [wq, ws, n.init("wz", np.zeros(4, np.int8))], axis=0)
+        y = n.node("Conv", [n.node("DequantizeLinear", [n.node("QuantizeLinear", [x, s, z]), s, z]), w])
+    elif kind == "qdq_integer_read":
+        y = n.conv(n.node("QuantizeLinear", [x, s, z]), "c2", 4, 4, 1)
+    elif kind == "qdq_other_scale":
+        y = n.node("DequantizeLinear", [n.node("QuantizeLinear", [x, s, z]), n.init("s2", np.array(0.1, np.float32)), z])
+    else:
+        y = n.node("DequantizeLinear", [x, s, z])
+    return n.model("input", y, 13, ["N", 3, 4, 4], 4)
+
+
 def reference(path, model, batches, out_dir, name, channels_hw):
     # The graph as written, without onnxruntime's own rewrites: its PadFusion (1.20) folds a zero
     # Pad into the AveragePool after it but leaves count_include_pad 0, so the padded zeros no
@@ -614,6 +662,8 @@ def corrupt(out_dir, good_path):
         files[f"shape_{kind}.onnx"] = shape_misuse(kind).SerializeToString()
     for kind in ("pad_reflect", "pad_channels", "slice_height", "slice_step", "split_width"):
         files[f"{kind}.onnx"] = pad_slice_misuse(kind).SerializeToString()
+    for kind in ("qdq_small", "qdq_integer_read", "qdq_other_scale", "qdq_lone_dequantize"):
+        files[f"{kind}.onnx"] = qdq_misuse(kind).SerializeToString()
     # Every initializer reading the same bytes of one external file (a 2 kB model would load as
     # many copies as it has tensors): refused once the tensors read more than the file holds.
     shared = onnx.ModelProto()
@@ -696,6 +746,11 @@ def main():
     for depth in (18, 50):
         for fold in (True, False):
             save(f"resnet{depth}_{'eval' if fold else 'bn'}", resnet(depth, fold), [1, 2], (3, 224, 224), "resnet")
+    # onnxruntime's QDQ quantization of the BN-folded ResNet-18: per-channel int8 weights with s8
+    # activations (its defaults but per_channel), and per-tensor weights with u8 activations.
+    for qname, per_channel, act in (("resnet18_qdq", True, "QInt8"), ("resnet18_qdq_per_tensor", False, "QUInt8")):
+        save(qname, qdq_quantized(resnet(18, True), out_dir, qname, per_channel, act, (3, 224, 224)), [1],
+             (3, 224, 224), "qdq")
     manifest["corrupt"] = corrupt(out_dir, os.path.join(out_dir, "conv_bn_relu_op13.onnx"))
     manifest["stamp"] = stamp
     with open(manifest_path + ".tmp", "w") as f:

@@ -2,11 +2,13 @@
 // image's), the quantize stage turns each convolution with a range into an int8 conv2d_epilogue
 // and refuses the rest with a sentence, a backend without int8 convolutions is an Error, and a
 // network run in int8 on the cpu backend matches cpu_ref's decomposition of it and stays close
-// to its f32 outputs with ranges calibrated on the same kind of images.
+// to its f32 outputs with ranges calibrated on the same kind of images. An imported QDQ model's
+// pairs become the int8 inputs of the convolutions they feed where their grid is one the kernel reads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -153,3 +155,84 @@ TEST(QuantizeInt8, TheCpuKernelsMatchTheReferenceAndStayNearF32) {
 }
 
 }  // namespace
+
+namespace {
+
+// x → quantize_dequantize(scale 0.05, is_unsigned, zero_point) → conv 3×3 (8 → 8 channels), and,
+// with `second_reader`, the pair's output also added to the convolution's: an imported QDQ
+// model's form.
+ir::Graph qdq_conv(bool is_unsigned, int64_t zero_point, bool second_reader = false) {
+  ir::Graph g;
+  const int x = g.add_input("x", {2, 6, 6, 8});
+  const int q = g.add_node1("quantize_dequantize", {x},
+                            {{"scale", 0.05}, {"unsigned", int64_t{is_unsigned}}, {"zero_point", zero_point}}, "pair");
+  const int w = g.add_parameter("w", {8, 3, 3, 8}, {});
+  const int y = g.add_node1("conv2d", {q, w}, {{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{1, 1}}}, "conv");
+  g.mark_output(second_reader ? g.add_node1("add", {y, q}, {}, "sum") : y);
+  return g;
+}
+
+struct Compiled {
+  std::optional<ir::Node> conv;  // the convolution as compiled
+  int pairs = 0;
+  std::string refusal;
+};
+
+Compiled compile_qdq(const ir::Graph& model, std::vector<std::string> disabled = {}) {
+  passes::CompileOptions o = options(passes::Int8Options::Stage::off);
+  o.disabled_passes = std::move(disabled);
+  const runtime::CompiledGraph c = runtime::compile_graph(model, o);
+  Compiled r;
+  for (int id : c.graph.order()) {
+    const ir::Node& n = c.graph.node(id);
+    if (n.op == "quantize_dequantize") ++r.pairs;
+    if (n.op == "conv2d" || n.op == "conv2d_epilogue") r.conv = n;
+  }
+  for (const passes::Rejection& j : c.rejections)
+    if (j.pass == "quantize_int8") r.refusal = j.reason;
+  return r;
+}
+
+}  // namespace
+
+// The pair before a convolution becomes the convolution's own int8 input on the pair's grid:
+// s8 from zero point 0, u8 from 0, and the two shifted forms that are the same grids (s8 with
+// −128 is u8; u8 with 128 is s8).
+TEST(QuantizeInt8, AQdqModelsPairBecomesTheConvolutionsInt8Input) {
+  struct Form {
+    bool is_unsigned;
+    int64_t zero_point;
+    bool reads_unsigned;
+  };
+  for (const Form f : {Form{false, 0, false}, Form{true, 0, true}, Form{false, -128, true}, Form{true, 128, false}}) {
+    const Compiled c = compile_qdq(qdq_conv(f.is_unsigned, f.zero_point));
+    ASSERT_TRUE(c.conv.has_value());
+    EXPECT_EQ(c.conv->op, "conv2d_epilogue");
+    EXPECT_DOUBLE_EQ(c.conv->attrs.f("int8_input_scale", 0), 0.05) << f.zero_point;
+    EXPECT_EQ(c.conv->attrs.i("int8_unsigned", -1), int64_t{f.reads_unsigned}) << f.zero_point;
+    EXPECT_EQ(c.pairs, 0) << "the pair had no other reader";
+  }
+  // Another reader keeps the pair; quantize_int8 off keeps it for the convolution too.
+  EXPECT_EQ(compile_qdq(qdq_conv(true, 0, true)).pairs, 1);
+  const Compiled off = compile_qdq(qdq_conv(true, 0), {"quantize_int8"});
+  EXPECT_EQ(off.pairs, 1);
+  ASSERT_TRUE(off.conv.has_value());
+  EXPECT_FALSE(off.conv->attrs.has("int8_input_scale"));
+}
+
+TEST(QuantizeInt8, AnAsymmetricPairStaysF32WithASentence) {
+  const Compiled c = compile_qdq(qdq_conv(false, 9));
+  ASSERT_TRUE(c.conv.has_value());
+  EXPECT_FALSE(c.conv->attrs.has("int8_input_scale"));
+  EXPECT_EQ(c.pairs, 1);
+  EXPECT_NE(c.refusal.find("zero point 9 (an asymmetric grid)"), std::string::npos) << c.refusal;
+}
+
+TEST(QuantizeInt8, CalibratingAQuantizedModelIsAnError) {
+  try {
+    runtime::compile_graph(qdq_conv(true, 0), options(passes::Int8Options::Stage::calibrate));
+    ADD_FAILURE() << "calibrated a QDQ model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("quantized already"), std::string::npos) << e.what();
+  }
+}

@@ -27,6 +27,7 @@ const std::vector<OpCase>& op_cases() {
     op_family::add_pad_slice_cases(all);
     op_family::add_cbr_weight_backward_cases(all);
     op_family::add_dropout_cases(all);
+    op_family::add_quantize_cases(all);
     std::set<std::string> seen;
     for (const OpCase& c : all)
       if (!seen.insert(c.name).second) throw std::logic_error("two op cases are named " + c.name);

@@ -103,3 +103,36 @@ TEST(OnnxInferCli, ABatchThatOverflowsAnOutputIsOneSentence) {
     EXPECT_NE(r.output.find("2^40 elements"), std::string::npos) << cmd << ": " << r.output;
   }
 }
+
+// onnxruntime's QDQ ResNet-18: `trident infer` runs it in int8 with the model's own scales and
+// says so (JSON and text); --precision int8 with --calibration on it is one sentence; explain
+// lists the convolutions that took their input pair and why the image's did not.
+TEST(OnnxInferCli, AQdqModelRunsInInt8WithItsOwnScales) {
+  const fs::path model = fs::path(TRIDENT_ONNX_MODELS) / "resnet18_qdq.onnx";
+  if (!fs::exists(model)) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
+  const Result r = run("infer " + model.string() + " --json --iterations 1 --warmup 0", false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["int8"]["scales"], "model");
+  EXPECT_EQ(j["int8"]["int8_convolutions"], 19);
+  EXPECT_EQ(j["int8"]["f32_convolutions"], 1);
+  const Result text = run("infer " + model.string() + " --iterations 1 --warmup 0");
+  ASSERT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.output.find("int8: 19 convolutions in int8, 1 in f32; scales from the model's"), std::string::npos)
+      << text.output;
+  const fs::path dir = trident::test_support::fresh_temp_dir("cli_qdq");
+  trident::runtime::HostTensor images{{2, 3, 224, 224}, trident::DType::f32, std::vector<std::byte>(2 * 3 * 224 * 224 * 4)};
+  trident::runtime::write_npy((dir / "calib.npy").string(), images);
+  const Result twice = run("infer " + model.string() + " --precision int8 --calibration " + (dir / "calib.npy").string());
+  EXPECT_EQ(twice.code, 1) << twice.output;
+  EXPECT_NE(twice.output.find("quantized already"), std::string::npos) << twice.output;
+  const Result e = run("explain " + model.string() + " --json", false);
+  ASSERT_EQ(e.code, 0) << e.output;
+  const nlohmann::json x = nlohmann::json::parse(e.output);
+  int int8 = 0, image = 0;
+  for (const auto& f : x["fusions"]) int8 += f["pass"] == "quantize_int8";
+  for (const auto& f : x["rejections"])
+    image += f["pass"] == "quantize_int8" && f["reason"].get<std::string>().find("the image itself") != std::string::npos;
+  EXPECT_EQ(int8, 19) << e.output;
+  EXPECT_EQ(image, 1) << e.output;
+}

@@ -213,7 +213,13 @@ int run_infer(Options o) {
   nlohmann::json int8 = o.device.precision == "int8" ? calibrate_for_int8(o, model_at, load_weights) : nlohmann::json();
   runtime::Runner runner(model, {o.compile, o.device.backend_options});
   const std::string weights = load_weights(runner);
-  if (!int8.is_null()) count_int8_convolutions(runner.executable().graph(), int8);
+  if (!int8.is_null()) {
+    count_int8_convolutions(runner.executable().graph(), int8);
+  } else if (onnx) {  // a QDQ model quantizes with its own scales
+    nlohmann::json model_scales = {{"scales", "model"}};
+    count_int8_convolutions(runner.executable().graph(), model_scales);
+    if (model_scales["int8_convolutions"].get<int64_t>() > 0) int8 = model_scales;
+  }
   if (have_input) runner.set_input(input, runtime::Layout::NCHW, "'" + o.input + "'");
   else runner.set_random_input(o.seed);
   runner.executable().prepare();
@@ -260,11 +266,14 @@ int run_infer(Options o) {
             << runtime::HostThreads::max_threads() << " threads (" << o.threads.policy << "), " << o.device.precision << "\n"
             << "compile: " << compile_s << " s, warm-up " << o.warmup << " iterations, timed " << s.iterations
             << " iterations (" << s.total_s << " s)\n";
-  if (!int8.is_null())
-    std::cout << "int8: " << int8["int8_convolutions"] << " convolutions in int8, " << int8["f32_convolutions"]
-              << " in f32; " << int8["calibrator"].get<std::string>() << " calibration on "
-              << int8["calibration_images"] << " images of '" << o.calibration << "' in " << int8["calibration_s"].get<double>()
-              << " s\n";
+  if (!int8.is_null()) {
+    std::cout << "int8: " << int8["int8_convolutions"] << " convolutions in int8, " << int8["f32_convolutions"] << " in f32; ";
+    if (int8.contains("calibrator"))
+      std::cout << int8["calibrator"].get<std::string>() << " calibration on " << int8["calibration_images"]
+                << " images of '" << o.calibration << "' in " << int8["calibration_s"].get<double>() << " s\n";
+    else
+      std::cout << "scales from the model's QuantizeLinear/DequantizeLinear pairs\n";
+  }
   std::cout << "=== Performance summary ===\n"
             << "Throughput: " << s.qps << " qps (" << s.throughput << " images/s at batch " << s.batch << ")\n"
             << "Latency: min = " << s.min_ms << " ms, max = " << s.max_ms << " ms, mean = " << s.mean_ms

@@ -137,5 +137,6 @@ void register_collective_kernels();         // collective.cpp: allreduce_mean, a
 void register_tensor_kernels();             // tensor_ops.cpp
 void register_fused_cbr_kernels();          // fused_cbr.cpp (cbr, cbar, batchnorm_relu_backward)
 void register_fused_inference_kernels();    // fused_inference.cpp (conv2d_epilogue, fold_batchnorm)
+void register_quantize_kernels();           // quantize.cpp (quantize_dequantize)
 
 }  // namespace trident::cpu

@@ -19,6 +19,7 @@ void register_cpu_kernels() {
   cpu::register_tensor_kernels();
   cpu::register_fused_cbr_kernels();
   cpu::register_fused_inference_kernels();
+  cpu::register_quantize_kernels();
 }
 
 }  // namespace trident

@@ -25,7 +25,8 @@ void run(const KernelArgs& a) {
   T* out = y.as<T>();
   if (a.node.attrs.i("per_channel", 0) == 0) {
     const bool is_unsigned = a.node.attrs.i("unsigned", 0) != 0;
-    snap(in, out, x.numel(), static_cast<float>(a.node.attrs.f("scale", 1.0)), ops::int8_grid(is_unsigned));
+    const int zero_point = static_cast<int>(a.node.attrs.i("zero_point", 0));
+    snap(in, out, x.numel(), static_cast<float>(a.node.attrs.f("scale", 1.0)), ops::int8_grid(is_unsigned, zero_point));
     return;
   }
   const int64_t K = x.shape[0], per = K > 0 ? x.numel() / K : 0;

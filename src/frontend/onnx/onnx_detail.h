@@ -31,6 +31,7 @@ struct Const {
   // Computed at import (shape arithmetic, Expand, CastLike), not data the file holds: the
   // dynamo exporter's zero bias of a bias-free convolution is such a tensor.
   bool derived = false;
+  int onnx_type = 0;           // the TensorProto element type of integer data (int8, uint8, int32, int64...)
   int64_t numel() const { return is_float ? int64_t(f.size()) : int64_t(i.size()); }
 };
 
@@ -128,6 +129,24 @@ class Importer {
   };
   void find_composites(const onnx::GraphProto& graph);
   void convert_composite(const onnx::NodeProto& last, const Composite& c);
+  // ---- onnx_quantize.cpp: QDQ models ----
+  struct QuantParams {
+    std::vector<float> scale;        // one, or one per index of `axis`
+    std::vector<int64_t> zero_point;  // as many as scales
+    int onnx_type = 0;               // UINT8, INT8 (or INT32 for a dequantized bias)
+    int64_t axis = 1;
+    // Elements between two steps of the axis in a tensor of `dims` (1 when per tensor).
+    int64_t inner(const Shape& dims) const {
+      int64_t v = 1;
+      if (scale.size() > 1)
+        for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) v *= dims[d];
+      return v;
+    }
+  };
+  QuantParams quant_params(const onnx::NodeProto& n, int64_t data_rank) const;
+  void quantize_linear(const onnx::NodeProto& n);    // of an activation: remembered; of a constant: folded
+  void dequantize_linear(const onnx::NodeProto& n);  // a quantize_dequantize node, or a folded constant
+  void notice_off_grid_weight(const onnx::NodeProto& n, const std::string& w);
   // ---- onnx_pad_slice.cpp: Pad, Split, and Slice of an activation's channels ----
   void pad(const onnx::NodeProto& n);
   void split(const onnx::NodeProto& n);
@@ -225,6 +244,14 @@ class Importer {
     double value = 0;
   };
   std::map<int, PendingPad> pending_pads_;
+  // QuantizeLinear outputs of activations, by ONNX name, until their DequantizeLinear.
+  struct Quantized {
+    int x = -1;
+    QuantParams params;
+  };
+  std::map<std::string, Quantized> quantized_;
+  std::set<std::string> off_grid_weights_;  // dequantized weights trident's int8 grid would change
+  bool off_grid_noticed_ = false;
   // `data` ([out, C·H·W] row-major, ONNX feature order) with its columns in trident's order
   // when `x` is such a flattened value; the layout name says which order a weight has.
   std::vector<float> match_flatten_order(const onnx::NodeProto& n, int x, std::vector<float> data, int64_t out_f,

@@ -196,6 +196,8 @@ void Importer::convert(const onnx::NodeProto& n) {
   else if (t == "Concat") concat(n);
   else if (t == "Constant") constant(n);
   else if (t == "Identity") alias(n);
+  else if (t == "QuantizeLinear") quantize_linear(n);
+  else if (t == "DequantizeLinear") dequantize_linear(n);
   else if (t == "Dropout") dropout(n);
   else if (t == "RandomUniformLike" || t == "RandomUniform" || t == "RandomNormalLike" || t == "Bernoulli")
     fail(n, "op type is not supported by trident's ONNX importer; trident reads random numbers only in PyTorch's "
@@ -301,6 +303,9 @@ int Importer::activation(const onnx::NodeProto& n, int i) const {
     if (channels_last_.count(n.input(i)))
       fail(n, "reads " + quoted_name(n.input(i)) + ", a channels-last Transpose(0,2,3,1) view; trident reads such "
               "views only in LayerNormalization, MatMul, Add, Gelu and the Transpose(0,3,1,2) back");
+    if (quantized_.count(n.input(i)))
+      fail(n, "reads " + quoted_name(n.input(i)) + ", the integers of a QuantizeLinear; trident imports QuantizeLinear "
+              "only where a DequantizeLinear reads it back (the QDQ form)");
     if (flat_views_.count(n.input(i)))
       fail(n, "reads " + quoted_name(n.input(i)) + ", a 1-D flatten of an activation; trident reads it only in the "
               "identity Gather of a pooled [N,C,1,1] tensor");

@@ -80,6 +80,7 @@ void Importer::conv(const onnx::NodeProto& n) {
   int x = activation(n, 0);
   const Const& w = constant_of(n, 1);
   if (out_.graph.value(x).shape.size() != 4) fail(n, "input must be a 4-D [N,C,H,W] tensor");
+  notice_off_grid_weight(n, w.name);
   if (!w.is_float || w.dims.size() != 4) fail(n, "weight " + quoted_name(w.name) + " must be a 4-D float32 OIHW tensor");
   Window win = READ_WINDOW(n);
   absorb_pad(n, x, win.pad, nullptr, false, nullptr);  // a zero Pad before it: its own zero padding

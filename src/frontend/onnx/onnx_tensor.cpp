@@ -44,10 +44,11 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where, const Ex
     if (n > kMaxElements) throw Error(what + " is absurdly large (more than 2^28 elements)");
   }
   const int type = t.data_type();
+  const bool is_byte = type == onnx::TensorProto::INT8 || type == onnx::TensorProto::UINT8;
   if (is_external && type != onnx::TensorProto::FLOAT && type != onnx::TensorProto::INT64 &&
-      type != onnx::TensorProto::INT32)
+      type != onnx::TensorProto::INT32 && !is_byte)
     throw Error(what + " has element type " + type_name(type) +
-                "; trident reads float32 weights and int64/int32 shapes only");
+                "; trident reads float32 weights, int8/uint8 quantized weights and int64/int32 shapes only");
   // At most 8 bytes an element: a larger file range cannot be this tensor's data.
   const std::string external_bytes = is_external ? external.read(t, static_cast<uint64_t>(n) * 8, what) : std::string();
   const std::string& raw = is_external ? external_bytes : t.raw_data();
@@ -68,6 +69,7 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where, const Ex
       c.f.assign(t.float_data().begin(), t.float_data().end());
     }
   } else if (type == onnx::TensorProto::INT64 || type == onnx::TensorProto::INT32) {
+    c.onnx_type = type;
     const size_t es = type == onnx::TensorProto::INT64 ? 8 : 4;
     if (!raw.empty() || (t.int64_data_size() == 0 && t.int32_data_size() == 0)) {
       if (raw.size() % es != 0) throw Error(what + " has raw data not a multiple of its element size");
@@ -89,6 +91,23 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where, const Ex
       expect_count(t.int32_data_size(), "int32_data");
       c.i.assign(t.int32_data().begin(), t.int32_data().end());
     }
+  } else if (is_byte) {
+    // A QDQ model's quantized weights: one byte an element, or int32_data.
+    c.onnx_type = type;
+    if (!raw.empty() || t.int32_data_size() == 0) {
+      expect_count(static_cast<int64_t>(raw.size()), "raw data");
+      c.i.resize(raw.size());
+      for (size_t k = 0; k < raw.size(); ++k)
+        c.i[k] = type == onnx::TensorProto::INT8 ? int64_t{static_cast<int8_t>(raw[k])}
+                                                 : int64_t{static_cast<uint8_t>(raw[k])};
+    } else {
+      expect_count(t.int32_data_size(), "int32_data");
+      const int64_t lo = type == onnx::TensorProto::INT8 ? -128 : 0, hi = type == onnx::TensorProto::INT8 ? 127 : 255;
+      for (int32_t v : t.int32_data()) {
+        if (v < lo || v > hi) throw Error(what + " holds " + std::to_string(v) + ", outside its type's range");
+        c.i.push_back(v);
+      }
+    }
   } else if (type == onnx::TensorProto::BOOL && !is_external) {
     // A flag (Dropout's training_mode in a training-mode export): one byte an element, or int32_data.
     if (!raw.empty() || t.int32_data_size() == 0) {
@@ -100,7 +119,7 @@ Const read_tensor(const onnx::TensorProto& t, const std::string& where, const Ex
     }
   } else {
     throw Error(what + " has element type " + type_name(type) +
-                "; trident reads float32 weights, int64/int32 shapes and bool flags only");
+                "; trident reads float32 weights, int8/uint8 quantized weights, int64/int32 shapes and bool flags only");
   }
   return c;
 }

@@ -19,6 +19,7 @@ void add_activation_cases(std::vector<OpCase>& cases);
 void add_pad_slice_cases(std::vector<OpCase>& cases);
 void add_cbr_weight_backward_cases(std::vector<OpCase>& cases);
 void add_dropout_cases(std::vector<OpCase>& cases);
+void add_quantize_cases(std::vector<OpCase>& cases);
 
 // "2x5x7x3": a shape as part of a case name.
 std::string tag(const Shape& s);
