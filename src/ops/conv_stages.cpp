@@ -9,6 +9,33 @@
 
 namespace trident::ops {
 
+namespace {
+
+ConvStages::Grid grid_attrs(const ir::Node& n, const std::string& prefix) {
+  ConvStages::Grid g;
+  g.on = n.attrs.has(prefix + "_scale");
+  g.scale = n.attrs.f(prefix + "_scale", 0.0);
+  g.is_unsigned = n.attrs.i(prefix + "_unsigned", 0) != 0;
+  g.zero_point = n.attrs.i(prefix + "_zero_point", 0);
+  return g;
+}
+
+std::string grid_text(const ConvStages::Grid& g) {
+  std::ostringstream out;
+  out << " → " << (g.is_unsigned ? "u8" : "s8") << " grid (scale " << g.scale;
+  if (g.zero_point != 0) out << ", zero point " << g.zero_point;
+  out << ")";
+  return out.str();
+}
+
+}  // namespace
+
+void ConvStages::set_grid(ir::Attrs& attrs, const std::string& prefix, const Grid& g) {
+  attrs.set(prefix + "_scale", g.scale);
+  attrs.set(prefix + "_unsigned", int64_t{g.is_unsigned});
+  attrs.set(prefix + "_zero_point", g.zero_point);
+}
+
 bool ConvStages::is_fused_convolution(const std::string& op) {
   return op == "cbr" || op == "cbar" || op == "conv_bn_stats" || op == "conv2d_epilogue";
 }
@@ -25,6 +52,8 @@ ConvStages ConvStages::of(const ir::Node& n) {
     s.int8 = n.attrs.has("int8_input_scale");
     s.int8_input_scale = n.attrs.f("int8_input_scale", 0.0);
     s.int8_unsigned = n.attrs.i("int8_unsigned", 0) != 0;
+    s.mid_quant = grid_attrs(n, "mid_quant");
+    s.out_quant = grid_attrs(n, "out_quant");
     return s;
   }
   const CbrOperands o = CbrOperands::of(n);
@@ -49,6 +78,7 @@ std::string ConvStages::describe() const {
   if (bias) out << (bias_cancelled ? " → bias (cancelled by the batch mean)" : " → bias");
   if (batch_statistics) out << " → batch statistics";
   if (batch_statistics) out << (apply_affine ? " → affine" : exact_affine ? " → exact affine out" : " → affine out");
+  if (mid_quant.on) out << grid_text(mid_quant);
   if (residual == Residual::plain) out << " → add residual";
   if (residual == Residual::with_affine) out << " → add residual·affine";
   if (relu) {
@@ -60,6 +90,7 @@ std::string ConvStages::describe() const {
       out << " → relu";
     }
   }
+  if (out_quant.on) out << grid_text(out_quant);
   if (bit_mask) out << " → bit mask";
   return out.str();
 }

@@ -4,7 +4,7 @@
 // cuDNN operation graph describes it:
 //
 //   [input affine + relu] → [int8 operands] → convolution → [bias] → [batch statistics → affine (or stop there)]
-//     → [+ residual (· its affine)] → [relu or clip(0, m)] → [1-bit mask]
+//     → [int8 grid] → [+ residual (· its affine)] → [relu or clip(0, m)] → [int8 grid] → [1-bit mask]
 //
 // The decompositions, the passes that build or extend these nodes, `explain` and every
 // backend's kernel read this struct instead of the attributes, so what a stage means is
@@ -37,9 +37,21 @@ struct ConvStages {
   bool int8 = false;
   double int8_input_scale = 0;
   bool int8_unsigned = false;
+  // An imported QDQ model's pairs after an int8 convolution (passes/quantize_int8.cpp): its
+  // f32 output snapped to a pair's grid (ops/int8_quant.h) before the residual add (attributes
+  // mid_quant_scale, _unsigned, _zero_point) and/or last (out_quant_...).
+  struct Grid {
+    bool on = false;
+    double scale = 0;
+    bool is_unsigned = false;
+    int64_t zero_point = 0;
+  };
+  Grid mid_quant, out_quant;
 
   // The stages of a cbr, cbar, conv_bn_stats or conv2d_epilogue node; an Error for another op.
   static ConvStages of(const ir::Node& n);
+  // Writes grid `g` as the attributes `prefix`_scale, _unsigned, _zero_point ("mid_quant", "out_quant").
+  static void set_grid(ir::Attrs& attrs, const std::string& prefix, const Grid& g);
   // Whether `op` is one of those.
   static bool is_fused_convolution(const std::string& op);
   // The stages in order, "input affine+relu → conv → bias → batch statistics → affine → add

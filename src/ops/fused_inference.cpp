@@ -56,6 +56,11 @@ void register_fused_inference_ops() {
       throw Error("attribute relu_max needs relu = 1 and a positive value");
     if (stages.int8 && (!(stages.int8_input_scale > 0) || !std::isfinite(stages.int8_input_scale)))
       throw Error("attribute int8_input_scale must be positive and finite");
+    for (const ConvStages::Grid* q : {&stages.mid_quant, &stages.out_quant})
+      if (q->on && (!stages.int8 || !(q->scale > 0) || !std::isfinite(q->scale)))
+        throw Error("an output grid (mid_quant, out_quant) needs int8 and a positive, finite scale");
+    if (stages.mid_quant.on && stages.residual == ConvStages::Residual::none)
+      throw Error("mid_quant is the grid before the residual add, which this node does not have");
     if (stages.int8 && (g.value(n.inputs[0]).dtype != DType::f32 || g.value(n.inputs[1]).dtype != DType::f32))
       throw Error("an int8 convolution takes f32 input and weights (it quantizes them itself)");
     if (residual_of(n) >= 0 && g.value(residual_of(n)).shape != y.shape)
@@ -86,11 +91,18 @@ void register_fused_inference_ops() {
     if (bias_of(n) >= 0) in.push_back(bias_of(n));
     int y = g.add_node1("conv2d", in, conv_window_attrs(n.attrs),
                         n.name + ".conv");
+    auto snap = [&](const ConvStages::Grid& q, const char* what) {
+      return g.add_node1("quantize_dequantize", {y},
+                         {{"scale", q.scale}, {"unsigned", int64_t{q.is_unsigned}}, {"zero_point", q.zero_point}},
+                         n.name + what);
+    };
+    if (stages.mid_quant.on) y = snap(stages.mid_quant, ".quantize_mid");
     if (residual_of(n) >= 0) y = g.add_node1("add", {y, residual_of(n)}, {}, n.name + ".add");
     if (stages.clipped)
       y = g.add_node1("clip", {y}, {{"min", 0.0}, {"max", stages.relu_max}}, n.name + ".clip");
     else if (stages.relu)
       y = g.add_node1("relu", {y}, {}, n.name + ".relu");
+    if (stages.out_quant.on) y = snap(stages.out_quant, ".quantize_out");
     return std::vector<int>{y};
   };
   epi.reads_conv_input = true;

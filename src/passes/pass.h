@@ -194,5 +194,6 @@ void pad_channels(ir::Graph& g, PassContext& ctx);        // GPU: conv input cha
 void seed_dropout(ir::Graph& g, PassContext& ctx);        // training: dropout as a seeded mask and a mul
 void remove_dropout(ir::Graph& g, PassContext& ctx);      // inference: dropout is the identity
 void quantize_int8(ir::Graph& g, PassContext& ctx);       // inference: convolutions in int8
+void quantize_int8_from_pairs(ir::Graph& g, PassContext& ctx);  // ...with an imported QDQ model's scales
 
 }  // namespace trident::passes

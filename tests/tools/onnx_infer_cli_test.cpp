@@ -106,7 +106,8 @@ TEST(OnnxInferCli, ABatchThatOverflowsAnOutputIsOneSentence) {
 
 // onnxruntime's QDQ ResNet-18: `trident infer` runs it in int8 with the model's own scales and
 // says so (JSON and text); --precision int8 with --calibration on it is one sentence; explain
-// lists the convolutions that took their input pair and why the image's did not.
+// lists the convolutions that took their input pair, the epilogues that took the pairs (and
+// residual adds) after them, and why the image's convolution did not.
 TEST(OnnxInferCli, AQdqModelRunsInInt8WithItsOwnScales) {
   const fs::path model = fs::path(TRIDENT_ONNX_MODELS) / "resnet18_qdq.onnx";
   if (!fs::exists(model)) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
@@ -129,8 +130,12 @@ TEST(OnnxInferCli, AQdqModelRunsInInt8WithItsOwnScales) {
   const Result e = run("explain " + model.string() + " --json", false);
   ASSERT_EQ(e.code, 0) << e.output;
   const nlohmann::json x = nlohmann::json::parse(e.output);
-  int int8 = 0, image = 0;
-  for (const auto& f : x["fusions"]) int8 += f["pass"] == "quantize_int8";
+  int int8 = 0, chains = 0, image = 0;  // each convolution's input, and its epilogue taking the pairs after it
+  for (const auto& f : x["fusions"]) {
+    int8 += f["pattern"] == "conv2d in int8";
+    chains += f["pattern"] == "conv-grids in int8";
+  }
+  EXPECT_EQ(chains, 19) << e.output;
   for (const auto& f : x["rejections"])
     image += f["pass"] == "quantize_int8" && f["reason"].get<std::string>().find("the image itself") != std::string::npos;
   EXPECT_EQ(int8, 19) << e.output;

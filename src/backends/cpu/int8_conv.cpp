@@ -47,7 +47,9 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
     Signature sig("int8_conv");
     sig.add("x", xs).add("w", ws).add("groups", win.groups).add("stride", win.strides).add("dil", win.dilates)
         .add("pad_l", win.pad_l).add("pad_r", win.pad_r).add("unsigned", int64_t{stages_.int8_unsigned})
-        .add("sum", int64_t{residual()}).add("relu", int64_t{stages_.relu}).add("relu_max", stages_.relu_max);
+        .add("sum", int64_t{residual()}).add("relu", int64_t{stages_.relu}).add("relu_max", stages_.relu_max)
+        .add("mid_grid", stages_.mid_quant.on ? stages_.mid_quant.scale : 0.0)
+        .add("out_grid", stages_.out_quant.on ? stages_.out_quant.scale : 0.0);
 
     // The input onto its grid: x · (1/scale), rounded to nearest even and saturated by the reorder.
     char scale_text[32];
@@ -99,6 +101,7 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_BIAS, bias_}, {DNNL_ARG_DST, dst}};
     const memory::desc pad = conv_pd_.scratchpad_desc();
     if (pad.get_size() > 0) conv_args[DNNL_ARG_SCRATCHPAD] = memory(pad, onednn.engine(), arena + input_bytes_);
+    for (const Scalar& c : scalars_) conv_args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(c.index) | DNNL_ARG_SRC_1] = c.operand;
     try {
       conv_.execute(onednn.stream(), conv_args);
       onednn.stream().wait();
@@ -114,11 +117,14 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
     dnnl::primitive_attr attr = user_scratchpad_attr();
     attr.set_output_scales(1 << 1, output_scales);
     dnnl::post_ops post;
+    scalars_.clear();
+    if (stages_.mid_quant.on) append_grid(post, stages_.mid_quant);
     if (residual()) post.append_sum(1.0f);
     if (stages_.clipped)
       post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, static_cast<float>(stages_.relu_max));
     else if (stages_.relu)
       post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (stages_.out_quant.on) append_grid(post, stages_.out_quant);
     attr.set_post_ops(post);
     OnednnContext& onednn = OnednnContext::instance();
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_q_,
@@ -132,6 +138,28 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
       weights_ = owned(conv_pd_.weights_desc());
       weight_reorder_ = reorder_primitive(weight_key_, user_weights_md_, conv_pd_.weights_desc());
     }
+  }
+
+  // A QDQ model's pair as post-ops on the f32 value: v·(1/s), rounded to nearest even, clamped
+  // to the grid's levels, times s (ops/int8_quant.h's int8_level, in the same f32 steps). The
+  // factors and bounds are binary post-ops on one-element tensors: oneDNN 2.6's jit convolution
+  // gives every eltwise post-op of one algorithm the parameters of the first, so two linear or
+  // clip steps in one chain cannot carry their own.
+  void append_grid(dnnl::post_ops& post, const ops::ConvStages::Grid& q) {
+    const ops::Int8Grid grid = ops::int8_grid(q.is_unsigned, static_cast<int>(q.zero_point));
+    const float s = static_cast<float>(q.scale);
+    append_scalar(post, dnnl::algorithm::binary_mul, 1.0f / s);
+    post.append_eltwise(1.0f, dnnl::algorithm::eltwise_round, 0.0f, 0.0f);
+    append_scalar(post, dnnl::algorithm::binary_max, grid.lo);
+    append_scalar(post, dnnl::algorithm::binary_min, grid.hi);
+    append_scalar(post, dnnl::algorithm::binary_mul, s);
+  }
+
+  void append_scalar(dnnl::post_ops& post, dnnl::algorithm op, float value) {
+    const memory::desc one({1, 1, 1, 1}, dt::f32, Tag::abcd);
+    scalars_.push_back({post.len(), value, owned(one)});
+    static_cast<float*>(scalars_.back().operand.get_data_handle())[0] = value;
+    post.append_binary(op, one);
   }
 
   // Per output channel: the s8 weights, the dequantization scale input·weight, and the bias
@@ -177,6 +205,12 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
   }
 
   ops::ConvStages stages_;
+  struct Scalar {  // a binary post-op's one-element operand
+    int index;
+    float value;
+    memory operand;
+  };
+  std::vector<Scalar> scalars_;
   int64_t K_ = 0, per_k_ = 0;
   DnnlWindow win_;
   memory::desc user_weights_md_, src_q_, wei_any_, bias_md_, dst_md_;

@@ -4,6 +4,7 @@
 // sets of windows: odd geometries (strides, dilation, groups, depthwise, 7×7 stems) on small
 // integers, exact in f32, per element; and the cuda kernels' shapes on reals in f32 and f16. f32
 // runs on cuda's TF32 tensor cores, hence Row::Tf32.
+#include "ops/conv_stages.h"
 #include "support/op_cases/family.h"
 
 namespace trident::test_support::op_family {
@@ -53,6 +54,10 @@ struct Epilogue {
   double relu_max = 0;  // > 0: ReLU clipped there (ReLU6)
   double int8_scale = 0;  // > 0: int8, the input on this scale's grid
   bool int8_unsigned = false;
+  // > 0: an imported QDQ model's pair before the residual (mid) / last (out), s8 with zero point
+  // mid_zero_point; u8 from 0 at the end (the relu a quantizer folded into its grid)
+  double mid_scale = 0, out_scale = 0;
+  int64_t mid_zero_point = 0;
 };
 
 ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
@@ -70,6 +75,8 @@ ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
     a.set("int8_input_scale", e.int8_scale);
     a.set("int8_unsigned", int64_t{e.int8_unsigned});
   }
+  if (e.mid_scale > 0) ops::ConvStages::set_grid(a, "mid_quant", {true, e.mid_scale, false, e.mid_zero_point});
+  if (e.out_scale > 0) ops::ConvStages::set_grid(a, "out_quant", {true, e.out_scale, true, 0});
   g.add_node1("conv2d_epilogue", in, a, "epilogue");
   return g;
 }
@@ -224,6 +231,10 @@ void add_conv_cases(std::vector<OpCase>& cases) {
       {"Int8Stride2NoBias", {{2, 9, 9, 8}, {8, 3, 3, 8}, {2, 2}, {1, 1}}, {false, false, false, false, 0, 0.5 / 127}},
       {"Int8Groups2Relu", {{2, 8, 8, 6}, {6, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2}, {false, false, true, false, 0, 1.0 / 127}},
       {"Int8Pointwise1x1Residual6", {{2, 6, 6, 16}, {16, 1, 1, 16}}, {true, true, true, false, 6.0, 0.8 / 255, true}},
+      // A QDQ model's grids in the epilogue: before the residual (zero point 3) and last (u8).
+      {"Int8GridsResidual", {{2, 8, 8, 8}, {8, 3, 3, 8}, {1, 1}, {1, 1}},
+       {true, true, false, false, 0, 0.9 / 127, false, 0.37, 0.21, 3}},
+      {"Int8GridOut1x1", {{2, 6, 6, 16}, {16, 1, 1, 16}}, {false, false, false, false, 0, 0.8 / 255, true, 0, 0.13}},
   };
   for (const NamedEpilogue& n : int8_epilogues) {
     const Window w = n.w;
