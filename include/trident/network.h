@@ -16,8 +16,9 @@
 namespace trident {
 
 enum class Mode { inference, training };
-// fp16 and bf16 are mixed precision (fp32 master weights and batchnorm statistics), cuda only.
-enum class Precision { fp32, fp16, bf16 };
+// fp16 and bf16 are mixed precision (fp32 master weights and batchnorm statistics), cuda only;
+// int8 is CPU inference with convolutions in int8, calibrated on CompileOptions' images.
+enum class Precision { fp32, fp16, bf16, int8 };
 // How an image batch lies in a host buffer: NCHW, as PyTorch, ONNX and `trident infer --input`
 // hold it, or NHWC, trident's own layout (no conversion). Only 4-D tensors differ.
 enum class Layout { nchw, nhwc };
@@ -53,6 +54,13 @@ struct CompileOptions {
   // CPU inference: the folder where the convolution choices timed at compile time are kept for
   // the next compile on this machine (`trident infer --plan-cache`); empty: timed every time.
   std::string plan_cache_dir{};
+  // Precision::int8: images like those the network will see (NCHW floats of the model's input
+  // size, any number, a few hundred typical), read while the constructor runs, on which every
+  // convolution input's range is measured; and how a range becomes a scale: "entropy" (least
+  // information lost), "percentile" (99.99 %) or "max". A QDQ model needs neither: it runs in
+  // int8 at Precision::fp32 with its own scales.
+  std::span<const float> calibration_images{};
+  std::string calibrator = "entropy";
 };
 
 // How many CPU threads the CPU backends run on, for the whole process (as OpenMP's pool):

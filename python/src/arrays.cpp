@@ -29,6 +29,14 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+FloatArray calibration_array(py::handle images) {
+  const py::array a = numpy_array(images, "calibration images");
+  if (!a.dtype().is(py::dtype::of<float>()) || a.ndim() != 4)
+    throw Error("the calibration images must be a float32 NCHW array [N,C,H,W], not " + std::string(py::str(a.dtype())) +
+                " " + shape_text(shape_of(a)));
+  return FloatArray::ensure(a);
+}
+
 FloatArray images_array(py::handle images, const std::vector<int64_t>& shape, const std::string& layout) {
   const py::array a = numpy_array(images, "images");
   if (!a.dtype().is(py::dtype::of<float>()))

@@ -22,6 +22,9 @@ FloatArray images_array(pybind11::handle images, const std::vector<int64_t>& sha
 // The same with any number of images: `shape` but for its first extent, at least 1.
 FloatArray any_images_array(pybind11::handle images, const std::vector<int64_t>& shape, const std::string& layout);
 
+// Calibration images for precision int8: a float32 [N,C,H,W] array (the network checks C, H, W).
+FloatArray calibration_array(pybind11::handle images);
+
 // `labels` as `batch` int32 class indices, or an Error; an int64 value outside
 // int32 is refused, so it cannot wrap around into a valid class.
 std::vector<int32_t> labels_vector(pybind11::handle labels, int64_t batch);

@@ -32,7 +32,7 @@ Enum enum_named(const std::string& name, const char* what, const char* const (&n
 }
 
 constexpr const char* kModes[] = {"inference", "training"};
-constexpr const char* kPrecisions[] = {"fp32", "fp16", "bf16"};
+constexpr const char* kPrecisions[] = {"fp32", "fp16", "bf16", "int8"};
 constexpr const char* kLayouts[] = {"nchw", "nhwc"};
 constexpr const char* kOptimizers[] = {"sgd", "adamw"};
 
@@ -90,8 +90,15 @@ void bind_network(py::module_& m) {
                        const std::string& precision, int64_t batch, uint64_t seed, const std::string& optimizer,
                        std::optional<double> learning_rate, double momentum, std::optional<double> weight_decay,
                        bool nesterov, double beta1, double beta2, double eps, bool deterministic,
-                       double label_smoothing, const std::string& plan_cache) {
+                       double label_smoothing, const std::string& plan_cache, py::object calibration,
+                       const std::string& calibrator) {
              CompileOptions o;
+             FloatArray images;  // held while the network compiles
+             if (!calibration.is_none()) {
+               images = calibration_array(calibration);
+               o.calibration_images = {images.data(), static_cast<size_t>(images.size())};
+             }
+             o.calibrator = calibrator;
              o.optimizer = enum_named<Optimizer>(optimizer, "optimizer", kOptimizers);
              // Unset: the optimizer's PyTorch defaults (SGD's are CompileOptions').
              const bool adamw = o.optimizer == Optimizer::adamw;
@@ -118,12 +125,15 @@ void bind_network(py::module_& m) {
            py::arg("learning_rate") = py::none(), py::arg("momentum") = 0.9, py::arg("weight_decay") = py::none(),
            py::arg("nesterov") = false, py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
            py::arg("deterministic") = false, py::arg("label_smoothing") = 0.0, py::arg("plan_cache") = "",
+           py::arg("calibration") = py::none(), py::arg("calibrator") = "entropy",
            "Compiles `model`: mode inference or training; device cpu, cpu_ref, cuda or auto; precision fp32, fp16 or "
-           "bf16 (cuda); batch 0 keeps an ONNX file's batch in inference; training: optimizer sgd (momentum, nesterov) or "
+           "bf16 (cuda), int8 (CPU inference); batch 0 keeps an ONNX file's batch in inference; training: optimizer sgd (momentum, nesterov) or "
            "adamw (torch.optim.AdamW: beta1, beta2, eps), learning_rate and weight_decay for both (unset: 0.05 and "
            "5e-4 for sgd, 0.001 and 0.01 for adamw), label_smoothing (PyTorch's); deterministic: the same bits on "
            "every run (and on the CPU at every thread count), slower; plan_cache: a folder where CPU inference keeps the "
-           "convolution choices it timed, for the next compile on this machine (empty: none).")
+           "convolution choices it timed, for the next compile on this machine (empty: none); precision int8 (CPU "
+           "inference): calibration, float32 NCHW images like those the network will see, on which each convolution "
+           "input's range is measured, and calibrator entropy, percentile or max (a QDQ model needs neither).")
       .def_property_readonly("mode", [](const Network& n) { return kModes[static_cast<int>(n.mode())]; })
       .def_property_readonly("backend", &Network::backend, "The backend that runs: cpu, cpu_ref or cuda.")
       .def_property_readonly("notices", &Network::notices, "What compiling chose or changed, one sentence each.")

@@ -8,6 +8,7 @@
 
 #include "api/model_impl.h"
 #include "api/network_impl.h"
+#include "api/network_int8.h"
 #include "backends/kernel.h"
 #include "core/error.h"
 #include "core/tensor_layout.h"
@@ -31,7 +32,9 @@ std::string resolve_backend(const CompileOptions& options, std::vector<std::stri
   std::string notice;
   const std::string backend = runtime::backend_for_device(device, &notice);
   if (!notice.empty()) notices.push_back(notice);
-  if (options.precision != Precision::fp32 && backend != "cuda")
+  if (options.precision == Precision::int8 && backend == "cuda")
+    throw Error("precision int8 runs on the CPU backends (cpu, cpu_ref); the cuda backend has no int8 convolution yet");
+  if ((options.precision == Precision::fp16 || options.precision == Precision::bf16) && backend != "cuda")
     throw Error(std::string("precision ") + (options.precision == Precision::fp16 ? "fp16" : "bf16") +
                 " needs the cuda device; the CPU backends run fp32");
   return backend;
@@ -122,6 +125,8 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
   const bool train = options.mode == Mode::training;
   if (options.batch != 0 || !model.impl_->onnx || train)
     api::check_limit(runtime::kBatchLimit, static_cast<double>(options.batch), "CompileOptions::batch");
+  if (train && options.precision == Precision::int8)
+    throw Error("precision int8 is for inference; train in fp32 (or fp16/bf16 on cuda), then compile for inference in int8");
   if (train) {
     api::check_limit(runtime::kLrLimit, options.learning_rate, "CompileOptions::learning_rate");
     api::check_limit(runtime::kMomentumLimit, options.momentum, "CompileOptions::momentum");
@@ -167,6 +172,13 @@ Network::Network(const Model& model, const CompileOptions& options) : impl_(std:
     n.trainer = std::make_unique<runtime::Trainer>(built.graph, config);
     if (!built.weights.empty()) n.trainer->train_executable().import_weights(built.weights, false);
   } else {
+    if (options.precision == Precision::int8) {
+      api::Int8Calibration int8 = api::calibrate_int8(*model.impl_, options, built, compile, backend);
+      compile = std::move(int8.compile);
+      n.notices.push_back(int8.notice);
+    } else if (!options.calibration_images.empty()) {
+      throw Error("CompileOptions::calibration_images are for Precision::int8");
+    }
     n.inference = runtime::Executable::compile(built.graph, compile, backend);
     if (built.weights.empty()) n.inference->init_parameters(options.seed);
     else n.inference->import_weights(built.weights, true);

@@ -140,4 +140,20 @@ CalibrationResult calibrate_int8(Runner& runner, const HostTensor& images, Calib
   return out;
 }
 
+passes::CompileOptions calibrate_network(const std::function<ir::Graph(int64_t)>& model_at,
+                                         const std::function<void(Runner&)>& load_weights,
+                                         passes::CompileOptions compile, const BackendOptions& backend,
+                                         const HostTensor& images, Calibrator c, CalibrationResult& measured) {
+  if (images.shape.empty() || images.shape[0] < 1)
+    throw Error("the calibration holds no images (shape " + shape_str(images.shape) + ")");
+  passes::CompileOptions calibrate = compile;
+  calibrate.int8.stage = passes::Int8Options::Stage::calibrate;
+  Runner runner(model_at(std::min<int64_t>(images.shape[0], kCalibrationBatch)), {calibrate, backend});
+  load_weights(runner);
+  measured = calibrate_int8(runner, images, c);
+  compile.int8.stage = passes::Int8Options::Stage::quantize;
+  compile.int8.ranges = measured.ranges;
+  return compile;
+}
+
 }  // namespace trident::runtime

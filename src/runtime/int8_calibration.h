@@ -10,10 +10,12 @@
 //   max         the largest |x| seen (nothing saturates; coarse steps where outliers are).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "backends/backend_options.h"
 #include "core/host_tensor.h"
 #include "passes/pass.h"
 
@@ -57,5 +59,19 @@ struct CalibrationResult {
 // any number of images: whole batches of the runner's size are used) and measures every extra
 // output. An Error where the images are fewer than one batch or of the wrong shape.
 CalibrationResult calibrate_int8(Runner& runner, const HostTensor& images, Calibrator c);
+
+// The batch a calibration runs at (its last partial batch is left out): fewer where the
+// images are fewer. Inference-mode layers treat each image alone, so the ranges do not
+// depend on it.
+inline constexpr int64_t kCalibrationBatch = 32;
+
+// What `trident infer --precision int8` and the API's Precision::int8 both do: the network
+// `model_at(batch)` builds, compiled with `compile` (the inference run's options) at the
+// calibrate stage on `backend`, given its weights by `load_weights`, run over `images`. Returns
+// `compile` set to quantize with the ranges measured, and the result in `measured`.
+passes::CompileOptions calibrate_network(const std::function<ir::Graph(int64_t)>& model_at,
+                                         const std::function<void(Runner&)>& load_weights,
+                                         passes::CompileOptions compile, const BackendOptions& backend,
+                                         const HostTensor& images, Calibrator c, CalibrationResult& measured);
 
 }  // namespace trident::runtime

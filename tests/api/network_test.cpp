@@ -1,7 +1,8 @@
 // Tests of the public API (include/trident/), linked against libtrident.so as a user links it:
 // inference equals the internal Runner's on the same weights, in both layouts; training steps
 // lower the loss; epochs over a dataset folder learn; saved weights load back to the same
-// outputs; and bad input is a trident::Error whose message is one sentence.
+// outputs; int8 inference calibrates on the images it is given; and bad input is a
+// trident::Error whose message is one sentence.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -220,6 +222,47 @@ TEST(Api, BadInputIsAnErrorInOneSentence) {
   std::filesystem::remove_all(file.parent_path());
   // Nothing was changed by the refusals: the network still runs.
   EXPECT_EQ(net.infer(std::vector<float>(net.input_size())).size(), net.output_size());
+}
+
+// Precision::int8: calibrated on the images CompileOptions hold, the network runs its
+// convolutions in int8 and stays near the fp32 network of the same weights; what the
+// calibration needs and refuses is one sentence each.
+TEST(Api, Int8InferenceCalibratesOnTheGivenImages) {
+  const trident::Model model = trident::Model::zoo("resnet_cifar");
+  trident::Network f32(model, inference_on("cpu", 4, 5));
+  const std::vector<float> calibration = ramp(f32.input_size() * 16, 0.3f);  // 64 images
+  trident::CompileOptions o = inference_on("cpu", 4, 5);
+  o.precision = trident::Precision::int8;
+  o.calibration_images = calibration;
+  trident::Network int8(model, o);
+  ASSERT_EQ(int8.notices().size(), 1u);
+  EXPECT_NE(int8.notices()[0].find("calibrated on 64 images (entropy)"), std::string::npos) << int8.notices()[0];
+  const std::vector<float> x = ramp(f32.input_size(), 1.1f);
+  const std::vector<float> want = f32.infer(x), got = int8.infer(x);
+  ASSERT_EQ(got.size(), want.size());
+  float diff = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff = std::max(diff, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  EXPECT_GT(diff, 0.0f) << "int8 gave the f32 outputs bit for bit: nothing was quantized";
+  EXPECT_LE(diff, 0.1f * scale);
+
+  trident::CompileOptions none = o;
+  none.calibration_images = {};
+  expect_error([&] { trident::Network(model, none); }, {"CompileOptions::calibration_images", "a few hundred"});
+  trident::CompileOptions ragged = o;
+  ragged.calibration_images = std::span<const float>(calibration).first(calibration.size() - 1);
+  expect_error([&] { trident::Network(model, ragged); }, {"not a whole number", "[3,32,32]"});
+  trident::CompileOptions bad = o;
+  bad.calibrator = "median";
+  expect_error([&] { trident::Network(model, bad); }, {"median", "entropy"});
+  trident::CompileOptions f32_with_images = inference_on("cpu", 4, 5);
+  f32_with_images.calibration_images = calibration;
+  expect_error([&] { trident::Network(model, f32_with_images); }, {"are for Precision::int8"});
+  trident::CompileOptions train = o;
+  train.mode = trident::Mode::training;
+  expect_error([&] { trident::Network(model, train); }, {"int8 is for inference"});
 }
 
 TEST(Api, OnnxModelsAreReadWhenCompiled) {

@@ -1,7 +1,8 @@
 """trident.Network's inference from Python: its output equals `trident infer`'s on the same
 weights and the same .npy input, NCHW and NHWC arrays give the same logits, any number of images
 runs a batch at a time, probabilities are softmax rows, and an array that is float32 but not
-contiguous is taken as it is, and a plan cache keeps the CPU's timed choices."""
+contiguous is taken as it is, a plan cache keeps the CPU's timed choices, and int8 inference
+calibrates on the images it is given."""
 import os
 import subprocess
 import unittest
@@ -72,6 +73,22 @@ class Inference(TestCase):
         other = trident.Network(trident.Model.zoo("fmnist_cnn"), device="cpu_ref", batch=3, seed=8)
         self.assertFalse(np.array_equal(other.infer(self.x), self.net.infer(self.x)))
 
+
+    def test_int8_calibrates_on_the_given_images(self):
+        model = trident.Model.zoo("resnet_cifar")
+        f32 = trident.Network(model, batch=4, seed=5)
+        calibration = ramp([64, 3, 32, 32])
+        int8 = trident.Network(model, batch=4, seed=5, precision="int8", calibration=calibration,
+                               calibrator="percentile")
+        self.assertIn("calibrated on 64 images (percentile)", int8.notices[0])
+        x = ramp(f32.input_shape) * 0.7
+        want, got = f32.infer(x), int8.infer(x)
+        self.assertFalse(np.array_equal(got, want), "nothing was quantized")
+        self.assertLessEqual(np.abs(got - want).max(), 0.1 * np.abs(want).max())
+        with self.assertRaisesRegex(trident.Error, "float32 NCHW array"):
+            trident.Network(model, batch=4, precision="int8", calibration=calibration.astype(np.float64))
+        with self.assertRaisesRegex(trident.Error, "calibration_images"):
+            trident.Network(model, batch=4, precision="int8")
 
     def test_plan_cache_keeps_the_cpu_choices_for_the_next_compile(self):
         d = temp_dir(self)

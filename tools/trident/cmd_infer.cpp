@@ -83,9 +83,6 @@ nlohmann::json stats_json(const runtime::LatencyStats& s) {
           {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
 }
 
-// The batch the calibration runs at (its last partial batch is left out).
-constexpr int64_t kCalibrationBatch = 32;
-
 // How many convolutions of the compiled graph run in int8, and how many stay f32.
 void count_int8_convolutions(const ir::Graph& g, nlohmann::json& int8) {
   int64_t quantized = 0, kept = 0;
@@ -113,16 +110,9 @@ nlohmann::json calibrate_for_int8(Options& o, const std::function<ir::Graph(int6
     const runtime::HostTensor images = runtime::read_npy(o.calibration);
     if (images.shape.empty() || images.shape[0] < 1)
       throw Error("--calibration '" + o.calibration + "' holds no images (shape " + shape_str(images.shape) + ")");
-    // Inference-mode layers treat each image alone, so the ranges do not depend on the batch.
-    passes::CompileOptions calibrate = o.compile;
-    calibrate.int8.stage = passes::Int8Options::Stage::calibrate;
-    runtime::Runner runner(model_at(std::min<int64_t>(images.shape[0], kCalibrationBatch)),
-                           {calibrate, o.device.backend_options});
-    load_weights(runner);
-    result = runtime::calibrate_int8(runner, images, calibrator);
+    o.compile = runtime::calibrate_network(model_at, [&](runtime::Runner& r) { load_weights(r); }, o.compile,
+                                           o.device.backend_options, images, calibrator, result);
   }
-  o.compile.int8.stage = passes::Int8Options::Stage::quantize;
-  o.compile.int8.ranges = result.ranges;
   return {{"calibration", o.calibration}, {"calibrator", runtime::calibrator_name(calibrator)},
           {"calibration_images", result.images}, {"calibration_batches", result.batches},
           {"calibration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
