@@ -1,6 +1,7 @@
 // `trident infer --precision int8` through the real binary: calibrated on a .npy of images, its
 // convolutions but the first run in int8 and its logits stay near fp32's on the same input; the
-// flags that do not belong together, a missing or misshapen calibration file each get one sentence and a non-zero exit.
+// flags that do not belong together, a missing or misshapen calibration file each get one sentence and a non-zero exit;
+// a folder of images calibrates too, its unreadable files skipped and counted.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,8 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <sys/stat.h>
+
 #include "core/random.h"
 #include "runtime/npy.h"
+#include "support/image_folder.h"
 #include "support/run_binary.h"
 
 namespace {
@@ -77,13 +81,39 @@ TEST(Int8Cli, EachCalibratorRuns) {
   }
 }
 
+// A folder of the user's images: resized and centre-cropped to the model's side; a damaged file
+// and a FIFO among them are skipped and counted, never waited on.
+TEST(Int8Cli, CalibratesOnAFolderOfImages) {
+  const std::filesystem::path folder = dir() / "images";
+  std::filesystem::remove_all(folder);
+  trident::test_support::write_class_images(folder, "train", 2, 5, 40, 36);  // 10 images, JPEG and PNG
+  trident::test_support::write_file(folder / "train" / "class0" / "damaged.jpg", {0xFF, 0xD8, 0xFF, 0x00, 0x01});
+  ASSERT_EQ(mkfifo((folder / "train" / "class1" / "pipe.png").c_str(), 0600), 0);
+  const auto r = run_trident(kModel + "--batch 4 --precision int8 --calibration " + folder.string() + " --json", false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["int8"]["calibration_folder"]["images_listed"], 11);  // the FIFO is no regular file
+  EXPECT_EQ(j["int8"]["calibration_folder"]["images_skipped"], 1);
+  EXPECT_EQ(j["int8"]["calibration_images"], 10);  // the 10 read, one batch
+  EXPECT_GT(j["int8"]["int8_convolutions"].get<int>(), 0);
+  const std::filesystem::path empty = dir() / "empty";
+  std::filesystem::create_directories(empty);
+  const auto none = run_trident(kModel + "--precision int8 --calibration " + empty.string());
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.output.find("holds no .jpg, .jpeg or .png image"), std::string::npos) << none.output;
+  const auto gray = run_trident("infer --model fmnist_cnn --iterations 1 --warmup 0 --precision int8 --calibration " +
+                                folder.string());
+  EXPECT_NE(gray.code, 0);
+  EXPECT_NE(gray.output.find("needs a model of square RGB images"), std::string::npos) << gray.output;
+}
+
 TEST(Int8Cli, WrongCombinationsAndFilesAreOneSentence) {
   const std::string calib = images("calib_few.npy", 2, 4), wrong = images("calib_wrong.npy", 8, 5, 28);
   struct Bad {
     std::string args, says;
   };
   const Bad bad[] = {
-      {"--precision int8", "--precision int8 needs --calibration FILE.npy"},
+      {"--precision int8", "--precision int8 needs --calibration FILE.npy or DIR"},
       {"--calibration " + calib, "--calibration is for --precision int8"},
       {"--batch 4 --precision int8 --calibration " + wrong, "the calibration images have shape [8,3,28,28]"},
       {"--precision int8 --calibration " + (dir() / "missing.npy").string(), "missing.npy"},

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/default_batch.h"
+#include "runtime/data/calibration_folder.h"
 #include "runtime/int8_calibration.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/weight_file.h"
@@ -101,21 +103,37 @@ void count_int8_convolutions(const ir::Graph& g, nlohmann::json& int8) {
 nlohmann::json calibrate_for_int8(Options& o, const std::function<ir::Graph(int64_t)>& model_at,
                                   const std::function<std::string(runtime::Runner&)>& load_weights) {
   if (o.calibration.empty())
-    throw Error("--precision int8 needs --calibration FILE.npy: images like those the network will see (NCHW, "
-                "a few hundred), on which each layer's range is measured");
+    throw Error("--precision int8 needs --calibration FILE.npy or DIR: images like those the network will see (a "
+                "few hundred), on which each layer's range is measured");
   const runtime::Calibrator calibrator = runtime::parse_calibrator(o.calibrator);
   const auto t0 = std::chrono::steady_clock::now();
   runtime::CalibrationResult result;
+  nlohmann::json folder;
   {
-    const runtime::HostTensor images = runtime::read_npy(o.calibration);
+    runtime::HostTensor images;
+    if (std::filesystem::is_directory(o.calibration)) {
+      const ir::Graph one = model_at(1);
+      const Shape x = one.value(one.values_with_role(ir::ValueRole::Input).at(0)).shape;  // NHWC
+      if (x.size() != 4 || x[3] != 3 || x[1] != x[2])
+        throw Error("--calibration with a folder needs a model of square RGB images; this one takes " + shape_str(x) +
+                    " (NHWC): give an .npy file of its inputs instead");
+      data::CalibrationFolder f = data::read_calibration_folder(o.calibration, static_cast<int>(x[1]));
+      folder = {{"images_listed", f.listed}, {"images_skipped", f.skipped}};
+      if (f.skipped > 0) folder["first_skip"] = f.first_skip;
+      images = std::move(f.images);
+    } else {
+      images = runtime::read_npy(o.calibration);
+    }
     if (images.shape.empty() || images.shape[0] < 1)
       throw Error("--calibration '" + o.calibration + "' holds no images (shape " + shape_str(images.shape) + ")");
     o.compile = runtime::calibrate_network(model_at, [&](runtime::Runner& r) { load_weights(r); }, o.compile,
                                            o.device.backend_options, images, calibrator, result);
   }
-  return {{"calibration", o.calibration}, {"calibrator", runtime::calibrator_name(calibrator)},
-          {"calibration_images", result.images}, {"calibration_batches", result.batches},
-          {"calibration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  nlohmann::json j = {{"calibration", o.calibration}, {"calibrator", runtime::calibrator_name(calibrator)},
+                      {"calibration_images", result.images}, {"calibration_batches", result.batches},
+                      {"calibration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  if (!folder.is_null()) j["calibration_folder"] = folder;
+  return j;
 }
 
 int run_infer(Options o) {
@@ -260,7 +278,12 @@ int run_infer(Options o) {
     std::cout << "int8: " << int8["int8_convolutions"] << " convolutions in int8, " << int8["f32_convolutions"] << " in f32; ";
     if (int8.contains("calibrator"))
       std::cout << int8["calibrator"].get<std::string>() << " calibration on " << int8["calibration_images"]
-                << " images of '" << o.calibration << "' in " << int8["calibration_s"].get<double>() << " s\n";
+                << " images of '" << o.calibration << "' in " << int8["calibration_s"].get<double>() << " s"
+                << (int8.contains("calibration_folder") && int8["calibration_folder"]["images_skipped"].get<int64_t>() > 0
+                        ? " (" + std::to_string(int8["calibration_folder"]["images_skipped"].get<int64_t>()) +
+                              " unreadable images skipped)"
+                        : std::string())
+                << "\n";
     else
       std::cout << "scales from the model's QuantizeLinear/DequantizeLinear pairs\n";
   }
@@ -313,8 +336,10 @@ RunSubcommand add_infer_command(CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object");
   add_device_options(sub, o->device, /*with_int8=*/true);
   sub->add_option("--calibration", o->calibration,
-                  "--precision int8: images (.npy, NCHW, the model's input size, a few hundred) on which each "
-                  "convolution's input range is measured");
+                  "--precision int8: images on which each convolution's input range is measured: an .npy file (NCHW, "
+                  "the model's input size, a few hundred), or a folder of .jpg/.png images (up to 256 of them, spread "
+                  "over the folder, resized and centre-cropped as evaluation does, normalised with ImageNet's mean and "
+                  "std)");
   sub->add_option("--calibrator", o->calibrator,
                   "--precision int8: how a range becomes a scale: entropy (least information lost), percentile "
                   "(99.99 % of |x|) or max")
