@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "frontend/zoo.h"
+#include "ops/conv_stages.h"
 #include "runtime/executable.h"
 #include "runtime/int8_calibration.h"
 #include "runtime/runner.h"
@@ -235,4 +236,31 @@ TEST(QuantizeInt8, CalibratingAQuantizedModelIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("quantized already"), std::string::npos) << e.what();
   }
+}
+
+// The form PyTorch's quantizers give a Conv → ReLU: the relu between the convolution and its
+// output pair. fuse_conv_epilogue takes the relu, quantize_int8 the pair as the epilogue's last
+// grid, and the next convolution reads that output in int8 without a pair of its own.
+TEST(QuantizeInt8, AReluBeforeThePairStaysInTheEpilogueBeforeItsGrid) {
+  ir::Graph g;
+  const int x = g.add_input("x", {2, 6, 6, 8});
+  const ir::Attrs u8{{"scale", 0.05}, {"unsigned", int64_t{1}}, {"zero_point", int64_t{0}}};
+  const ir::Attrs window{{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{1, 1}}};
+  const int q1 = g.add_node1("quantize_dequantize", {x}, u8, "pair1");
+  const int y1 = g.add_node1("conv2d", {q1, g.add_parameter("w1", {8, 3, 3, 8}, {})}, window, "conv1");
+  const int r = g.add_node1("relu", {y1}, {}, "relu1");
+  const int q2 = g.add_node1("quantize_dequantize", {r}, u8, "pair2");
+  g.mark_output(g.add_node1("conv2d", {q2, g.add_parameter("w2", {8, 3, 3, 8}, {})}, window, "conv2"));
+  const runtime::CompiledGraph c = runtime::compile_graph(g, options(passes::Int8Options::Stage::off));
+  std::vector<ops::ConvStages> convs;
+  for (int id : c.graph.order()) {
+    const ir::Node& n = c.graph.node(id);
+    EXPECT_NE(n.op, "quantize_dequantize") << n.name;
+    if (n.op == "conv2d_epilogue") convs.push_back(ops::ConvStages::of(n));
+  }
+  ASSERT_EQ(convs.size(), 2u);
+  EXPECT_TRUE(convs[0].int8 && convs[0].relu && convs[0].out_quant.on && !convs[0].mid_quant.on);
+  EXPECT_DOUBLE_EQ(convs[0].out_quant.scale, 0.05);
+  EXPECT_TRUE(convs[1].int8 && convs[1].int8_unsigned);
+  EXPECT_EQ(convs[0].describe(), "u8 input, s8 weights → conv → relu → u8 grid (scale 0.05)");
 }
