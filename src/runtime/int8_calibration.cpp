@@ -148,6 +148,9 @@ passes::CompileOptions calibrate_network(const std::function<ir::Graph(int64_t)>
     throw Error("the calibration holds no images (shape " + shape_str(images.shape) + ")");
   passes::CompileOptions calibrate = compile;
   calibrate.int8.stage = passes::Int8Options::Stage::calibrate;
+  // fuse_elementwise runs after quantize_int8 and gives the values it fuses new names: measured
+  // without it, the ranges keep the names quantize_int8 looks them up by.
+  calibrate.disabled_passes.push_back("fuse_elementwise");
   Runner runner(model_at(std::min<int64_t>(images.shape[0], kCalibrationBatch)), {calibrate, backend});
   load_weights(runner);
   measured = calibrate_int8(runner, images, c);

@@ -6,7 +6,8 @@ seed otherwise) and for imported ONNX models: the exported ONNX file (batchnorm 
 run by onnxruntime must give `trident infer`'s outputs on the same NCHW input; the exported state
 dict must hold exactly the ONNX file's initializers (OIHW, NCHW-ordered columns) plus one
 num_batches_tracked per batchnorm; and `trident infer --weights STATE_DICT` must give the same
-outputs as the weights it was exported from. Usage: check_export.py TRIDENT ONNX_MODELS WORK_DIR.
+outputs as the weights it was exported from; `trident quantize`'s QDQ file runs in trident as
+`--precision int8` does and in onnxruntime alike. Usage: check_export.py TRIDENT ONNX_MODELS WORK_DIR.
 Exit 77 (CTest's skip) when there is nothing to check."""
 import json
 import os
@@ -117,6 +118,34 @@ def check(label, model, weight_args, x):
     expect_close(f"{label}: the export with --weights state dict vs the original", np.load(y3_path), y)
 
 
+def check_quantize(model, rng):
+    """`trident quantize`: the QDQ file, run by `trident infer`, gives what `trident infer
+    --precision int8` gives with the same calibration, and onnxruntime running the file as
+    written agrees with it, each within a quantization step (the export folds the batchnorms in
+    double, the engine in float, and the calibration measures the unfolded network: scales and
+    weights a rounding apart; on a model whose batchnorms come folded the first two are equal)."""
+    work = os.path.join(WORK, "quantize")
+    os.makedirs(work, exist_ok=True)
+    calib, x_path = os.path.join(work, "calib.npy"), os.path.join(work, "x.npy")
+    np.save(calib, rng.standard_normal((8, 3, 224, 224), np.float32))
+    x = rng.standard_normal((2, 3, 224, 224), np.float32)
+    np.save(x_path, x)
+    qdq = os.path.join(work, "resnet18_qdq.onnx")
+    report = json.loads(trident("quantize", model, "--calibration", calib, "--output", qdq, "--json"))
+    if report["int8_convolutions"] != 19 or report["folded_batchnorms"] != 20:
+        failures.append(f"quantize: {report}")
+    ops = {n.op_type for n in onnx.load(qdq).graph.node}
+    if not {"QuantizeLinear", "DequantizeLinear"} <= ops or "BatchNormalization" in ops:
+        failures.append(f"quantize: the file's ops are {sorted(ops)}")
+    outs = {}
+    for label, args in (("file", [qdq]), ("calibrated", [model, "--precision", "int8", "--calibration", calib])):
+        y = os.path.join(work, label + ".npy")
+        trident("infer", *args, "--input", x_path, "--output", y, "--iterations", "1", "--warmup", "0")
+        outs[label] = np.load(y)
+    expect_close("quantize: trident on the QDQ file vs --precision int8", outs["file"], outs["calibrated"], rel=1e-2)
+    expect_close("quantize: onnxruntime on the QDQ file vs trident", run_ort(qdq, x), outs["file"], rel=1e-2)
+
+
 def main():
     rng = np.random.default_rng(7)
     os.makedirs(WORK, exist_ok=True)
@@ -142,6 +171,7 @@ def main():
             # The export of an imported model computes what the original does.
             expect_close(f"imported_{name}: onnxruntime on the export vs on the original",
                          run_ort(os.path.join(WORK, "imported_" + name, "kept.onnx"), x), run_ort(path, x))
+        check_quantize(os.path.join(MODELS, "resnet18_bn.onnx"), rng)
     if failures:
         print("failed: " + ", ".join(failures))
         return 1

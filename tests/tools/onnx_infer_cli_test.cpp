@@ -141,3 +141,33 @@ TEST(OnnxInferCli, AQdqModelRunsInInt8WithItsOwnScales) {
   EXPECT_EQ(int8, 19) << e.output;
   EXPECT_EQ(image, 1) << e.output;
 }
+
+// `trident quantize`: onnxruntime's check of the file it writes is tests/onnx/check_export.py;
+// here its refusals, one sentence each: a model quantized already, an output that is no .onnx,
+// a calibration of the wrong image size, and no calibration at all.
+TEST(OnnxInferCli, QuantizeRefusalsAreOneSentence) {
+  const fs::path dir = fs::path(TRIDENT_ONNX_MODELS);
+  if (!fs::exists(dir / "resnet18_qdq.onnx")) GTEST_SKIP() << "no ONNX test models (needs the .venv)";
+  const fs::path work = trident::test_support::fresh_temp_dir("cli_quantize");
+  trident::runtime::HostTensor small{{2, 3, 10, 10}, trident::DType::f32, std::vector<std::byte>(2 * 3 * 10 * 10 * 4)};
+  trident::runtime::write_npy((work / "small.npy").string(), small);
+  const std::string calib = " --calibration " + (work / "small.npy").string();
+  struct Bad {
+    std::string args, says;
+  };
+  const Bad bad[] = {
+      {(dir / "resnet18_qdq.onnx").string() + calib + " --output " + (work / "q.onnx").string(), "quantized already"},
+      {(dir / "conv_bn_relu_op13.onnx").string() + calib + " --output " + (work / "q.txt").string(),
+       "must be an .onnx file"},
+      {(dir / "resnet18_eval.onnx").string() + calib + " --output " + (work / "q.onnx").string(),
+       "the calibration images have shape [2,3,10,10]"},
+      {(dir / "conv_bn_relu_op13.onnx").string() + " --output " + (work / "q.onnx").string(), "--calibration"},
+  };
+  for (const Bad& b : bad) {
+    const Result r = run("quantize " + b.args);
+    EXPECT_NE(r.code, 0) << b.args;
+    EXPECT_NE(r.output.find(b.says), std::string::npos) << b.args << "\n" << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
+  }
+  EXPECT_FALSE(fs::exists(work / "q.onnx"));
+}

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "calibration_input.h"
 #include "commands.h"
 #include "compile_flags.h"
 #include "core/error.h"
@@ -18,7 +18,6 @@
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/zoo.h"
 #include "runtime/default_batch.h"
-#include "runtime/data/calibration_folder.h"
 #include "runtime/int8_calibration.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/checkpoint/weight_file.h"
@@ -108,31 +107,15 @@ nlohmann::json calibrate_for_int8(Options& o, const std::function<ir::Graph(int6
   const runtime::Calibrator calibrator = runtime::parse_calibrator(o.calibrator);
   const auto t0 = std::chrono::steady_clock::now();
   runtime::CalibrationResult result;
-  nlohmann::json folder;
+  nlohmann::json j;
   {
-    runtime::HostTensor images;
-    if (std::filesystem::is_directory(o.calibration)) {
-      const ir::Graph one = model_at(1);
-      const Shape x = one.value(one.values_with_role(ir::ValueRole::Input).at(0)).shape;  // NHWC
-      if (x.size() != 4 || x[3] != 3 || x[1] != x[2])
-        throw Error("--calibration with a folder needs a model of square RGB images; this one takes " + shape_str(x) +
-                    " (NHWC): give an .npy file of its inputs instead");
-      data::CalibrationFolder f = data::read_calibration_folder(o.calibration, static_cast<int>(x[1]));
-      folder = {{"images_listed", f.listed}, {"images_skipped", f.skipped}};
-      if (f.skipped > 0) folder["first_skip"] = f.first_skip;
-      images = std::move(f.images);
-    } else {
-      images = runtime::read_npy(o.calibration);
-    }
-    if (images.shape.empty() || images.shape[0] < 1)
-      throw Error("--calibration '" + o.calibration + "' holds no images (shape " + shape_str(images.shape) + ")");
+    const HostTensor images = read_calibration_input(o.calibration, model_at, j);
     o.compile = runtime::calibrate_network(model_at, [&](runtime::Runner& r) { load_weights(r); }, o.compile,
                                            o.device.backend_options, images, calibrator, result);
   }
-  nlohmann::json j = {{"calibration", o.calibration}, {"calibrator", runtime::calibrator_name(calibrator)},
-                      {"calibration_images", result.images}, {"calibration_batches", result.batches},
-                      {"calibration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
-  if (!folder.is_null()) j["calibration_folder"] = folder;
+  j.update({{"calibration", o.calibration}, {"calibrator", runtime::calibrator_name(calibrator)},
+            {"calibration_images", result.images}, {"calibration_batches", result.batches},
+            {"calibration_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}});
   return j;
 }
 

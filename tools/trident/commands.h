@@ -16,5 +16,6 @@ RunSubcommand add_explain_command(CLI::App& app);
 RunSubcommand add_infer_command(CLI::App& app);
 RunSubcommand add_bench_command(CLI::App& app);
 RunSubcommand add_export_command(CLI::App& app);
+RunSubcommand add_quantize_command(CLI::App& app);
 
 }  // namespace trident::cli

@@ -1,4 +1,4 @@
-// The `trident` command line: sub-commands train, info, explain, infer, bench and export. Every failure ends in one sentence
+// The `trident` command line: sub-commands train, info, explain, infer, bench, export and quantize. Every failure ends in one sentence
 // on stderr and a non-zero exit: 1 for bad input, 2 for an internal error.
 #include <iostream>
 #include <map>
@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   commands[app.get_subcommand("bench")] = std::move(commands[nullptr]);
   commands[nullptr] = trident::cli::add_export_command(app);
   commands[app.get_subcommand("export")] = std::move(commands[nullptr]);
+  commands[nullptr] = trident::cli::add_quantize_command(app);
+  commands[app.get_subcommand("quantize")] = std::move(commands[nullptr]);
   commands.erase(nullptr);
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

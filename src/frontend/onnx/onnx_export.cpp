@@ -7,6 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -18,6 +19,7 @@
 #include "core/tensor_layout.h"
 #include "frontend/torch_layout.h"
 #include "ops/activation.h"
+#include "ops/int8_quant.h"
 #include "ops/mul_broadcast.h"
 #include "ops/window.h"
 #include "ops/norm_params.h"
@@ -186,6 +188,64 @@ class Writer {
     return bn.op == "batchnorm2d" && bn.inputs[0] == conv_out ? bn.id : -1;
   }
 
+  // Whether the convolution reads a quantize_dequantize pair (`trident quantize`'s form): its
+  // weights then go out as int8 too.
+  bool reads_pair(const ir::Node& n) const {
+    const int p = g_.value(n.inputs[0]).producer;
+    return p >= 0 && g_.node(p).op == "quantize_dequantize" && g_.node(p).attrs.i("per_channel", 0) == 0;
+  }
+
+  std::string byte_constant(const std::string& nm, int64_t value, bool is_unsigned) {
+    auto* init = graph_->add_initializer();
+    init->set_name(nm);
+    init->set_data_type(is_unsigned ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8);
+    const char byte = static_cast<char>(is_unsigned ? static_cast<uint8_t>(value) : static_cast<uint8_t>(static_cast<int8_t>(value)));
+    init->set_raw_data(std::string(1, byte));
+    return nm;
+  }
+
+  // OIHW weights on trident's int8 grid (ops/int8_quant.h: per output channel, ±127) as an
+  // int8 initializer, and the DequantizeLinear (axis 0) that reads them back; returns its output.
+  std::string int8_weights(const ir::Node& n, const std::string& nm, const HostTensor& oihw) {
+    const int64_t K = oihw.shape[0], per = numel(oihw.shape) / K;
+    const float* w = reinterpret_cast<const float*>(oihw.data.data());
+    std::string q(static_cast<size_t>(K * per), '\0');
+    std::vector<float> scales(static_cast<size_t>(K));
+    for (int64_t k = 0; k < K; ++k) {
+      float absmax = 0;
+      for (int64_t i = 0; i < per; ++i) absmax = std::max(absmax, std::fabs(w[k * per + i]));
+      scales[k] = ops::int8_scale(absmax, false);
+      const float inverse = 1.0f / scales[k];
+      for (int64_t i = 0; i < per; ++i)
+        q[static_cast<size_t>(k * per + i)] = static_cast<char>(static_cast<int8_t>(ops::int8_level(w[k * per + i], inverse, ops::kWeightGrid)));
+    }
+    auto* init = graph_->add_initializer();
+    init->set_name(nm + ".int8");
+    init->set_data_type(onnx::TensorProto::INT8);
+    for (int64_t d : oihw.shape) init->add_dims(d);
+    init->set_raw_data(q);
+    constant(nm + ".scale", scales, {K});
+    auto* zero = graph_->add_initializer();
+    zero->set_name(nm + ".zero_point");
+    zero->set_data_type(onnx::TensorProto::INT8);
+    zero->add_dims(K);
+    zero->set_raw_data(std::string(static_cast<size_t>(K), '\0'));
+    integer(emit(n, "DequantizeLinear", {nm + ".int8", nm + ".scale", nm + ".zero_point"}, {nm}, ".dequantize_weight"),
+            "axis", 0);
+    return nm;
+  }
+
+  // A pair on an activation: QuantizeLinear → DequantizeLinear with its scale and zero point.
+  void pair(const ir::Node& n, const std::string& out) {
+    if (n.attrs.i("per_channel", 0) != 0) fail(n, "a per-channel pair exists only inside a decomposition");
+    const bool is_unsigned = n.attrs.i("unsigned", 0) != 0;
+    const std::string q = out + ".quantized";
+    const std::string scale = constant(q + ".scale", {static_cast<float>(n.attrs.f("scale"))}, {});
+    const std::string zero = byte_constant(q + ".zero_point", n.attrs.i("zero_point", 0), is_unsigned);
+    emit(n, "QuantizeLinear", {name(n.inputs[0]), scale, zero}, {q}, ".quantize");
+    emit(n, "DequantizeLinear", {q, scale, zero}, {out}, ".dequantize");
+  }
+
   void conv(const ir::Node& n) {
     const Shape& w = g_.value(n.inputs[1]).shape;
     const ops::Window win = ops::conv_window(n.attrs, {w[1], w[2]});
@@ -205,7 +265,9 @@ class Writer {
       return;
     }
     if (bn < 0) {
-      std::vector<std::string> in{name(n.inputs[0]), param(n, n.inputs[1])};
+      std::vector<std::string> in{name(n.inputs[0]), reads_pair(n) ? int8_weights(n, n.name + ".weight",
+                                                                                  to_onnx_tensor(layout_, name(n.inputs[1]), weight(n, n.inputs[1])))
+                                                                    : param(n, n.inputs[1])};
       if (n.inputs.size() > 2) in.push_back(param(n, n.inputs[2]));
       window(emit(n, "Conv", in, {name(n.outputs[0])}), win, true);
       return;
@@ -227,10 +289,11 @@ class Writer {
       bias[k] = static_cast<float>((bias[k] - f(mean)[k]) * s + f(beta)[k]);
     }
     const HostTensor oihw = ohwi_to_oihw(scaled);
-    initializer(n.name + ".folded_weight", oihw, oihw.shape);
+    std::string weight_name = n.name + ".folded_weight";
+    if (reads_pair(n)) weight_name = int8_weights(n, weight_name, oihw);
+    else initializer(weight_name, oihw, oihw.shape);
     const std::string bias_name = constant(n.name + ".folded_bias", bias, {K});
-    window(emit(n, "Conv", {name(n.inputs[0]), n.name + ".folded_weight", bias_name}, {name(b.outputs[0])}), win,
-           true);
+    window(emit(n, "Conv", {name(n.inputs[0]), weight_name, bias_name}, {name(b.outputs[0])}), win, true);
     folded_.insert(bn);
     ++summary_.folded_batchnorms;
   }
@@ -249,6 +312,7 @@ class Writer {
       return;
     }
     if (n.op == "relu") return void(emit(n, "Relu", {name(n.inputs[0])}, {out}));
+    if (n.op == "quantize_dequantize") return pair(n, out);
     if (n.op == "layernorm") {  // over channels: NCHW permuted to channels-last and back, as ConvNeXt does
       const std::vector<std::string> params{param(n, n.inputs[1]), param(n, n.inputs[2])};
       if (x.size() != 4) {
@@ -353,8 +417,8 @@ class Writer {
                        {out}));
     }
     fail(n, "ONNX export covers conv2d, batchnorm2d, relu, the activations, add, mul, clip, max and average "
-            "pooling, global average pooling, flatten, linear, dropout, concat, pad2d, channel_slice and the "
-            "channel shuffle of 4-D tensors");
+            "pooling, global average pooling, flatten, linear, dropout, concat, pad2d, channel_slice, the "
+            "channel shuffle of 4-D tensors and quantize_dequantize pairs");
   }
 
   const ir::Graph& g_;
