@@ -18,6 +18,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu_ref/kernels.h"
 #include "core/world.h"
+#include "ops/conv_stages.h"
 
 namespace trident::cpu {
 
@@ -39,6 +40,32 @@ const std::set<std::string>& fused_with_batchnorm() {
   return ops;
 }
 
+// oneDNN 2's int8 convolution adds each pair of u8·s8 products in 16 bits with saturation on a
+// CPU without VNNI instructions (AVX2, or AVX-512 without DL Boost: vpmaddubsw), so a pair past
+// ±32767 is clipped and the result is wrong, not merely rounded; there an int8 conv2d_epilogue
+// runs as its decomposition on this backend's kernels (the grids' values convolved in f32),
+// which gives the decomposition's numbers without the integer kernel's speed.
+bool int8_sums_exact_here() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto vnni = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);
+  return (isa & vnni) == vnni;
+}
+
+// The decomposition of an int8 convolution on such a CPU, saying so in `explain`.
+class Int8InFloat final : public Kernel {
+ public:
+  explicit Int8InFloat(std::unique_ptr<Kernel> decomposed) : decomposed_(std::move(decomposed)) {}
+  void prepare(const KernelArgs& args) override { decomposed_->prepare(args); }
+  void run(const KernelArgs& args) override { decomposed_->run(args); }
+  std::string implementation() const override {
+    return "int8 grids computed in f32: this CPU has no VNNI, where oneDNN's int8 convolution saturates (" +
+           decomposed_->implementation() + ")";
+  }
+
+ private:
+  std::unique_ptr<Kernel> decomposed_;
+};
+
 // A batchnorm of training, forward or backward: a reduction over the rows per channel.
 bool training_batchnorm(const ir::Node& node) {
   return node.op == "batchnorm2d_backward" ||
@@ -48,6 +75,8 @@ bool training_batchnorm(const ir::Node& node) {
 }  // namespace
 
 std::unique_ptr<Kernel> reference_kernel(const ir::Node& node, const ir::Graph& g, BackendContext& ctx) {
+  if (node.op == "conv2d_epilogue" && !int8_sums_exact_here() && ops::ConvStages::of(node).int8)
+    return std::make_unique<Int8InFloat>(cpu_ref::make_decomposed_on(kBackend, node, g, ctx));
   const BackendOptions& options = ctx.kernel_options().backend;
   // One rank sums nothing: its batchnorms keep the cpu kernels.
   const distributed::World* bn_world = options.batchnorm_world();

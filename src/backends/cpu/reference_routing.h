@@ -4,6 +4,8 @@
 // (BackendOptions::batchnorm_world) a batchnorm's statistics must be summed over the ranks
 // between its passes, which oneDNN's primitive cannot do. Those ops run on kernels whose every
 // sum has one fixed order, and that sum over the world where asked; the rest stay on oneDNN.
+// And on a CPU without VNNI instructions oneDNN's int8 convolution saturates its 16-bit pair
+// sums, so an int8 convolution runs as its decomposition there (reference_routing.cpp).
 #pragma once
 #include <memory>
 
