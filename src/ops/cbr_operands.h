@@ -43,12 +43,6 @@ inline constexpr size_t mask = 0, dy = 1, conv_out = 2, gamma = 3, saved_mean = 
 namespace cbr_weight_bwd_out {
 inline constexpr size_t dw = 0, dgamma = 1, dbeta = 2;
 }
-inline bool has_pooled_dy(const ir::Node& n) { return n.attrs.i("pooled_dy", 0) != 0; }
-// Whether a batchnorm_relu_backward adds a second gradient dy_other (fold_gradient_sum).
-inline bool has_dy_other(const ir::Node& n) {
-  return !has_pooled_dy(n) && n.inputs.size() > bn_relu_bwd_in::dy_other;
-}
-
 inline bool has_prologue(const ir::Node& n) { return n.attrs.i("prologue", 0) != 0; }
 inline bool has_residual_affine(const ir::Node& n) { return n.attrs.i("residual_affine", 0) != 0; }
 // Attribute bias_cancelled = 1 (passes/cancel_conv_bias.cpp): the batch mean cancels the

@@ -21,6 +21,7 @@
 
 #include "core/relu_mask.h"
 #include "core/window_index.h"
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/cbr_operands.h"
 #include "ops/conv_stages.h"
 #include "ops/op_helpers.h"
@@ -219,11 +220,13 @@ void register_fused_cbr_ops() {
                          "relu backward (mask from the output) fused with training batchnorm backward");
   bwd.infer = [](const Node& n, const Graph& g) {
     namespace in = bn_relu_bwd_in;
+    using Stages = BnReluBackwardStages;
+    const Stages stages = Stages::of(n, g);
     const auto &mask = in_value(g, n, in::mask), &dy = in_value(g, n, in::dy), &x = in_value(g, n, in::conv_out);
     expect_rank(x, 4, "conv output");
-    if (has_pooled_dy(n)) {
+    if (stages.dy == Stages::Dy::pooled) {
       // dy is the gradient of the max pooling of y that the window attributes describe.
-      if (n.inputs.size() != in::dy_window_index + 1)
+      if (n.inputs.size() != stages.inputs())
         throw Error("attribute pooled_dy needs exactly one more input, the pooling's window index");
       const Window w = pool_window(n.attrs);
       if (w.kernel.h * w.kernel.w > kMostWindowCells) throw Error("the pooling window has more cells than a window index names");
@@ -236,17 +239,17 @@ void register_fused_cbr_ops() {
     } else {
       expect_same_shape(dy, x, "the gradient and the conv output");
     }
-    if (n.attrs.has("relu_max") && (!(n.attrs.f("relu_max") > 0) || mask.shape.size() == 2 || mask.dtype == DType::i32))
+    if (stages.clipped && (!(stages.relu_max > 0) || stages.mask != Stages::Mask::relu_output))
       throw Error("a clipped relu (relu_max) is masked from its output y, with relu_max positive");
-    if (mask.shape.size() == 2) {
+    if (stages.mask == Stages::Mask::affine) {
       expect_affine(mask, x.shape[3], "the affine that gives the relu mask");
-    } else if (mask.dtype == DType::i32) {
+    } else if (stages.mask == Stages::Mask::bits) {
       if (mask.shape != relu_mask_shape(x.shape))
         throw Error("the packed relu mask must have shape " + shape_str(relu_mask_shape(x.shape)));
     } else {
       expect_same_shape(mask, x, "relu output and conv output");
     }
-    if (has_dy_other(n)) {
+    if (stages.dy == Stages::Dy::plus_other) {
       const auto& other = in_value(g, n, in::dy_other);
       expect_same_shape(dy, other, "the two gradients of the relu output");
       if (other.dtype != dy.dtype) throw Error("the two gradients of the relu output must have one dtype");
@@ -257,7 +260,7 @@ void register_fused_cbr_ops() {
         throw Error("'" + in_value(g, n, i).name + "' must have shape " + shape_str(c));
     const DType param = in_value(g, n, in::gamma).dtype;
     std::vector<TypeInfo> out{{x.shape, x.dtype}, {c, param}, {c, param}};
-    if (n.attrs.i("residual", 0)) out.push_back({x.shape, x.dtype});
+    if (stages.residual_gradient) out.push_back({x.shape, x.dtype});
     return out;
   };
   // dconv_buffer ("conv_out" or "dy") and dresidual_over_dy: outputs written into the buffers
@@ -273,29 +276,30 @@ void register_fused_cbr_ops() {
   };
   bwd.decompose = [](Graph& g, const Node& n) {
     namespace in = bn_relu_bwd_in;
+    using Stages = BnReluBackwardStages;
+    const Stages stages = Stages::of(n, g);
     int dy = n.inputs[in::dy];
-    if (has_dy_other(n))
+    if (stages.dy == Stages::Dy::plus_other)
       dy = g.add_node1("add", {dy, n.inputs[in::dy_other]}, {}, n.name + ".gradient_sum");
-    if (has_pooled_dy(n)) {
+    if (stages.dy == Stages::Dy::pooled) {
       Attrs route = pool_window_attrs(n.attrs);
       route.set("input_shape", g.value(n.inputs[in::conv_out]).shape);
       dy = g.add_node1("maxpool2d_index_backward", {n.inputs[in::dy_window_index], dy}, route, n.name + ".pool_backward");
     }
-    const bool packed = g.value(n.inputs[in::mask]).dtype == DType::i32;
     int mask = n.inputs[in::mask];
-    if (g.value(mask).shape.size() == 2)
+    if (stages.mask == Stages::Mask::affine)
       mask = g.add_node1("bn_apply", {n.inputs[in::conv_out], mask}, {}, n.name + ".recomputed_output");
     // A clipped relu's gradient from its output: 0 < y < m exactly where 0 < z < m.
-    Attrs clipped{{"fn", std::string("clip")}, {"min", 0.0}, {"max", n.attrs.f("relu_max", 0.0)}};
-    const int dz = n.attrs.has("relu_max")
-                       ? g.add_node1("activation_backward", {mask, dy}, clipped, n.name + ".clip")
-                       : g.add_node1(packed ? "relu_mask_backward" : "relu_backward", {mask, dy}, {}, n.name + ".relu");
+    Attrs clipped{{"fn", std::string("clip")}, {"min", 0.0}, {"max", stages.relu_max}};
+    const int dz = stages.clipped ? g.add_node1("activation_backward", {mask, dy}, clipped, n.name + ".clip")
+                                  : g.add_node1(stages.mask == Stages::Mask::bits ? "relu_mask_backward" : "relu_backward",
+                                                {mask, dy}, {}, n.name + ".relu");
     auto r = g.add_node("batchnorm2d_backward",
                         {n.inputs[in::conv_out], dz, n.inputs[in::gamma], n.inputs[in::saved_mean],
                          n.inputs[in::saved_invstd]},
                         copy_attrs(n.attrs, {"eps"}), n.name + ".bn");
     std::vector<int> out{r[0], r[1], r[2]};
-    if (n.attrs.i("residual", 0)) out.push_back(dz);
+    if (stages.residual_gradient) out.push_back(dz);
     return out;
   };
   ir::OpRegistry::add(bwd);

@@ -3,6 +3,8 @@
 // Parameters and optimizer state update in place (outputs alias their inputs); the operand
 // layout and settings are ops/optimizer_params.h. Gradients may be f16/bf16 beside f32
 // parameters (fold_gradient_cast).
+#include <functional>
+
 #include "ops/op_helpers.h"
 #include "ops/optimizer_params.h"
 
@@ -39,6 +41,32 @@ void expect_gradient_of(const ir::Value& param, const ir::Value& grad) {
               std::string(dtype_name(param.dtype)) + " parameter '" + param.name + "'");
 }
 
+// A per-parameter state buffer of an optimizer: where its i-th tensor sits among the inputs,
+// and its name in messages ("momentum", "first moment").
+struct StateBuffer {
+  std::function<size_t(size_t)> slot;
+  const char* what;
+};
+
+// The checks every optimizer step shares — its input count, lr [1], each gradient beside its
+// parameter, each state buffer of the parameter's shape — and the parameters' types, the
+// step's first `count` outputs.
+std::vector<TypeInfo> infer_parameters(const Node& n, const Graph& g, size_t inputs, const std::string& layout,
+                                       size_t count, const std::function<size_t(size_t)>& param,
+                                       const std::function<size_t(size_t)>& grad, const std::vector<StateBuffer>& states) {
+  expect_input_count(n, inputs, layout);
+  if (in_value(g, n, 0).shape != Shape{1}) throw Error("lr must have shape [1]");
+  std::vector<TypeInfo> out;
+  for (size_t i = 0; i < count; ++i) {
+    const auto& value = in_value(g, n, param(i));
+    expect_gradient_of(value, in_value(g, n, grad(i)));
+    for (const StateBuffer& s : states)
+      expect_same_shape(value, in_value(g, n, s.slot(i)), std::string("parameter and ") + s.what);
+    out.push_back({value.shape, value.dtype});
+  }
+  return out;
+}
+
 void register_sgd() {
   ir::OpDef sgd;
   sgd.name = "sgd_update";
@@ -49,17 +77,11 @@ void register_sgd() {
                 "loss_scaling, gradients are unscaled and an overflowed step is skipped";
   sgd.infer = [](const Node& n, const Graph& g) {
     const SgdParams p = sgd_params(n);
-    expect_input_count(n, p.inputs(),
-                       std::string("lr, params, grads, momentum buffers") +
-                           (p.scaling.on ? ", loss scale and good-step count" : ""));
-    if (in_value(g, n, 0).shape != Shape{1}) throw Error("lr must have shape [1]");
-    std::vector<TypeInfo> out;
-    for (size_t i = 0; i < p.count; ++i) {
-      const auto& param = in_value(g, n, p.param(i));
-      expect_gradient_of(param, in_value(g, n, p.grad(i)));
-      expect_same_shape(param, in_value(g, n, p.momentum_buffer(i)), "parameter and momentum");
-      out.push_back({param.shape, param.dtype});
-    }
+    std::vector<TypeInfo> out = infer_parameters(
+        n, g, p.inputs(),
+        std::string("lr, params, grads, momentum buffers") + (p.scaling.on ? ", loss scale and good-step count" : ""),
+        p.count, [&](size_t i) { return p.param(i); }, [&](size_t i) { return p.grad(i); },
+        {{[&](size_t i) { return p.momentum_buffer(i); }, "momentum"}});
     for (size_t i = 0; i < p.count; ++i) out.push_back(out[i]);
     infer_loss_scaling(n, g, p.scaling, p.loss_scale(), out);
     return out;
@@ -87,18 +109,12 @@ void register_adamw() {
                   "with loss_scaling, gradients are unscaled and an overflowed step is skipped";
   adamw.infer = [](const Node& n, const Graph& g) {
     const AdamwParams p = adamw_params(n);
-    expect_input_count(n, p.inputs(),
-                       std::string("lr, params, grads, first and second moments, step count") +
-                           (p.scaling.on ? ", loss scale and good-step count" : ""));
-    if (in_value(g, n, 0).shape != Shape{1}) throw Error("lr must have shape [1]");
-    std::vector<TypeInfo> out;
-    for (size_t i = 0; i < p.count; ++i) {
-      const auto& param = in_value(g, n, p.param(i));
-      expect_gradient_of(param, in_value(g, n, p.grad(i)));
-      expect_same_shape(param, in_value(g, n, p.exp_avg(i)), "parameter and first moment");
-      expect_same_shape(param, in_value(g, n, p.exp_avg_sq(i)), "parameter and second moment");
-      out.push_back({param.shape, param.dtype});
-    }
+    std::vector<TypeInfo> out = infer_parameters(
+        n, g, p.inputs(),
+        std::string("lr, params, grads, first and second moments, step count") +
+            (p.scaling.on ? ", loss scale and good-step count" : ""),
+        p.count, [&](size_t i) { return p.param(i); }, [&](size_t i) { return p.grad(i); },
+        {{[&](size_t i) { return p.exp_avg(i); }, "first moment"}, {[&](size_t i) { return p.exp_avg_sq(i); }, "second moment"}});
     for (size_t i = 0; i < 2 * p.count; ++i) out.push_back(out[i % p.count]);
     const auto& step = in_value(g, n, p.step());
     if (step.shape != Shape{1}) throw Error("the step count must have shape [1]");

@@ -14,6 +14,7 @@
 // reads than the written gradient costs. The backward gathers each cell's gradient exactly as
 // the pooling's backward does (same terms, same order, one rounding), so the result is the
 // unfused graph's bit for bit. Each candidate is folded or recorded with the reason it was refused.
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/cbr_operands.h"
 #include "ops/window.h"
 #include "passes/pass.h"
@@ -32,8 +33,10 @@ std::string refusal(const ir::Graph& g, const ValueUses& uses,
   const ops::Window w = ops::pool_window(route.attrs);
   if (w.stride.h != w.kernel.h || w.stride.w != w.kernel.w || w.pad.h != 0 || w.pad.w != 0)
     return "its windows overlap or are padded, so each cell would gather from several windows in both passes";
-  if (ops::has_dy_other(bwd)) return "the backward also adds a second gradient";
-  if (ops::has_pooled_dy(bwd)) return "the backward already routes a pooled gradient";
+  using Dy = ops::BnReluBackwardStages::Dy;
+  const Dy given = ops::BnReluBackwardStages::dy_of(bwd);
+  if (given == Dy::plus_other) return "the backward also adds a second gradient";
+  if (given == Dy::pooled) return "the backward already routes a pooled gradient";
   if (uses.is_output(dy)) return "the gradient '" + g.value(dy).name + "' is a graph output";
   if (uses.readers(dy).size() != 1) return "the gradient '" + g.value(dy).name + "' has " + std::to_string(uses.readers(dy).size()) + " readers";
   if (g.value(route.inputs[1]).dtype != g.value(dy).dtype) return "the pooled gradient and the routed one differ in dtype";
@@ -47,7 +50,7 @@ std::string refusal(const ir::Graph& g, const ValueUses& uses,
 int pooling_backward_of(const ir::Graph& g, const ir::Node& bwd) {
   namespace in = ops::bn_relu_bwd_in;
   std::vector<size_t> slots{in::dy};
-  if (ops::has_dy_other(bwd)) slots.push_back(in::dy_other);
+  if (ops::BnReluBackwardStages::dy_of(bwd) == ops::BnReluBackwardStages::Dy::plus_other) slots.push_back(in::dy_other);
   for (size_t slot : slots) {
     const int producer = g.value(bwd.inputs[slot]).producer;
     if (producer >= 0 && g.node(producer).op == "maxpool2d_index_backward") return producer;

@@ -15,6 +15,7 @@
 // The batchnorm backward node becomes the fused node in place, so its dgamma and dbeta keep
 // their value ids (the memory plan's gradient buffer names them) and it runs where the
 // batchnorm backward ran. Each candidate is fused or recorded with its reason.
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/cbr_operands.h"
 #include "ops/cbr_weight_backward.h"
 #include "ops/window.h"
@@ -32,10 +33,12 @@ constexpr const char* kPattern = "bn-backward+wgrad";
 std::string refusal(const ir::Graph& g, const ir::Node& bwd, const ir::Node& wgrad, bool one_pass) {
   if (wgrad.attrs.i("prologue", 0)) return "the weight gradient reads its input through a deferred batchnorm apply";
   if (wgrad.attrs.i("has_bias", 0)) return "the weight gradient also gives the bias's";
-  if (bwd.attrs.i("residual", 0)) return "the batchnorm backward also gives a residual's gradient";
-  if (ops::has_pooled_dy(bwd)) return "the batchnorm backward routes a pooled gradient";
-  if (ops::has_dy_other(bwd)) return "the batchnorm backward adds a second gradient";
-  if (bwd.attrs.has("relu_max")) return "the relu is clipped (its mask is read from y)";
+  using Stages = ops::BnReluBackwardStages;
+  const Stages stages = Stages::of(bwd, g);
+  if (stages.residual_gradient) return "the batchnorm backward also gives a residual's gradient";
+  if (stages.dy == Stages::Dy::pooled) return "the batchnorm backward routes a pooled gradient";
+  if (stages.dy == Stages::Dy::plus_other) return "the batchnorm backward adds a second gradient";
+  if (stages.clipped) return "the relu is clipped (its mask is read from y)";
   const ir::Value &x = g.value(wgrad.inputs[0]), &conv_out = g.value(bwd.inputs[ops::bn_relu_bwd_in::conv_out]);
   const Shape w = wgrad.attrs.ints("weight_shape");
   const ops::Window window = ops::conv_window(wgrad.attrs, {w[1], w[2]});

@@ -80,7 +80,9 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"fuse_conv_epilogue", fuse_conv_epilogue, false, true});
     if (opt.int8.stage != Int8Options::Stage::off) {
       if (!opt.traits.int8_convolution)
-        throw Error("backend '" + opt.backend + "' has no int8 convolution; int8 runs on the CPU backends (cpu, cpu_ref)");
+        throw Error("backend '" + opt.backend +
+                    "' has no int8 convolution kernels; int8 runs where the backend's kernels include them "
+                    "(the CPU backends)");
       pm.add({"quantize_int8", quantize_int8, true});
     } else if (opt.traits.int8_convolution) {
       // An imported QDQ model's quantized convolution inputs, where the backend has int8 kernels.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/op_registry.h"
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/conv_stages.h"
 
 namespace trident::runtime {
@@ -62,6 +63,13 @@ std::vector<int> fused_convolutions(const ir::Graph& g) {
     if (ops::ConvStages::is_fused_convolution(g.node(id).op)) out.push_back(id);
   return out;
 }
+// The fused batchnorm backwards (ops/bn_relu_backward_stages.h), in execution order.
+std::vector<int> fused_batchnorm_backwards(const ir::Graph& g) {
+  std::vector<int> out;
+  for (int id : g.order())
+    if (g.node(id).op == "batchnorm_relu_backward" || g.node(id).op == "cbr_weight_backward") out.push_back(id);
+  return out;
+}
 
 }  // namespace
 
@@ -90,6 +98,13 @@ std::string report_text(const FusionReport& r) {
     const ir::Node& n = r.fused.graph.node(id);
     os << "  " << std::left << std::setw(54) << n.name << " " << ops::ConvStages::of(n).describe() << "\n";
   }
+  const std::vector<int> backwards = fused_batchnorm_backwards(r.fused.graph);
+  if (!backwards.empty()) os << "\nfused batchnorm backwards and their stages (" << backwards.size() << "):\n";
+  for (int id : backwards) {
+    const ir::Node& n = r.fused.graph.node(id);
+    os << "  " << std::left << std::setw(54) << n.name << " "
+       << ops::BnReluBackwardStages::of(n, r.fused.graph).describe() << (n.op == "cbr_weight_backward" ? " → weight gradient" : "") << "\n";
+  }
   return os.str();
 }
 
@@ -104,6 +119,11 @@ nlohmann::json report_json(const FusionReport& r) {
     const ir::Node& n = r.fused.graph.node(id);
     convolutions.push_back({{"node", n.name}, {"op", n.op}, {"stages", ops::ConvStages::of(n).describe()}});
   }
+  nlohmann::json backwards = nlohmann::json::array();
+  for (int id : fused_batchnorm_backwards(r.fused.graph)) {
+    const ir::Node& n = r.fused.graph.node(id);
+    backwards.push_back({{"node", n.name}, {"op", n.op}, {"stages", ops::BnReluBackwardStages::of(n, r.fused.graph).describe()}});
+  }
   return {{"model", r.model},
           {"mode", passes::mode_name(r.mode)},
           {"nodes", {{"unfused", r.unfused.graph.order().size()}, {"fused", r.fused.graph.order().size()}}},
@@ -114,6 +134,7 @@ nlohmann::json report_json(const FusionReport& r) {
                            {"fused", r.fused.plan.bytes(plan::Buffer::Arena)}}},
           {"fusions", fusions},
           {"fused_convolutions", convolutions},
+          {"fused_batchnorm_backwards", backwards},
           {"rejections", rejections}};
 }
 

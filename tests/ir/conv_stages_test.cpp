@@ -2,7 +2,8 @@
 // the passes build — cbr with bias and bit mask, ReLU6's clipped cbr, cbar with a deferred
 // input affine and a residual affine, conv_bn_stats with a cancelled bias and an exact affine,
 // and the inference epilogue — gives the stages its decomposition runs, in order, and a plain
-// conv2d is refused in one sentence. `trident explain` lists each fused convolution with them.
+// conv2d is refused in one sentence. `trident explain` lists each fused convolution with them,
+// and each fused batchnorm backward with its stages.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -99,6 +100,17 @@ TEST(ConvStages, ExplainListsEachFusedConvolutionWithItsStages) {
   EXPECT_EQ(j["fused_convolutions"][1]["stages"], "conv → batch statistics → affine → add residual → relu");
   const std::string text = runtime::report_text(r);
   EXPECT_NE(text.find("fused convolutions and their stages (2):"), std::string::npos) << text;
+  // ...and each fused batchnorm backward with its own (ops/bn_relu_backward_stages.h); the block
+  // end's also gives the residual's gradient.
+  ASSERT_EQ(j["fused_batchnorm_backwards"].size(), 2u) << j.dump(2);
+  int residual = 0;
+  for (const auto& entry : j["fused_batchnorm_backwards"]) {
+    const std::string stages = entry["stages"];
+    EXPECT_NE(stages.find("→ batchnorm backward"), std::string::npos) << stages;
+    residual += stages.find("→ dresidual") != std::string::npos;
+  }
+  EXPECT_EQ(residual, 1) << j.dump(2);
+  EXPECT_NE(text.find("fused batchnorm backwards and their stages (2):"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "frontend/builder.h"
 #include "frontend/zoo.h"
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/cbr_operands.h"
 #include "passes/pass.h"
 #include "runtime/executable.h"
@@ -39,7 +40,7 @@ Compiled training_graph(ir::Graph model, const std::string& backend, bool fold =
 std::vector<const ir::Node*> routing_backwards(const ir::Graph& g) {
   std::vector<const ir::Node*> found;
   for (int id : g.order())
-    if (g.node(id).op == "batchnorm_relu_backward" && ops::has_pooled_dy(g.node(id))) found.push_back(&g.node(id));
+    if (g.node(id).op == "batchnorm_relu_backward" && ops::BnReluBackwardStages::dy_of(g.node(id)) == ops::BnReluBackwardStages::Dy::pooled) found.push_back(&g.node(id));
   return found;
 }
 
@@ -80,7 +81,7 @@ TEST(FoldMaxpoolGradient, EveryVgg16BnPoolingGradientIsRoutedByTheBatchnormBackw
     EXPECT_EQ(dy, (Shape{x[0], x[1] / 2, x[2] / 2, x[3]})) << n->name;
     ASSERT_EQ(n->inputs.size(), in::dy_window_index + 1);
     EXPECT_EQ(g.node(g.value(n->inputs[in::dy_window_index]).producer).op, "maxpool2d") << n->name;
-    EXPECT_FALSE(ops::has_dy_other(*n));
+    EXPECT_NE(ops::BnReluBackwardStages::dy_of(*n), ops::BnReluBackwardStages::Dy::plus_other);
   }
 }
 

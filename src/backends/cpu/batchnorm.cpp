@@ -1,13 +1,16 @@
-// batchnorm2d (training and inference) and its backward on oneDNN batch_normalization, and
-// bn_relu (ops/bn_relu.cpp), the same primitive with fuse_norm_relu. oneDNN speaks
-// mean/variance while the graph keeps saved_invstd, so the kernels convert through a
-// kernel-owned [C] variance buffer; the running-stat update is a host loop.
+// batchnorm2d (training and inference) and its backward on oneDNN batch_normalization, bn_relu
+// (ops/bn_relu.cpp), the same primitive with fuse_norm_relu, and batchnorm_relu_backward, the
+// backward after the relu's. oneDNN speaks mean/variance while the graph keeps saved_invstd,
+// so the kernels convert through a kernel-owned [C] variance buffer; the running-stat update
+// is a host loop.
 #include <cmath>
 #include <optional>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_util.h"
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/bn_relu_operands.h"
+#include "ops/cbr_operands.h"
 #include "ops/norm_params.h"
 
 namespace trident::cpu {
@@ -172,14 +175,49 @@ class Batchnorm2d final : public PrimitiveKernel {
   std::optional<BnTraining> training_;
 };
 
-class Batchnorm2dBackward final : public PrimitiveKernel {
+// batchnorm2d_backward (x, dy, gamma, saved_mean, saved_invstd → dx, dgamma, dbeta), and
+// batchnorm_relu_backward (ops/bn_relu_backward_stages.h), the same primitive after the relu's
+// backward: dz = (dy [+ dy_other])·(y > 0) (0 < y < relu_max when clipped) goes to dresidual
+// when the node gives one (it is exactly the residual's gradient), else to a kernel-owned
+// buffer; the sum of two gradients is made there first and masked in place.
+class BatchnormBackward final : public PrimitiveKernel {
  public:
-  Batchnorm2dBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
+  BatchnormBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
     expect_f32(node, g);
-    if (node.inputs.size() != 5 || node.outputs.size() != 3)
-      fail(node, "expected 5 inputs (x, dy, gamma, saved_mean, saved_invstd) and 3 outputs");
-    bwd_.emplace(*this, node, in_shape(node, g, 0),
-                 BnBackwardOperands{in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2)});
+    if (node.op == "batchnorm2d_backward") {
+      if (node.inputs.size() != 5 || node.outputs.size() != 3)
+        fail(node, "expected 5 inputs (x, dy, gamma, saved_mean, saved_invstd) and 3 outputs");
+      bwd_.emplace(*this, node, in_shape(node, g, 0),
+                   BnBackwardOperands{in(0), in(1), in(2), in(3), in(4), out(0), out(1), out(2)});
+      return;
+    }
+    namespace i = ops::bn_relu_bwd_in;
+    namespace o = ops::bn_relu_bwd_out;
+    using Stages = ops::BnReluBackwardStages;
+    const Stages stages = Stages::of(node, g);
+    if (stages.mask == Stages::Mask::affine)
+      fail(node, "a relu mask recomputed from the affine (defer_bn_apply) runs on cuda and cpu_ref only");
+    if (stages.dy == Stages::Dy::pooled)
+      fail(node, "a gradient routed through a max pooling's window index (fold_maxpool_gradient) runs on cuda and cpu_ref only");
+    const Shape& x = in_shape(node, g, i::conv_out);
+    const int64_t n = trident::numel(x);
+    Operand dz_flat = out(o::dresidual), dz_nhwc = out(o::dresidual);
+    if (!stages.residual_gradient) {
+      const memory flat = owned(flat_md(n));
+      dz_flat = flat;
+      // The same bytes described as NHWC for the batchnorm step.
+      dz_nhwc = memory(nhwc_md(x), OnednnContext::instance().engine(), flat.get_data_handle());
+    }
+    const float relu_max = static_cast<float>(stages.relu_max);
+    if (stages.dy == Stages::Dy::plus_other) {
+      append_add(*this, n, in(i::dy), in(i::dy_other), dz_flat);
+      append_relu_backward(*this, n, in(i::mask), dz_flat, dz_flat, relu_max);
+    } else {
+      append_relu_backward(*this, n, in(i::mask), in(i::dy), dz_flat, relu_max);
+    }
+    bwd_.emplace(*this, node, x,
+                 BnBackwardOperands{in(i::conv_out), dz_nhwc, in(i::gamma), in(i::saved_mean), in(i::saved_invstd),
+                                    out(o::dconv), out(o::dgamma), out(o::dbeta)});
   }
 
   void run(const KernelArgs& args) override {
@@ -195,9 +233,8 @@ class Batchnorm2dBackward final : public PrimitiveKernel {
 }  // namespace
 
 void register_batchnorm_kernels() {
-  add_kernel<Batchnorm2d>("batchnorm2d");
-  add_kernel<Batchnorm2d>("bn_relu");
-  add_kernel<Batchnorm2dBackward>("batchnorm2d_backward");
+  add_kernel<Batchnorm2d>({"batchnorm2d", "bn_relu"});
+  add_kernel<BatchnormBackward>({"batchnorm2d_backward", "batchnorm_relu_backward"});
 }
 
 }  // namespace trident::cpu

@@ -126,8 +126,7 @@ void register_elementwise_kernels() {
   add_kernel<ReluBackward>("relu_backward");
   add_kernel<Add>("add");
   add_kernel<RefLoop<cpu_ref::fill>>("fill");
-  add_kernel<View>("flatten");
-  add_kernel<View>("reshape");
+  add_kernel<View>({"flatten", "reshape"});
 }
 
 }  // namespace trident::cpu

@@ -1,7 +1,8 @@
-// The fused training ops cbr / cbar (conv → batchnorm → [add residual] → relu) and their
-// batchnorm_relu_backward, built from the same step builders as the single ops: one kernel,
-// one list of primitive steps; the relu runs inside the batchnorm pass (cbr) or inside the
-// residual add (cbar). (conv2d_epilogue, the inference fusion, is in fused_inference.cpp.)
+// The fused training ops cbr / cbar (conv → batchnorm → [add residual] → relu), built from the
+// same step builders as the single ops: one kernel, one list of primitive steps; the relu runs
+// inside the batchnorm pass (cbr) or inside the residual add (cbar). Their backward,
+// batchnorm_relu_backward, is batchnorm.cpp's; conv2d_epilogue, the inference fusion, is in
+// fused_inference.cpp.
 #include <optional>
 
 #include "backends/cpu/kernels.h"
@@ -55,60 +56,10 @@ class FusedForward final : public PrimitiveKernel {
   std::optional<BnTraining> bn_;
 };
 
-// batchnorm_relu_backward: inputs y, dy, conv_out, gamma, saved_mean, saved_invstd,
-// [dy_other]; outputs dconv, dgamma, dbeta, [dresidual]. dz = (dy [+ dy_other])·(y > 0) (with
-// relu_max: 0 < y < relu_max) goes
-// to dresidual when there is one (it is exactly the residual's gradient), else to a
-// kernel-owned buffer; the sum of two gradients is made there first and masked in place.
-class FusedBackward final : public PrimitiveKernel {
- public:
-  FusedBackward(const ir::Node& node, const ir::Graph& g) : PrimitiveKernel(node, g) {
-    expect_f32(node, g);
-    if ((node.inputs.size() != 6 && node.inputs.size() != 7) || (node.outputs.size() != 3 && node.outputs.size() != 4))
-      fail(node, "expected 6 or 7 inputs and 3 or 4 outputs");
-    namespace i = ops::bn_relu_bwd_in;
-    namespace o = ops::bn_relu_bwd_out;
-    if (in_shape(node, g, i::mask).size() == 2)
-      fail(node, "a relu mask recomputed from the affine (defer_bn_apply) runs on cuda and cpu_ref only");
-    if (ops::has_pooled_dy(node))
-      fail(node, "a gradient routed through a max pooling's window index (fold_maxpool_gradient) runs on cuda and cpu_ref only");
-    const Shape& x = in_shape(node, g, i::conv_out);
-    const int64_t n = trident::numel(x);
-    Operand dz_flat = out(o::dresidual), dz_nhwc = out(o::dresidual);
-    if (node.outputs.size() == o::dresidual) {
-      const memory flat = owned(flat_md(n));
-      dz_flat = flat;
-      // The same bytes described as NHWC for the batchnorm step.
-      dz_nhwc = memory(nhwc_md(x), OnednnContext::instance().engine(), flat.get_data_handle());
-    }
-    const float relu_max = static_cast<float>(node.attrs.f("relu_max", 0.0));
-    if (ops::has_dy_other(node)) {
-      append_add(*this, n, in(i::dy), in(i::dy_other), dz_flat);
-      append_relu_backward(*this, n, in(i::mask), dz_flat, dz_flat, relu_max);
-    } else {
-      append_relu_backward(*this, n, in(i::mask), in(i::dy), dz_flat, relu_max);
-    }
-    bwd_.emplace(*this, node, x,
-                 BnBackwardOperands{in(i::conv_out), dz_nhwc, in(i::gamma), in(i::saved_mean), in(i::saved_invstd),
-                                    out(o::dconv), out(o::dgamma), out(o::dbeta)});
-  }
-
-  void run(const KernelArgs& args) override {
-    check_views(args);
-    bwd_->prepare(args);
-    execute(args);
-  }
-
- private:
-  std::optional<BnBackward> bwd_;
-};
-
 }  // namespace
 
 void register_fused_cbr_kernels() {
-  add_kernel<FusedForward>("cbr");
-  add_kernel<FusedForward>("cbar");
-  add_kernel<FusedBackward>("batchnorm_relu_backward");
+  add_kernel<FusedForward>({"cbr", "cbar"});
 }
 
 }  // namespace trident::cpu

@@ -1,6 +1,7 @@
 // Registration entry points of the oneDNN "cpu" backend (one per op family file), the helper
 // registering a Kernel class for an op, and the step builders that fused kernels reuse.
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -38,6 +39,11 @@ void add_kernel(const char* op) {
     else
       return std::make_unique<K>(node, g);
   });
+}
+// One kernel class for every op it runs (a forward and its variants, say).
+template <class K>
+void add_kernel(std::initializer_list<const char*> ops) {
+  for (const char* op : ops) add_kernel<K>(op);
 }
 
 // ---- step builders, shared by the single-op kernels and the fused ones (fused.cpp) ----
@@ -126,7 +132,7 @@ void append_add(PrimitiveKernel& k, int64_t numel, const Operand& a, const Opera
 // ---- registration ----
 
 void register_conv_kernels();               // conv.cpp
-void register_batchnorm_kernels();          // batchnorm.cpp
+void register_batchnorm_kernels();          // batchnorm.cpp (and batchnorm_relu_backward)
 void register_elementwise_kernels();        // elementwise.cpp
 void register_elementwise_fused_kernels();  // elementwise_fused.cpp
 void register_pool_kernels();               // pool.cpp
@@ -135,7 +141,7 @@ void register_loss_kernels();               // loss.cpp
 void register_optimizer_kernels();          // optimizer.cpp
 void register_collective_kernels();         // collective.cpp: allreduce_mean, allreduce_wait
 void register_tensor_kernels();             // tensor_ops.cpp
-void register_fused_cbr_kernels();          // fused_cbr.cpp (cbr, cbar, batchnorm_relu_backward)
+void register_fused_cbr_kernels();          // fused_cbr.cpp (cbr, cbar)
 void register_fused_inference_kernels();    // fused_inference.cpp (conv2d_epilogue, fold_batchnorm)
 void register_quantize_kernels();           // quantize.cpp (quantize_dequantize)
 

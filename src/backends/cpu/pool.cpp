@@ -125,12 +125,9 @@ class MaxPoolBackward final : public PrimitiveKernel {
 }  // namespace
 
 void register_pool_kernels() {
-  add_kernel<PoolForward>("maxpool2d");
-  add_kernel<PoolForward>("avgpool2d");
-  add_kernel<PoolForward>("global_avgpool");
+  add_kernel<PoolForward>({"maxpool2d", "avgpool2d", "global_avgpool"});
   add_kernel<MaxPoolBackward>("maxpool2d_backward");
-  add_kernel<AvgPoolBackward>("avgpool2d_backward");
-  add_kernel<AvgPoolBackward>("global_avgpool_backward");
+  add_kernel<AvgPoolBackward>({"avgpool2d_backward", "global_avgpool_backward"});
 }
 
 }  // namespace trident::cpu

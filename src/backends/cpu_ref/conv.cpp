@@ -18,6 +18,21 @@ inline int64_t tap(int64_t o, int64_t t, int64_t stride, int64_t pad, int64_t di
   return o * stride - pad + t * dil;
 }
 
+// Calls fn(r, s, h, w) for each filter tap (r, s) of output (p, q) whose input cell (h, w) is
+// inside the input, taps in row-major order (padding taps are skipped).
+template <class Fn>
+inline void for_each_tap(const WindowGeom& g, int64_t p, int64_t q, Fn&& fn) {
+  for (int64_t r = 0; r < g.R; ++r) {
+    const int64_t h = tap(p, r, g.stride.h, g.pad.h, g.dil.h);
+    if (h < 0 || h >= g.H) continue;
+    for (int64_t s = 0; s < g.S; ++s) {
+      const int64_t w = tap(q, s, g.stride.w, g.pad.w, g.dil.w);
+      if (w < 0 || w >= g.W) continue;
+      fn(r, s, h, w);
+    }
+  }
+}
+
 // The filter as [R, S, C/g, K]: for one input pixel and channel, the weights of every output
 // channel are contiguous, so the forward becomes a sum of axpys over K (no horizontal sums).
 template <class T>
@@ -50,24 +65,18 @@ void conv_forward(const KernelArgs& a) {
       for (int64_t q = 0; q < g.Q; ++q) {
         T* yp = Y + ((n * g.P + p) * g.Q + q) * g.K;
         for (int64_t k = 0; k < g.K; ++k) yp[k] = B ? B[k] : T(0);
-        for (int64_t r = 0; r < g.R; ++r) {
-          const int64_t h = tap(p, r, g.stride.h, g.pad.h, g.dil.h);
-          if (h < 0 || h >= g.H) continue;
-          for (int64_t s = 0; s < g.S; ++s) {
-            const int64_t wi = tap(q, s, g.stride.w, g.pad.w, g.dil.w);
-            if (wi < 0 || wi >= g.W) continue;
-            const T* xp = X + ((n * g.H + h) * g.W + wi) * g.C;
-            for (int64_t grp = 0; grp < g.groups; ++grp) {
-              T* yg = yp + grp * g.Kg;
-              for (int64_t c = 0; c < g.Cg; ++c) {
-                const T xv = xp[grp * g.Cg + c];
-                const T* wp = WT + ((r * g.S + s) * g.Cg + c) * g.K + grp * g.Kg;
+        for_each_tap(g, p, q, [&](int64_t r, int64_t s, int64_t h, int64_t wi) {
+          const T* xp = X + ((n * g.H + h) * g.W + wi) * g.C;
+          for (int64_t grp = 0; grp < g.groups; ++grp) {
+            T* yg = yp + grp * g.Kg;
+            for (int64_t c = 0; c < g.Cg; ++c) {
+              const T xv = xp[grp * g.Cg + c];
+              const T* wp = WT + ((r * g.S + s) * g.Cg + c) * g.K + grp * g.Kg;
 #pragma omp simd
-                for (int64_t k = 0; k < g.Kg; ++k) yg[k] += xv * wp[k];
-              }
+              for (int64_t k = 0; k < g.Kg; ++k) yg[k] += xv * wp[k];
             }
           }
-        }
+        });
       }
     }
   }
@@ -92,22 +101,16 @@ void conv_backward_data(const KernelArgs& a) {
     for (int64_t p = 0; p < g.P; ++p) {
       for (int64_t q = 0; q < g.Q; ++q) {
         const T* dyp = DY + ((n * g.P + p) * g.Q + q) * g.K;
-        for (int64_t r = 0; r < g.R; ++r) {
-          const int64_t h = tap(p, r, g.stride.h, g.pad.h, g.dil.h);
-          if (h < 0 || h >= g.H) continue;
-          for (int64_t s = 0; s < g.S; ++s) {
-            const int64_t wi = tap(q, s, g.stride.w, g.pad.w, g.dil.w);
-            if (wi < 0 || wi >= g.W) continue;
-            T* dxp = dxn + (h * g.W + wi) * g.C;
-            for (int64_t k = 0; k < g.K; ++k) {
-              const T d = dyp[k];
-              const T* wp = Wt + ((k * g.R + r) * g.S + s) * g.Cg;
-              T* dst = dxp + (k / g.Kg) * g.Cg;
+        for_each_tap(g, p, q, [&](int64_t r, int64_t s, int64_t h, int64_t wi) {
+          T* dxp = dxn + (h * g.W + wi) * g.C;
+          for (int64_t k = 0; k < g.K; ++k) {
+            const T d = dyp[k];
+            const T* wp = Wt + ((k * g.R + r) * g.S + s) * g.Cg;
+            T* dst = dxp + (k / g.Kg) * g.Cg;
 #pragma omp simd
-              for (int64_t c = 0; c < g.Cg; ++c) dst[c] += d * wp[c];
-            }
+            for (int64_t c = 0; c < g.Cg; ++c) dst[c] += d * wp[c];
           }
-        }
+        });
       }
     }
   }
@@ -146,25 +149,19 @@ void conv_backward_weight(const KernelArgs& a) {
         for (int64_t q = 0; q < g.Q; ++q) {
           const T* dyp = DY + ((n * g.P + p) * g.Q + q) * g.K;
           for (int64_t k = kb; k < ke; ++k) db[k - kb] += dyp[k];
-          for (int64_t r = 0; r < g.R; ++r) {
-            const int64_t h = tap(p, r, g.stride.h, g.pad.h, g.dil.h);
-            if (h < 0 || h >= g.H) continue;
-            for (int64_t s = 0; s < g.S; ++s) {
-              const int64_t wi = tap(q, s, g.stride.w, g.pad.w, g.dil.w);
-              if (wi < 0 || wi >= g.W) continue;
-              const T* xp = X + ((n * g.H + h) * g.W + wi) * g.C;
-              for (int64_t grp = g_first; grp <= g_last; ++grp) {
-                const int64_t k0 = std::max(kb, grp * g.Kg), k1 = std::min(ke, (grp + 1) * g.Kg);
-                const T* dyg = dyp + k0;
-                for (int64_t c = 0; c < g.Cg; ++c) {
-                  const T xv = xp[grp * g.Cg + c];
-                  T* dst = acc.data() + ((r * g.S + s) * g.Cg + c) * width + (k0 - kb);
+          for_each_tap(g, p, q, [&](int64_t r, int64_t s, int64_t h, int64_t wi) {
+            const T* xp = X + ((n * g.H + h) * g.W + wi) * g.C;
+            for (int64_t grp = g_first; grp <= g_last; ++grp) {
+              const int64_t k0 = std::max(kb, grp * g.Kg), k1 = std::min(ke, (grp + 1) * g.Kg);
+              const T* dyg = dyp + k0;
+              for (int64_t c = 0; c < g.Cg; ++c) {
+                const T xv = xp[grp * g.Cg + c];
+                T* dst = acc.data() + ((r * g.S + s) * g.Cg + c) * width + (k0 - kb);
 #pragma omp simd
-                  for (int64_t k = 0; k < k1 - k0; ++k) dst[k] += xv * dyg[k];
-                }
+                for (int64_t k = 0; k < k1 - k0; ++k) dst[k] += xv * dyg[k];
               }
             }
-          }
+          });
         }
       }
     }

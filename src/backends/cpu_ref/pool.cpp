@@ -47,6 +47,19 @@ void for_each_argmax(const T* xn, const WindowGeom& g, const Window& win, std::v
   for (int64_t c = 0; c < g.C; ++c) fn(c, at[c], best[c]);
 }
 
+// The backward scatters without scratch: sample n's dx zeroed, then `body(n, dxn, p, q)` for
+// every output cell (p, q) in row-major order, one sample per thread, so the sum order is fixed.
+template <class T, class Body>
+void scatter_per_sample(const WindowGeom& g, T* DX, Body&& body) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g.N; ++n) {
+    T* dxn = DX + n * g.H * g.W * g.C;
+    std::fill(dxn, dxn + g.H * g.W * g.C, T(0));
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) body(n, dxn, p, q);
+  }
+}
+
 // The window index byte (core/window_index.h) of cell h·W + w in the window of output (p, q).
 inline unsigned char window_cell(const WindowGeom& g, int64_t p, int64_t q, int64_t cell) {
   const int64_t r = cell / g.W - (p * g.stride.h - g.pad.h), s = cell % g.W - (q * g.stride.w - g.pad.w);
@@ -129,25 +142,18 @@ void maxpool_index_backward(const KernelArgs& a) {
   const WindowGeom g = pool_geom(a, dx.shape, dy.shape);
   const unsigned char* I = window_index_bytes(a, index, dy.shape);
   const T* DY = dy.as<T>();
-  T* DX = dx.as<T>();
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < g.N; ++n) {
-    T* dxn = DX + n * g.H * g.W * g.C;
-    std::fill(dxn, dxn + g.H * g.W * g.C, T(0));
-    for (int64_t p = 0; p < g.P; ++p)
-      for (int64_t q = 0; q < g.Q; ++q) {
-        const int64_t o = ((n * g.P + p) * g.Q + q) * g.C;
-        for (int64_t c = 0; c < g.C; ++c) {
-          const int64_t cell = I[o + c];
-          if (cell == kEmptyWindow) continue;
-          const int64_t h = p * g.stride.h - g.pad.h + cell / g.S, w = q * g.stride.w - g.pad.w + cell % g.S;
-          if (h < 0 || h >= g.H || w < 0 || w >= g.W)
-            throw Error("node '" + a.node.name + "' (op " + a.node.op + "): window index " + std::to_string(cell) +
-                        " names a cell outside the input");
-          dxn[(h * g.W + w) * g.C + c] += DY[o + c];
-        }
-      }
-  }
+  scatter_per_sample(g, dx.as<T>(), [&](int64_t n, T* dxn, int64_t p, int64_t q) {
+    const int64_t o = ((n * g.P + p) * g.Q + q) * g.C;
+    for (int64_t c = 0; c < g.C; ++c) {
+      const int64_t cell = I[o + c];
+      if (cell == kEmptyWindow) continue;
+      const int64_t h = p * g.stride.h - g.pad.h + cell / g.S, w = q * g.stride.w - g.pad.w + cell % g.S;
+      if (h < 0 || h >= g.H || w < 0 || w >= g.W)
+        throw Error("node '" + a.node.name + "' (op " + a.node.op + "): window index " + std::to_string(cell) +
+                    " names a cell outside the input");
+      dxn[(h * g.W + w) * g.C + c] += DY[o + c];
+    }
+  });
 }
 
 // The forward divisor of window (p, q): its full size, or only its in-bounds cells.
@@ -192,26 +198,19 @@ void avgpool_backward(const KernelArgs& a) {
   const WindowGeom g = pool_geom(a, dx.shape, dy.shape);
   const bool include_pad = g.count_include_pad;
   const T* DY = dy.as<T>();
-  T* DX = dx.as<T>();
-#pragma omp parallel for schedule(static)
-  for (int64_t n = 0; n < g.N; ++n) {
-    T* dxn = DX + n * g.H * g.W * g.C;
-    std::fill(dxn, dxn + g.H * g.W * g.C, T(0));
-    for (int64_t p = 0; p < g.P; ++p)
-      for (int64_t q = 0; q < g.Q; ++q) {
-        const Window win = window_at(g, p, q);
-        const int64_t div = avg_divisor(g, win, include_pad);
-        if (div == 0) continue;
-        const T scale = T(1) / static_cast<T>(div);
-        const T* dyp = DY + ((n * g.P + p) * g.Q + q) * g.C;
-        for (int64_t h = win.h0; h < win.h1; ++h)
-          for (int64_t w = win.w0; w < win.w1; ++w) {
-            T* dst = dxn + (h * g.W + w) * g.C;
+  scatter_per_sample(g, dx.as<T>(), [&](int64_t n, T* dxn, int64_t p, int64_t q) {
+    const Window win = window_at(g, p, q);
+    const int64_t div = avg_divisor(g, win, include_pad);
+    if (div == 0) return;
+    const T scale = T(1) / static_cast<T>(div);
+    const T* dyp = DY + ((n * g.P + p) * g.Q + q) * g.C;
+    for (int64_t h = win.h0; h < win.h1; ++h)
+      for (int64_t w = win.w0; w < win.w1; ++w) {
+        T* dst = dxn + (h * g.W + w) * g.C;
 #pragma omp simd
-            for (int64_t c = 0; c < g.C; ++c) dst[c] += dyp[c] * scale;
-          }
+        for (int64_t c = 0; c < g.C; ++c) dst[c] += dyp[c] * scale;
       }
-  }
+  });
 }
 
 void expect_global_shapes(const KernelArgs& a, const TensorView& big, const TensorView& small) {

@@ -12,6 +12,7 @@
 #include "backends/cuda/pool_geometry.h"
 #include "core/relu_mask.h"
 #include "core/window_index.h"
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/cbr_operands.h"
 #include "ops/norm_params.h"
 
@@ -103,62 +104,42 @@ class BatchNormForward final : public Kernel {
 
 // batchnorm2d_backward (x, dy, gamma, saved_mean, saved_invstd → dx, dgamma, dbeta) and
 // batchnorm_relu_backward (y, dy, conv_out, gamma, saved_mean, saved_invstd, [dy_other] →
-// dconv, dgamma, dbeta, [dresidual]): the same kernels, the fused op adding dy_other to dy
-// when it has one and masking the gradient with y > 0 first — y itself, its packed bits
-// (an i32 mask input, core/relu_mask.h), or the affine [2, C] f32 that recomputes y from
-// conv_out (defer_bn_apply). With relu_max (a clipped relu, ReLU6) the mask is 0 < y < relu_max.
-// With pooled_dy (fold_maxpool_gradient) dy is a max pooling's gradient, routed to the cells
-// its window index (in dy_other's place) names by the batchnorm kernels themselves.
+// dconv, dgamma, dbeta, [dresidual]): the same kernels, with the fused op's stages
+// (ops/bn_relu_backward_stages.h) — dy plus dy_other, or a max pooling's gradient that the
+// batchnorm kernels route to the cells its window index names; the gradient masked with y > 0
+// (0 < y < relu_max for a clipped relu) from y, its packed bits or the affine that recomputes y
+// from conv_out. The graph's verifier has checked the operands' shapes; the kernel checks what
+// it can run (one activation dtype, channel vectors it reads).
 template <bool FusedRelu>
 class BatchNormBackward final : public Kernel {
  public:
+  using Stages = ops::BnReluBackwardStages;
+
   BatchNormBackward(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
-    residual_ = FusedRelu && node.attrs.i("residual", 0) != 0;
-    constexpr size_t inputs = FusedRelu ? 6 : 5;
-    const size_t outputs = residual_ ? 4 : 3;
-    expect_arity(node, inputs, FusedRelu ? inputs + 1 : inputs, outputs, outputs);
-    pooled_ = FusedRelu && ops::has_pooled_dy(node);
-    two_gradients_ = FusedRelu && !pooled_ && node.inputs.size() == inputs + 1;
-    if (pooled_ && node.inputs.size() != inputs + 1) fail(node, "a pooled gradient needs the pooling's window index");
+    if (FusedRelu) stages_ = Stages::of(node, g);
+    const size_t inputs = FusedRelu ? stages_.inputs() : 5, outputs = stages_.outputs();
+    expect_arity(node, inputs, inputs, outputs, outputs);
     const ir::Value& x = input_value(node, g, kX);
     act_ = elem_of(node, x, "input");
     const auto [M, C] = rows_by_channels(node, x);
     // dy (and the relu output y of the fused op) match x; so do dx and dresidual.
     std::vector<size_t> activations;
-    if (pooled_) {
-      const ir::Value &dy = input_value(node, g, kDy), &index = input_value(node, g, inputs);
+    if (stages_.dy == Stages::Dy::pooled) {
+      const ir::Value& dy = input_value(node, g, kDy);
       expect_dtype(node, dy, x.dtype, "gradient");
       dy_window_ = pool_geometry(node, x.shape, dy.shape);
-      if (dy_window_.R * dy_window_.S > kMostWindowCells) fail(node, "the pooling window has more cells than a window index names");
-      if (index.dtype != DType::i32 || index.shape != window_index_shape(numel(dy.shape)))
-        fail(node, "the window index must be i32 " + shape_str(window_index_shape(numel(dy.shape))));
     } else {
       activations.push_back(kDy);
     }
-    bit_mask_ = FusedRelu && input_value(node, g, 0).dtype == DType::i32;
-    affine_mask_ = FusedRelu && input_value(node, g, 0).shape.size() == 2;
-    if (affine_mask_) {
-      const ir::Value& affine = input_value(node, g, 0);
-      if (affine.dtype != DType::f32 || affine.shape != Shape{2, C})
-        fail(node, "the affine that gives the relu mask must be f32 [2," + std::to_string(C) + "]");
-    } else if (bit_mask_) {
-      const ir::Value& mask = input_value(node, g, 0);
-      if (mask.shape != relu_mask_shape(x.shape))
-        fail(node, "the packed relu mask must have shape " + shape_str(relu_mask_shape(x.shape)));
-      mask_row_bytes_ = relu_mask_words(C) * 4;
-    } else if (FusedRelu) {
-      activations.push_back(0);
-      relu_max_ = static_cast<float>(node.attrs.f("relu_max", 0.0));
-    }
-    if (node.attrs.has("relu_max") && !(relu_max_ > 0))
-      fail(node, "a clipped relu (relu_max) is masked from its output y, with relu_max positive");
-    if (two_gradients_) activations.push_back(inputs);
+    if (stages_.dy == Stages::Dy::plus_other) activations.push_back(ops::bn_relu_bwd_in::dy_other);
+    if (FusedRelu && stages_.mask == Stages::Mask::relu_output) activations.push_back(ops::bn_relu_bwd_in::mask);
+    if (stages_.mask == Stages::Mask::bits) mask_row_bytes_ = relu_mask_words(C) * 4;
     for (size_t i : activations) {
       expect_dtype(node, input_value(node, g, i), x.dtype, "input");
       expect_shape(node, input_value(node, g, i), x.shape, "input");
     }
     std::vector<size_t> gradients{0};
-    if (residual_) gradients.push_back(3);
+    if (stages_.residual_gradient) gradients.push_back(3);
     for (size_t o : gradients) {
       expect_dtype(node, output_value(node, g, o), x.dtype, "gradient");
       expect_shape(node, output_value(node, g, o), x.shape, "gradient");
@@ -177,22 +158,22 @@ class BatchNormBackward final : public Kernel {
     device::BatchNormBackwardArgs args;
     args.x = a.in[kX].data;
     args.dy = a.in[kDy].data;
-    if (two_gradients_) args.dy_other = a.in.back().data;
-    if (pooled_) {
-      args.dy_window_index = a.in.back().data;
+    if (stages_.dy == Stages::Dy::plus_other) args.dy_other = a.in[ops::bn_relu_bwd_in::dy_other].data;
+    if (stages_.dy == Stages::Dy::pooled) {
+      args.dy_window_index = a.in[ops::bn_relu_bwd_in::dy_window_index].data;
       args.dy_window = dy_window_;
     }
-    if (affine_mask_) {
-      args.relu_affine = static_cast<const float*>(a.in[0].data);
-    } else if (bit_mask_) {
-      args.relu_bits = a.in[0].data;
+    if (FusedRelu && stages_.mask == Stages::Mask::affine) {
+      args.relu_affine = static_cast<const float*>(a.in[ops::bn_relu_bwd_in::mask].data);
+    } else if (FusedRelu && stages_.mask == Stages::Mask::bits) {
+      args.relu_bits = a.in[ops::bn_relu_bwd_in::mask].data;
       args.relu_bits_row_bytes = mask_row_bytes_;
     } else if (FusedRelu) {
-      args.relu_output = a.in[0].data;
-      args.relu_max = relu_max_;
+      args.relu_output = a.in[ops::bn_relu_bwd_in::mask].data;
+      args.relu_max = static_cast<float>(stages_.relu_max);
     }
     args.dx = a.out[0].data;
-    args.dresidual = residual_ ? a.out[3].data : nullptr;
+    args.dresidual = stages_.residual_gradient ? a.out[ops::bn_relu_bwd_out::dresidual].data : nullptr;
     args.gamma = {a.in[kGamma].data, gamma_t_};
     args.saved_mean = {a.in[kGamma + 1].data, mean_t_};
     args.saved_invstd = {a.in[kGamma + 2].data, invstd_t_};
@@ -214,10 +195,9 @@ class BatchNormBackward final : public Kernel {
   static constexpr size_t kGamma = FusedRelu ? ops::bn_relu_bwd_in::gamma : 2;
 
   CudaContext& ctx_;
-  bool residual_ = false, two_gradients_ = false, bit_mask_ = false, affine_mask_ = false, pooled_ = false;
-  device::PoolGeometry dy_window_;  // pooled_: how conv_out's cells pool into dy
-  int64_t mask_row_bytes_ = 0;
-  float relu_max_ = 0.f;  // a clipped relu's bound (ReLU6), 0 for a plain relu
+  Stages stages_;  // batchnorm2d_backward: no relu, dy as given
+  device::PoolGeometry dy_window_;  // a pooled dy: how conv_out's cells pool into it
+  int64_t mask_row_bytes_ = 0;      // packed bits: one row's bytes
   ElemType act_ = ElemType::f32;
   ElemType gamma_t_{}, mean_t_{}, invstd_t_{}, dgamma_t_{}, dbeta_t_{};
   device::ChannelReductionPlan plan_;

@@ -11,6 +11,7 @@
 #include "backends/cuda/kernel_checks.h"
 #include "backends/cuda/kernels.h"
 #include "core/relu_mask.h"
+#include "ops/bn_relu_backward_stages.h"
 #include "ops/cbr_operands.h"
 
 namespace trident::cuda {
@@ -37,21 +38,10 @@ class CbrWeightBackward final : public Kernel {
       fail(node, "its one-pass kernel does not take " + problem_.describe() + ": " + why +
                      " (compile with --disable-pass fuse_cbr_weight_backward)");
     shape_ = small_conv_shape(problem_);
-    const ir::Value& mask = input_value(node, g, in::mask);
-    if (mask.dtype == DType::i32) {
-      if (mask.shape != relu_mask_shape(conv_out.shape))
-        fail(node, "the packed relu mask must have shape " + shape_str(relu_mask_shape(conv_out.shape)));
-      mask_ = Mask::bits;
-      mask_row_bytes_ = relu_mask_words(problem_.K) * 4;
-    } else if (mask.shape.size() == 2) {
-      if (mask.dtype != DType::f32 || mask.shape != Shape{2, problem_.K})
-        fail(node, "the affine that gives the relu mask must be f32 [2," + std::to_string(problem_.K) + "]");
-      mask_ = Mask::affine;
-    } else {
-      expect_dtype(node, mask, conv_out.dtype, "the relu output");
-      expect_shape(node, mask, conv_out.shape, "the relu output");
-      mask_ = Mask::output;
-    }
+    // The verifier has checked the mask's shape for its kind (ops/bn_relu_backward_stages.h).
+    mask_ = ops::BnReluBackwardStages::of(node, g).mask;
+    if (mask_ == Mask::bits) mask_row_bytes_ = relu_mask_words(problem_.K) * 4;
+    if (mask_ == Mask::relu_output) expect_dtype(node, input_value(node, g, in::mask), conv_out.dtype, "the relu output");
     const int64_t K = problem_.K;
     gamma_t_ = channel_type(node, input_value(node, g, in::gamma), K, "gamma");
     mean_t_ = channel_type(node, input_value(node, g, in::saved_mean), K, "saved_mean");
@@ -96,13 +86,13 @@ class CbrWeightBackward final : public Kernel {
   }
 
  private:
-  enum class Mask { output, bits, affine };
+  using Mask = ops::BnReluBackwardStages::Mask;
   CudaContext& ctx_;
   device::ElemType io_ = device::ElemType::f16, dw_type_ = device::ElemType::f32;
   device::ElemType gamma_t_{}, mean_t_{}, invstd_t_{}, dgamma_t_{}, dbeta_t_{};
   ConvProblem problem_;
   device::SmallConvShape shape_;
-  Mask mask_ = Mask::output;
+  Mask mask_ = Mask::relu_output;
   int64_t mask_row_bytes_ = 0;
   std::unique_ptr<BatchnormRankSum> over_ranks_;  // sync-BN, or null
 };

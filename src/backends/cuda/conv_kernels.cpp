@@ -302,8 +302,7 @@ class ConvWgradKernel final : public Kernel, public ReportsPath {
 }  // namespace
 
 void register_conv_kernels() {
-  add_kernel<ConvForwardKernel>("conv2d");
-  add_kernel<ConvForwardKernel>("conv2d_epilogue");
+  add_kernel<ConvForwardKernel>({"conv2d", "conv2d_epilogue"});
   add_kernel<ConvDgradKernel>("conv2d_backward_data");
   add_kernel<ConvWgradKernel>("conv2d_backward_weight");
 }

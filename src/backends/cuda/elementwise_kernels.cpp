@@ -113,8 +113,7 @@ void register_elementwise_kernels() {
   add_kernel<SameShapeKernel<SameShapeOp::relu_backward>>("relu_backward");
   add_kernel<SameShapeKernel<SameShapeOp::add>>("add");
   add_kernel<FillKernel>("fill");
-  add_kernel<ViewKernel>("flatten");
-  add_kernel<ViewKernel>("reshape");
+  add_kernel<ViewKernel>({"flatten", "reshape"});
 }
 
 }  // namespace trident::cuda

@@ -445,9 +445,7 @@ class CbrKernel final : public Kernel, public ReportsPath {
 }  // namespace
 
 void register_fused_cbr_kernels() {
-  add_kernel<CbrKernel>("cbr");
-  add_kernel<CbrKernel>("cbar");
-  add_kernel<CbrKernel>("conv_bn_stats");
+  add_kernel<CbrKernel>({"cbr", "cbar", "conv_bn_stats"});
 }
 
 }  // namespace trident::cuda

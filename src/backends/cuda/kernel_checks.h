@@ -56,4 +56,37 @@ inline device::ElemType channel_type(const ir::Node& node, const ir::Value& v, i
   return elem_of(node, v, what);
 }
 
+// A kernel that moves one tensor's values as raw bits into one output (pad2d, channel_slice,
+// resize_channels, channel_shuffle): one input and one output of one dtype the GPU stores.
+struct MovedValues {
+  const ir::Value& x;
+  const ir::Value& y;
+  size_t element_bytes;
+};
+inline MovedValues moved_values(const ir::Node& node, const ir::Graph& g) {
+  expect_arity(node, 1, 1, 1, 1);
+  const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
+  elem_of(node, x, "the input");
+  expect_dtype(node, y, x.dtype, "the output");
+  return {x, y, dtype_size(x.dtype)};
+}
+
+// The rows of a tensor resized along its last axis ([rows, from] → [rows, to]: channel_slice,
+// resize_channels), checked to differ in nothing else.
+struct LastAxisRows {
+  int64_t rows = 0, from = 0, to = 0;
+};
+inline LastAxisRows last_axis_rows(const ir::Node& node, const MovedValues& v) {
+  if (v.x.shape.empty() || v.x.shape.size() != v.y.shape.size())
+    fail(node, "input and output must have the same rank (at least one axis)");
+  LastAxisRows r;
+  r.from = v.x.shape.back();
+  r.to = v.y.shape.back();
+  r.rows = r.to > 0 ? numel(v.y.shape) / r.to : 0;
+  if (r.from <= 0 || numel(v.x.shape) != r.rows * r.from)
+    fail(node, "input " + shape_str(v.x.shape) + " and output " + shape_str(v.y.shape) +
+                   " differ in more than the last axis");
+  return r;
+}
+
 }  // namespace trident::cuda

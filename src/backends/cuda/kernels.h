@@ -1,6 +1,7 @@
 // Internal header of the "cuda" backend: how its kernels are registered and the entry points
 // of each kernel family (one file per family, <family>_kernels.cpp, listed in register.cpp).
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,11 @@ void add_kernel(const char* op) {
       fail(node, what);
     }
   });
+}
+// One kernel class for every op it runs (a forward and its variants, say).
+template <class K>
+void add_kernel(std::initializer_list<const char*> ops) {
+  for (const char* op : ops) add_kernel<K>(op);
 }
 
 // Kernel families (each defined in its own file; register.cpp calls them all).

@@ -78,8 +78,7 @@ class LayerNormKernel final : public Kernel {
 }  // namespace
 
 void register_layernorm_kernels() {
-  add_kernel<LayerNormKernel>("layernorm");
-  add_kernel<LayerNormKernel>("layernorm_backward");
+  add_kernel<LayerNormKernel>({"layernorm", "layernorm_backward"});
 }
 
 }  // namespace trident::cuda

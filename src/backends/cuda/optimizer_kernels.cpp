@@ -203,8 +203,7 @@ class OptimizerUpdate final : public Kernel {
 }  // namespace
 
 void register_optimizer_kernels() {
-  add_kernel<OptimizerUpdate>("sgd_update");
-  add_kernel<OptimizerUpdate>("adamw_update");
+  add_kernel<OptimizerUpdate>({"sgd_update", "adamw_update"});
 }
 
 }  // namespace trident::cuda

@@ -192,16 +192,13 @@ class ConcatKernel final : public Kernel {
 class ChannelShuffle final : public Kernel {
  public:
   ChannelShuffle(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
-    expect_arity(node, 1, 1, 1, 1);
-    const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
-    elem_of(node, x, "the input");
-    expect_dtype(node, y, x.dtype, "the output");
-    expect_shape(node, y, x.shape, "the output");
-    channels_ = x.shape.empty() ? 0 : x.shape.back();
+    const MovedValues v = moved_values(node, g);
+    expect_shape(node, v.y, v.x.shape, "the output");
+    channels_ = v.x.shape.empty() ? 0 : v.x.shape.back();
     groups_ = node.attrs.i("groups", 0);
     if (groups_ < 1 || channels_ % groups_ != 0) fail(node, "attribute 'groups' must divide the channels");
-    rows_ = channels_ > 0 ? numel(x.shape) / channels_ : 0;
-    element_bytes_ = dtype_size(x.dtype);
+    rows_ = channels_ > 0 ? numel(v.x.shape) / channels_ : 0;
+    element_bytes_ = v.element_bytes;
   }
 
   void run(const KernelArgs& a) override {
@@ -218,27 +215,18 @@ class ChannelShuffle final : public Kernel {
 class ResizeChannels final : public Kernel {
  public:
   ResizeChannels(const ir::Node& node, const ir::Graph& g, CudaContext& ctx) : ctx_(ctx) {
-    expect_arity(node, 1, 1, 1, 1);
-    const ir::Value &x = input_value(node, g, 0), &y = output_value(node, g, 0);
-    elem_of(node, x, "the input");
-    expect_dtype(node, y, x.dtype, "the output");
-    if (x.shape.empty() || x.shape.size() != y.shape.size())
-      fail(node, "input and output must have the same rank (at least one axis)");
-    from_ = x.shape.back();
-    to_ = y.shape.back();
-    rows_ = to_ > 0 ? numel(y.shape) / to_ : 0;
-    if (from_ <= 0 || numel(x.shape) != rows_ * from_)
-      fail(node, "input " + shape_str(x.shape) + " and output " + shape_str(y.shape) +
-                     " differ in more than the last axis");
-    element_bytes_ = dtype_size(x.dtype);
+    const MovedValues v = moved_values(node, g);
+    rows_ = last_axis_rows(node, v);
+    element_bytes_ = v.element_bytes;
   }
   void run(const KernelArgs& a) override {
-    device::launch_resize_channels(a.in[0].data, a.out[0].data, rows_, from_, to_, element_bytes_, ctx_.stream());
+    device::launch_resize_channels(a.in[0].data, a.out[0].data, rows_.rows, rows_.from, rows_.to, element_bytes_,
+                                   ctx_.stream());
   }
 
  private:
   CudaContext& ctx_;
-  int64_t rows_ = 0, from_ = 0, to_ = 0;
+  LastAxisRows rows_;
   size_t element_bytes_ = 0;
 };
 
@@ -280,8 +268,7 @@ class RngAdvanceKernel final : public Kernel {
 void register_tensor_kernels() {
   add_kernel<MulKernel>("mul");
   add_kernel<MulReduceKernel>("mul_reduce");
-  add_kernel<ActivationKernel>("activation");
-  add_kernel<ActivationKernel>("activation_backward");
+  add_kernel<ActivationKernel>({"activation", "activation_backward"});
   add_kernel<DropoutMaskKernel>("dropout_mask");
   add_kernel<RngAdvanceKernel>("rng_advance");
   add_kernel<ClipKernel>("clip");

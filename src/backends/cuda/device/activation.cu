@@ -13,34 +13,16 @@ namespace trident::cuda::device {
 namespace {
 
 template <class T>
-struct Forward {
-  const T* x;
-  T* y;
+struct ActivationOf {
   ops::ActivationParams p;
-  template <int N, class I>
-  __device__ __forceinline__ void apply(I i) const {
-    const ElemPack<T, N> in = load_pack<N>(x + i);
-    ElemPack<T, N> out;
-#pragma unroll
-    for (int j = 0; j < N; ++j) out.v[j] = from_float<T>(ops::activation_forward(p, to_float(in.v[j])));
-    store_pack<N>(y + i, out);
-  }
+  __device__ __forceinline__ T operator()(T x) const { return from_float<T>(ops::activation_forward(p, to_float(x))); }
 };
 
 template <class T>
-struct Backward {
-  const T* x;
-  const T* dy;
-  T* dx;
+struct ActivationGradient {
   ops::ActivationParams p;
-  template <int N, class I>
-  __device__ __forceinline__ void apply(I i) const {
-    const ElemPack<T, N> xv = load_pack<N>(x + i), gv = load_pack<N>(dy + i);
-    ElemPack<T, N> out;
-#pragma unroll
-    for (int j = 0; j < N; ++j)
-      out.v[j] = from_float<T>(ops::activation_backward(p, to_float(xv.v[j]), to_float(gv.v[j])));
-    store_pack<N>(dx + i, out);
+  __device__ __forceinline__ T operator()(T x, T dy) const {
+    return from_float<T>(ops::activation_backward(p, to_float(x), to_float(dy)));
   }
 };
 
@@ -71,8 +53,7 @@ void launch_activation(ElemType t, const ops::ActivationParams& p, const void* x
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    launch_map<kPackWidth<T>>(Forward<T>{static_cast<const T*>(x), static_cast<T*>(y), p}, n,
-                              all_aligned_16({x, y}), stream);
+    launch_unary<T>(x, y, n, ActivationOf<T>{p}, stream);
   });
   check_launch("activation_kernel");
 }
@@ -82,9 +63,7 @@ void launch_activation_backward(ElemType t, const ops::ActivationParams& p, cons
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    launch_map<kPackWidth<T>>(
-        Backward<T>{static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), p}, n,
-        all_aligned_16({x, dy, dx}), stream);
+    launch_binary<T>(x, dy, dx, n, ActivationGradient<T>{p}, stream);
   });
   check_launch("activation_backward_kernel");
 }

@@ -18,18 +18,11 @@ namespace {
 constexpr int kCastPack = 8;  // elements per pack: 16 bytes of the 16-bit side
 
 template <class From, class To>
-struct Cast {
-  const From* x;
-  To* y;
-  template <int N, class I>
-  __device__ __forceinline__ void apply(I i) const {
-    const ElemPack<From, N> in = load_pack<N>(x + i);
-    ElemPack<To, N> out;
-#pragma unroll
-    for (int j = 0; j < N; ++j) out.v[j] = from_float<To>(to_float(in.v[j]));
-    store_pack<N>(y + i, out);
-  }
+struct ConvertTo {
+  __device__ __forceinline__ To operator()(From x) const { return from_float<To>(to_float(x)); }
 };
+template <class From, class To>
+using Cast = UnaryMap<From, To, ConvertTo<From, To>>;
 
 // One block row per span (blockIdx.y), its blocks striding over the span's elements; the same
 // conversion as Cast, in packs of 8 where both pointers are 16-byte aligned (one element a
@@ -37,7 +30,7 @@ struct Cast {
 template <class From, class To>
 __global__ void cast_group_kernel(CastSpans spans) {
   const CastSpan s = spans.span[blockIdx.y];
-  const Cast<From, To> cast{static_cast<const From*>(s.x), static_cast<To*>(s.y)};
+  const Cast<From, To> cast{static_cast<const From*>(s.x), static_cast<To*>(s.y), {}};
   const int64_t lane = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t lanes = static_cast<int64_t>(gridDim.x) * blockDim.x;
   int64_t done = 0;
@@ -72,7 +65,7 @@ void launch_cast(ElemType from, const void* x, ElemType to, void* y, int64_t n, 
     dispatch_elem(to, [&](auto t) {
       using F = decltype(f);
       using T = decltype(t);
-      launch_map<kCastPack>(Cast<F, T>{static_cast<const F*>(x), static_cast<T*>(y)}, n, aligned, stream);
+      launch_map<kCastPack>(Cast<F, T>{static_cast<const F*>(x), static_cast<T*>(y), {}}, n, aligned, stream);
     });
   });
   check_launch("cast_kernel");

@@ -75,145 +75,110 @@ size_t backward_shared_bytes() {
 template <class T>
 constexpr uint32_t kOnes = std::is_same_v<T, __half> ? 0x3C003C00u : 0x3F803F80u;
 
-// NT: n-tiles of 8 in the padded reduction (kp = 8·NT ∈ {16, 32, 48, 64}). Two blocks stay
-// resident per multiprocessor. Each block walks its tiles with two stages: while tile i is
-// masked, centred and multiplied, tile i + 1's dy, conv_out and windows are in flight by
-// asynchronous copies, so the loads never wait behind the matrix products.
+// Tile `tile`'s copies into stage `stage` (its [pixel][dy | conv_out] rows, then its gathered
+// windows): this thread's eight channels c0… of dy and conv_out in four rows (zeros past the
+// last pixel), and its chunks of one pixel's window; one commit group whether or not the tile
+// exists, so the waits count alike.
 template <class T, int NT>
-__global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(BackwardParams p) {
-#if __CUDA_ARCH__ >= 800
+__device__ __forceinline__ void load_tile(const BackwardParams& p, const ChunkTap* taps, T* stage, int64_t tile,
+                                          int tid, int c0) {
   constexpr int kp = NT * 8, chunks = kp / kChunk;
   constexpr int ldg = kStageRowElems, ldx = kp + kPad;
-  extern __shared__ __align__(16) unsigned char shared[];
-  T* stages = reinterpret_cast<T*>(shared);  // stage b: grad rows, then gathered rows
-  auto* taps = reinterpret_cast<ChunkTap*>(stages + 2 * stage_elems<NT>());
-  auto grad_of = [&](int b) { return stages + b * stage_elems<NT>(); };
-  auto gathered_of = [&](int b) { return stages + b * stage_elems<NT>() + kTileRows * ldg; };
-
-  const SmallConvShape& sh = p.shape;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-  const int64_t M = sh.rows();
-  const int c0 = 8 * (tid & 7);  // this thread's eight channels of dy and conv_out
-  const CbrWeightBackwardArgs& args = p.args;
-  const MaskSource<T> mask{static_cast<const T*>(args.relu_output), static_cast<const unsigned char*>(args.relu_bits),
-                           args.relu_bits_row_bytes, args.relu_affine, kChannels, 0.f};
-  VectorAffine<T> affine;
-  affine.load(mask, c0);
-  float mean[8], gsum[8], centred_sum[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    mean[j] = load_as_float(args.saved_mean.data, args.saved_mean.type, c0 + j);
-    gsum[j] = centred_sum[j] = 0.f;
-  }
-  // acc: this warp's 16 GEMM rows × kp; ones: G3's n-tile `warp` (warps below NT), as the
-  // product of an all-ones A with the gathered windows.
-  float acc[NT][4], ones[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-  for (int i = 0; i < NT; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
-  const uint32_t all_ones[4] = {kOnes<T>, kOnes<T>, kOnes<T>, kOnes<T>};
-  small_conv::make_chunk_taps(taps, sh, chunks);
-  __syncthreads();
-
-  const T* dy = static_cast<const T*>(args.dy);
-  const T* conv_out = static_cast<const T*>(args.conv_out);
-  const int row = tid & (kTileRows - 1);  // the tile row this thread gathers x for
-  // Tile `tile`'s copies into stage b: this thread's eight channels of dy and conv_out in four
-  // rows (zeros past the last pixel), and its chunks of one pixel's window.
-  auto load = [&](int64_t tile, int b) {
-    if (tile < p.tiles) {
-      const int64_t m0 = tile * kTileRows;
-      T* grad = grad_of(b);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = (tid >> 3) + 32 * i;
-        const bool live = m0 + r < M;
-        const int64_t at = live ? (m0 + r) * kChannels + c0 : 0;
-        async_copy::copy<16>(grad + r * ldg + c0, dy + at, live);
-        async_copy::copy<16>(grad + r * ldg + kChannels + c0, conv_out + at, live);
-      }
-      const small_conv::WindowCorner corner = small_conv::window_corner(sh, p.split, m0 + row);
-      T* into = gathered_of(b) + row * ldx;
-#pragma unroll
-      for (int i = 0; i < chunks / 2; ++i) {  // chunks tid / 128, + 2, + 4, …
-        const int j = (tid >> 7) + 2 * i;
-        small_conv::gather_chunk_async(into + j * kChunk, args.x, sh, corner, taps[j]);
-      }
-    }
-    async_copy::commit();
-  };
-
-  load(blockIdx.x, 0);
-  int b = 0;
-  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x, b ^= 1) {
-    const int64_t m0 = tile * kTileRows;
-    // Stage b ^ 1 was last read by the tile before's matrix products, which every warp
-    // finished before the barrier that ends its iteration.
-    load(tile + gridDim.x, b ^ 1);
-    async_copy::wait<1>();
-    __syncthreads();
-
-    // In place: dy becomes g (masked by the relu), conv_out becomes conv_out − mean; the thread
-    // transforms the very vectors it copied, so no other thread's copies are read here.
-    T* grad = grad_of(b);
+  if (tile < p.tiles) {
+    const int64_t m0 = tile * kTileRows, M = p.shape.rows();
+    const T* dy = static_cast<const T*>(p.args.dy);
+    const T* conv_out = static_cast<const T*>(p.args.conv_out);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int r = (tid >> 3) + 32 * i;
-      const int64_t m = m0 + r;
-      const bool live = m < M;
-      uint4 yv = make_uint4(0u, 0u, 0u, 0u);
-      unsigned bits = 0u;
-      if (live && mask.y) yv = batchnorm_detail::load_vector(mask.y + m * kChannels + c0);
-      if (live && mask.bits) bits = mask.byte_from(m, c0);
-      float d[8], x[8], centred[8];
-      batchnorm_detail::to_floats<T>(*reinterpret_cast<const uint4*>(grad + r * ldg + c0), d);
-      batchnorm_detail::to_floats<T>(*reinterpret_cast<const uint4*>(grad + r * ldg + kChannels + c0), x);
-      batchnorm_detail::mask_gradient<T>(mask, yv, bits, x, affine, d);
-      // A row past the last pixel keeps −mean here: its dy is zero, and so is its window of x.
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        centred[j] = __fsub_rn(x[j], mean[j]);
-        gsum[j] += d[j];
-        centred_sum[j] = __fmaf_rn(d[j], centred[j], centred_sum[j]);
-      }
-      batchnorm_detail::store_vector(grad + r * ldg + c0, batchnorm_detail::from_floats<T>(d));
-      batchnorm_detail::store_vector(grad + r * ldg + kChannels + c0, batchnorm_detail::from_floats<T>(centred));
+      const bool live = m0 + r < M;
+      const int64_t at = live ? (m0 + r) * kChannels + c0 : 0;
+      async_copy::copy<16>(stage + r * ldg + c0, dy + at, live);
+      async_copy::copy<16>(stage + r * ldg + kChannels + c0, conv_out + at, live);
     }
-    __syncthreads();
-
-    // Warp w: GEMM rows 16w … 16w + 15 (A = the tile's columns, transposed by ldmatrix), and
-    // for w < NT also G3's n-tile w (one more product, with the all-ones A).
-    const T* gathered = gathered_of(b);
-    auto multiply = [&](auto with_ones) {
+    const int row = tid & (kTileRows - 1);  // the tile row this thread gathers x for
+    const small_conv::WindowCorner corner = small_conv::window_corner(p.shape, p.split, m0 + row);
+    T* into = stage + kTileRows * ldg + row * ldx;
 #pragma unroll
-      for (int k0 = 0; k0 < kTileRows; k0 += 16) {
-        const int k_row = k0 + 8 * ((lane >> 3) & 1) + (lane & 7);
-        uint32_t a[4];
-        mma::ldmatrix_x4_trans(a, grad + (k0 + 8 * (lane >> 4) + (lane & 7)) * ldg + 16 * warp + 8 * ((lane >> 3) & 1));
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          uint32_t bf[4];
-          mma::ldmatrix_x4_trans(bf, gathered + k_row * ldx + 16 * np + 8 * (lane >> 4));
-          mma::mma_16x8x16<T>(acc[2 * np], a, bf[0], bf[1]);
-          mma::mma_16x8x16<T>(acc[2 * np + 1], a, bf[2], bf[3]);
-        }
-        if constexpr (decltype(with_ones)::value) {
-          uint32_t bo[2];
-          mma::ldmatrix_x2_trans(bo, gathered + k_row * ldx + 8 * warp);
-          mma::mma_16x8x16<T>(ones, all_ones, bo[0], bo[1]);
-        }
-      }
-    };
-    if (warp < NT) multiply(std::true_type{});
-    else multiply(std::false_type{});
-    __syncthreads();
+    for (int i = 0; i < chunks / 2; ++i) {  // chunks tid / 128, + 2, + 4, …
+      const int j = (tid >> 7) + 2 * i;
+      small_conv::gather_chunk_async(into + j * kChunk, p.args.x, p.shape, corner, taps[j]);
+    }
   }
-  async_copy::wait<0>();  // the last, empty group
-  auto* cross_stats = reinterpret_cast<float*>(stages);  // [8 warps][2][64], over stage 0
+  async_copy::commit();
+}
 
-  // The block's partial sums.
-  float* record = static_cast<float*>(args.scratch) + static_cast<int64_t>(blockIdx.x) * record_floats(kp);
+// In place on a loaded tile's rows: dy becomes g (masked by the relu), conv_out becomes
+// conv_out − mean, and g's sums gather into gsum and centred_sum. The thread transforms the very
+// vectors it copied, so no other thread's copies are read here.
+template <class T>
+__device__ __forceinline__ void mask_and_centre(T* grad, const MaskSource<T>& mask, const VectorAffine<T>& affine,
+                                                const float (&mean)[8], float (&gsum)[8], float (&centred_sum)[8],
+                                                int64_t m0, int64_t M, int tid, int c0) {
+  constexpr int ldg = kStageRowElems;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = (tid >> 3) + 32 * i;
+    const int64_t m = m0 + r;
+    const bool live = m < M;
+    uint4 yv = make_uint4(0u, 0u, 0u, 0u);
+    unsigned bits = 0u;
+    if (live && mask.y) yv = batchnorm_detail::load_vector(mask.y + m * kChannels + c0);
+    if (live && mask.bits) bits = mask.byte_from(m, c0);
+    float d[8], x[8], centred[8];
+    batchnorm_detail::to_floats<T>(*reinterpret_cast<const uint4*>(grad + r * ldg + c0), d);
+    batchnorm_detail::to_floats<T>(*reinterpret_cast<const uint4*>(grad + r * ldg + kChannels + c0), x);
+    batchnorm_detail::mask_gradient<T>(mask, yv, bits, x, affine, d);
+    // A row past the last pixel keeps −mean here: its dy is zero, and so is its window of x.
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      centred[j] = __fsub_rn(x[j], mean[j]);
+      gsum[j] += d[j];
+      centred_sum[j] = __fmaf_rn(d[j], centred[j], centred_sum[j]);
+    }
+    batchnorm_detail::store_vector(grad + r * ldg + c0, batchnorm_detail::from_floats<T>(d));
+    batchnorm_detail::store_vector(grad + r * ldg + kChannels + c0, batchnorm_detail::from_floats<T>(centred));
+  }
+}
+
+// Warp `warp`'s products over one tile: GEMM rows 16w … 16w + 15 (A = the tile's columns,
+// transposed by ldmatrix) into acc, and with WithOnes (warps below NT) G3's n-tile w into ones,
+// the product of an all-ones A with the gathered windows.
+template <class T, int NT, bool WithOnes>
+__device__ __forceinline__ void multiply_tile(const T* grad, const T* gathered, float (&acc)[NT][4], float (&ones)[4],
+                                              int lane, int warp) {
+  constexpr int ldg = kStageRowElems, ldx = NT * 8 + kPad;
+  const uint32_t all_ones[4] = {kOnes<T>, kOnes<T>, kOnes<T>, kOnes<T>};
+#pragma unroll
+  for (int k0 = 0; k0 < kTileRows; k0 += 16) {
+    const int k_row = k0 + 8 * ((lane >> 3) & 1) + (lane & 7);
+    uint32_t a[4];
+    mma::ldmatrix_x4_trans(a, grad + (k0 + 8 * (lane >> 4) + (lane & 7)) * ldg + 16 * warp + 8 * ((lane >> 3) & 1));
+#pragma unroll
+    for (int np = 0; np < NT / 2; ++np) {
+      uint32_t bf[4];
+      mma::ldmatrix_x4_trans(bf, gathered + k_row * ldx + 16 * np + 8 * (lane >> 4));
+      mma::mma_16x8x16<T>(acc[2 * np], a, bf[0], bf[1]);
+      mma::mma_16x8x16<T>(acc[2 * np + 1], a, bf[2], bf[3]);
+    }
+    if constexpr (WithOnes) {
+      uint32_t bo[2];
+      mma::ldmatrix_x2_trans(bo, gathered + k_row * ldx + 8 * warp);
+      mma::mma_16x8x16<T>(ones, all_ones, bo[0], bo[1]);
+    }
+  }
+}
+
+// The block's partial sums into its record: the warps' GEMM rows, G3 (every row of the
+// all-ones product holds it: row 0 of n-tile `warp`), and Σg, Σg·(conv_out − mean) — the four
+// lanes of a warp that share channels (xor 8, 16), then the eight warps in order, through
+// `cross_stats` [8 warps][2][64] in shared memory.
+template <int NT>
+__device__ __forceinline__ void write_partials(float* record, const float (&acc)[NT][4], const float (&ones)[4],
+                                               float (&gsum)[8], float (&centred_sum)[8], float* cross_stats, int tid,
+                                               int c0) {
+  constexpr int kp = NT * 8;
+  const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int r = 16 * warp + g, col = nt * 8 + 2 * t;
@@ -222,13 +187,10 @@ __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(Backward
     record[(r + 8) * kp + col] = acc[nt][2];
     record[(r + 8) * kp + col + 1] = acc[nt][3];
   }
-  // G3 (every row of the all-ones product holds it): row 0 of n-tile `warp`.
   if (warp < NT && g == 0) {
     record[g3_at(kp) + warp * 8 + 2 * t] = ones[0];
     record[g3_at(kp) + warp * 8 + 2 * t + 1] = ones[1];
   }
-  // Σg and Σg·(conv_out − mean): the four lanes of a warp that share channels (xor 8, 16),
-  // then the eight warps in order.
 #pragma unroll
   for (int j = 0; j < 8; ++j)
 #pragma unroll
@@ -249,6 +211,63 @@ __global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(Backward
     for (int w = 0; w < kWarps; ++w) s += cross_stats[(w * 2 + which) * kChannels + ch];
     record[stats_at(kp) + tid] = s;
   }
+}
+
+// NT: n-tiles of 8 in the padded reduction (kp = 8·NT ∈ {16, 32, 48, 64}). Two blocks stay
+// resident per multiprocessor. Each block walks its tiles with two stages: while tile i is
+// masked, centred and multiplied, tile i + 1's dy, conv_out and windows are in flight by
+// asynchronous copies, so the loads never wait behind the matrix products.
+template <class T, int NT>
+__global__ void __launch_bounds__(kBlock, 2) cbr_weight_backward_kernel(BackwardParams p) {
+#if __CUDA_ARCH__ >= 800
+  constexpr int kp = NT * 8, chunks = kp / kChunk;
+  extern __shared__ __align__(16) unsigned char shared[];
+  T* stages = reinterpret_cast<T*>(shared);  // stage b: grad rows, then gathered rows
+  auto* taps = reinterpret_cast<ChunkTap*>(stages + 2 * stage_elems<NT>());
+  auto stage_of = [&](int b) { return stages + b * stage_elems<NT>(); };
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t M = p.shape.rows();
+  const int c0 = 8 * (tid & 7);  // this thread's eight channels of dy and conv_out
+  const CbrWeightBackwardArgs& args = p.args;
+  const MaskSource<T> mask{static_cast<const T*>(args.relu_output), static_cast<const unsigned char*>(args.relu_bits),
+                           args.relu_bits_row_bytes, args.relu_affine, kChannels, 0.f};
+  VectorAffine<T> affine;
+  affine.load(mask, c0);
+  float mean[8], gsum[8], centred_sum[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    mean[j] = load_as_float(args.saved_mean.data, args.saved_mean.type, c0 + j);
+    gsum[j] = centred_sum[j] = 0.f;
+  }
+  // acc: this warp's 16 GEMM rows × kp; ones: G3's n-tile `warp` (warps below NT).
+  float acc[NT][4], ones[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+  small_conv::make_chunk_taps(taps, p.shape, chunks);
+  __syncthreads();
+
+  load_tile<T, NT>(p, taps, stage_of(0), blockIdx.x, tid, c0);
+  int b = 0;
+  for (int64_t tile = blockIdx.x; tile < p.tiles; tile += gridDim.x, b ^= 1) {
+    // Stage b ^ 1 was last read by the tile before's matrix products, which every warp
+    // finished before the barrier that ends its iteration.
+    load_tile<T, NT>(p, taps, stage_of(b ^ 1), tile + gridDim.x, tid, c0);
+    async_copy::wait<1>();
+    __syncthreads();
+    T* grad = stage_of(b);
+    mask_and_centre<T>(grad, mask, affine, mean, gsum, centred_sum, tile * kTileRows, M, tid, c0);
+    __syncthreads();
+    const T* gathered = grad + kTileRows * kStageRowElems;
+    if (warp < NT) multiply_tile<T, NT, true>(grad, gathered, acc, ones, lane, warp);
+    else multiply_tile<T, NT, false>(grad, gathered, acc, ones, lane, warp);
+    __syncthreads();
+  }
+  async_copy::wait<0>();  // the last, empty group
+  float* record = static_cast<float*>(args.scratch) + static_cast<int64_t>(blockIdx.x) * record_floats(kp);
+  write_partials<NT>(record, acc, ones, gsum, centred_sum, reinterpret_cast<float*>(stages), tid, c0);
 #endif
 }
 

@@ -20,74 +20,36 @@ namespace {
 // step), as in the one-element-at-a-time loop this replaces.
 
 template <class T>
-struct Relu {
-  const T* x;
-  T* y;
-  template <int N, class I>
-  __device__ __forceinline__ void apply(I i) const {
-    const ElemPack<T, N> in = load_pack<N>(x + i);
-    ElemPack<T, N> out;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      const float v = to_float(in.v[j]);
-      out.v[j] = from_float<T>(v > 0.f ? v : 0.f);
-    }
-    store_pack<N>(y + i, out);
+struct ReluOf {
+  __device__ __forceinline__ T operator()(T e) const {
+    const float v = to_float(e);
+    return from_float<T>(v > 0.f ? v : 0.f);
   }
 };
 
 // dx = dy where y > 0, else 0: dy's bits pass through unconverted.
 template <class T>
-struct ReluBackward {
-  const T* y;
-  const T* dy;
-  T* dx;
-  template <int N, class I>
-  __device__ __forceinline__ void apply(I i) const {
-    const ElemPack<T, N> yv = load_pack<N>(y + i), d = load_pack<N>(dy + i);
-    ElemPack<T, N> out;
-#pragma unroll
-    for (int j = 0; j < N; ++j) out.v[j] = to_float(yv.v[j]) > 0.f ? d.v[j] : from_float<T>(0.f);
-    store_pack<N>(dx + i, out);
-  }
+struct ReluGradient {
+  __device__ __forceinline__ T operator()(T y, T dy) const { return to_float(y) > 0.f ? dy : from_float<T>(0.f); }
 };
 
 // a + b or a · b of two same-shape tensors, one IEEE operation per element.
 template <class T, bool kMultiply>
-struct Binary {
-  const T* a;
-  const T* b;
-  T* y;
-  template <int N, class I>
-  __device__ __forceinline__ void apply(I i) const {
-    const ElemPack<T, N> av = load_pack<N>(a + i), bv = load_pack<N>(b + i);
-    ElemPack<T, N> out;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      const float l = to_float(av.v[j]), r = to_float(bv.v[j]);
-      out.v[j] = from_float<T>(kMultiply ? __fmul_rn(l, r) : __fadd_rn(l, r));
-    }
-    store_pack<N>(y + i, out);
+struct AddOrMultiply {
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    const float l = to_float(a), r = to_float(b);
+    return from_float<T>(kMultiply ? __fmul_rn(l, r) : __fadd_rn(l, r));
   }
 };
 
 template <class T>
-struct Clip {
-  const T* x;
-  T* y;
+struct ClipTo {
   float lo, hi;
-  template <int N, class I>
-  __device__ __forceinline__ void apply(I i) const {
-    const ElemPack<T, N> in = load_pack<N>(x + i);
-    ElemPack<T, N> out;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      float v = to_float(in.v[j]);
-      v = v < lo ? lo : v;  // std::max(v, lo), NaN kept as the reference keeps it
-      v = hi < v ? hi : v;  // std::min(v, hi)
-      out.v[j] = from_float<T>(v);
-    }
-    store_pack<N>(y + i, out);
+  __device__ __forceinline__ T operator()(T e) const {
+    float v = to_float(e);
+    v = v < lo ? lo : v;  // std::max(v, lo), NaN kept as the reference keeps it
+    v = hi < v ? hi : v;  // std::min(v, hi)
+    return from_float<T>(v);
   }
 };
 
@@ -181,8 +143,7 @@ void launch_relu(ElemType t, const void* x, void* y, int64_t n, cudaStream_t str
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    launch_map<kPackWidth<T>>(Relu<T>{static_cast<const T*>(x), static_cast<T*>(y)}, n, all_aligned_16({x, y}),
-                              stream);
+    launch_unary<T>(x, y, n, ReluOf<T>{}, stream);
   });
   check_launch("relu_kernel");
 }
@@ -191,9 +152,7 @@ void launch_relu_backward(ElemType t, const void* y, const void* dy, void* dx, i
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    launch_map<kPackWidth<T>>(
-        ReluBackward<T>{static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx)}, n,
-        all_aligned_16({y, dy, dx}), stream);
+    launch_binary<T>(y, dy, dx, n, ReluGradient<T>{}, stream);
   });
   check_launch("relu_backward_kernel");
 }
@@ -202,8 +161,7 @@ void launch_add(ElemType t, const void* a, const void* b, void* y, int64_t n, cu
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    launch_map<kPackWidth<T>>(Binary<T, false>{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y)}, n,
-                              all_aligned_16({a, b, y}), stream);
+    launch_binary<T>(a, b, y, n, AddOrMultiply<T, false>{}, stream);
   });
   check_launch("add_kernel");
 }
@@ -216,7 +174,7 @@ void launch_mul(ElemType t, const void* a, const void* b, void* y, int64_t n, in
     const T *ap = static_cast<const T*>(a), *bp = static_cast<const T*>(b);
     T* yp = static_cast<T*>(y);
     const bool aligned = all_aligned_16({a, b, y});
-    if (channels <= 0) launch_map<W>(Binary<T, true>{ap, bp, yp}, n, aligned, stream);
+    if (channels <= 0) launch_map<W>(BinaryMap<T, AddOrMultiply<T, true>>{ap, bp, yp, {}}, n, aligned, stream);
     else if (aligned && channels % W == 0) launch_mul_channels<T, W>(ap, bp, yp, n, channels, stream);
     else launch_mul_channels<T, 1>(ap, bp, yp, n, channels, stream);
   });
@@ -227,8 +185,7 @@ void launch_clip(ElemType t, const void* x, void* y, int64_t n, float lo, float 
   if (n <= 0) return;
   dispatch_elem(t, [&](auto tag) {
     using T = decltype(tag);
-    launch_map<kPackWidth<T>>(Clip<T>{static_cast<const T*>(x), static_cast<T*>(y), lo, hi}, n,
-                              all_aligned_16({x, y}), stream);
+    launch_unary<T>(x, y, n, ClipTo<T>{lo, hi}, stream);
   });
   check_launch("clip_kernel");
 }

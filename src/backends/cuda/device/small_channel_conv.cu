@@ -46,6 +46,102 @@ size_t forward_shared_bytes(int kp) {
          sizeof(ChunkTap) * (kp / kChunk) + sizeof(float) * 4 * 2 * kTileCols;
 }
 
+// One tile's products: warp (wm, wn)'s 32 rows × 32 channels of the gathered windows `in`
+// times the block's filters, in acc[m-tile][n-tile].
+template <class T>
+__device__ __forceinline__ void multiply_tile(const T* in, const T* filters, int kp, int lda, int lane, int wm, int wn,
+                                              float (&acc)[2][4][4]) {
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.f;
+  for (int kk = 0; kk < kp; kk += 16) {
+    uint32_t a[2][4], b[2][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+      mma::ldmatrix_x4(a[mt], in + (wm * 32 + mt * 16 + 8 * ((lane >> 3) & 1) + (lane & 7)) * lda + kk +
+                                  8 * (lane >> 4));
+#pragma unroll
+    for (int np = 0; np < 2; ++np)  // n-tiles 2np (b[np][0..1]) and 2np + 1 (b[np][2..3])
+      mma::ldmatrix_x4(b[np], filters + (wn * 32 + np * 16 + 8 * (lane >> 4) + (lane & 7)) * lda + kk +
+                                  8 * ((lane >> 3) & 1));
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        mma::mma_16x8x16<T>(acc[mt][nt], a[mt], b[nt >> 1][(nt & 1) * 2], b[nt >> 1][(nt & 1) * 2 + 1]);
+  }
+}
+
+// The epilogue of tile rows m0…: each value plus its bias, rounded to T, added to the
+// thread's running sums (rows past the last pixel hold zeros, which add nothing unless a bias
+// moved them) and staged in `tile_out` [128][ldc] for whole-row stores.
+template <class T, bool kBias>
+__device__ __forceinline__ void round_and_sum(const float (&acc)[2][4][4], const float (&bias)[4][2],
+                                              float (&sum)[4][2], float (&sq)[4][2], T* tile_out, int ldc, int64_t m0,
+                                              int64_t M, int lane, int wm, int wn) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = wm * 32 + mt * 16 + g + 8 * half;
+      const bool live = m0 + r < M;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const unsigned packed =
+            pack_rounded<T>(acc[mt][nt][2 * half] + bias[nt][0], acc[mt][nt][2 * half + 1] + bias[nt][1]);
+        if (!kBias || live) {
+          const float2 v = widen_pair<T>(packed);
+          sum[nt][0] += v.x;
+          sum[nt][1] += v.y;
+          sq[nt][0] = __fmaf_rn(v.x, v.x, sq[nt][0]);
+          sq[nt][1] = __fmaf_rn(v.y, v.y, sq[nt][1]);
+        }
+        *reinterpret_cast<uint32_t*>(tile_out + r * ldc + wn * 32 + nt * 8 + 2 * t) = packed;
+      }
+    }
+}
+
+// The block's sums of its 64 channels into the scratch's partials: the eight lanes of a column
+// (same t) in a fixed butterfly, then the four row warps in order, through `cross`
+// [4 row warps][2][64] in shared memory.
+__device__ __forceinline__ void write_channel_sums(float (&sum)[4][2], float (&sq)[4][2], float* cross,
+                                                   const ForwardParams& p, int64_t k0, int tid) {
+  const int lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int offset = 4; offset < 32; offset *= 2) {
+        sum[nt][j] += __shfl_xor_sync(0xffffffffu, sum[nt][j], offset);
+        sq[nt][j] += __shfl_xor_sync(0xffffffffu, sq[nt][j], offset);
+      }
+  if (g == 0)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = wn * 32 + nt * 8 + 2 * t + j;
+        cross[(wm * 2) * kTileCols + col] = sum[nt][j];
+        cross[(wm * 2 + 1) * kTileCols + col] = sq[nt][j];
+      }
+  __syncthreads();
+  if (tid < kTileCols) {
+    float s = 0.f, s2 = 0.f;
+    for (int i = 0; i < 4; ++i) {
+      s += cross[(i * 2) * kTileCols + tid];
+      s2 += cross[(i * 2 + 1) * kTileCols + tid];
+    }
+    float* partials = static_cast<float*>(p.args.scratch);
+    partials[static_cast<int64_t>(blockIdx.x) * p.shape.K + k0 + tid] = s;
+    partials[(static_cast<int64_t>(gridDim.x) + blockIdx.x) * p.shape.K + k0 + tid] = s2;
+  }
+}
+
 // kBias: whether p.args.bias is set (without one the epilogue adds nothing and tests no row).
 template <class T, bool kBias>
 __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardParams p) {
@@ -59,7 +155,7 @@ __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardPara
   auto* taps = reinterpret_cast<ChunkTap*>(tile_out + kTileRows * ldc);
   auto* cross = reinterpret_cast<float*>(taps + chunks);  // [4 row warps][2][64]
 
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, t = lane & 3;
   const int wm = warp & 3, wn = warp >> 2;
   const int64_t k0 = static_cast<int64_t>(blockIdx.y) * kTileCols, M = sh.rows();
   const int taps_total = static_cast<int>(sh.taps());
@@ -102,52 +198,9 @@ __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardPara
     gather(tile + gridDim.x, tile_in + (buf ^ 1) * kTileRows * lda);
     async_copy::wait<1>();
     __syncthreads();
-
     float acc[2][4][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.f;
-    for (int kk = 0; kk < kp; kk += 16) {
-      uint32_t a[2][4], b[2][4];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-        mma::ldmatrix_x4(a[mt], in + (wm * 32 + mt * 16 + 8 * ((lane >> 3) & 1) + (lane & 7)) * lda + kk +
-                                    8 * (lane >> 4));
-#pragma unroll
-      for (int np = 0; np < 2; ++np)  // n-tiles 2np (b[np][0..1]) and 2np + 1 (b[np][2..3])
-        mma::ldmatrix_x4(b[np], filters + (wn * 32 + np * 16 + 8 * (lane >> 4) + (lane & 7)) * lda + kk +
-                                    8 * ((lane >> 3) & 1));
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-          mma::mma_16x8x16<T>(acc[mt][nt], a[mt], b[nt >> 1][(nt & 1) * 2], b[nt >> 1][(nt & 1) * 2 + 1]);
-    }
-
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = wm * 32 + mt * 16 + g + 8 * half;
-        const bool live = m0 + r < M;
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          const unsigned packed =
-              pack_rounded<T>(acc[mt][nt][2 * half] + bias[nt][0], acc[mt][nt][2 * half + 1] + bias[nt][1]);
-          // Rows past the last pixel hold zeros, which add nothing unless a bias moved them.
-          if (!kBias || live) {
-            const float2 v = widen_pair<T>(packed);
-            sum[nt][0] += v.x;
-            sum[nt][1] += v.y;
-            sq[nt][0] = __fmaf_rn(v.x, v.x, sq[nt][0]);
-            sq[nt][1] = __fmaf_rn(v.y, v.y, sq[nt][1]);
-          }
-          *reinterpret_cast<uint32_t*>(tile_out + r * ldc + wn * 32 + nt * 8 + 2 * t) = packed;
-        }
-      }
+    multiply_tile<T>(in, filters, kp, lda, lane, wm, wn, acc);
+    round_and_sum<T, kBias>(acc, bias, sum, sq, tile_out, ldc, m0, M, lane, wm, wn);
     __syncthreads();
     for (int i = tid; i < kTileRows * kTileCols / 8; i += kBlock) {
       const int r = i >> 3, c8 = i & 7;
@@ -156,38 +209,7 @@ __global__ void __launch_bounds__(kBlock, 3) small_conv_stats_kernel(ForwardPara
             *reinterpret_cast<const uint4*>(tile_out + r * ldc + 8 * c8);
     }
   }
-
-  // The block's sums: the eight lanes of a column (same t) in a fixed butterfly, then the four
-  // row warps in order.
-#pragma unroll
-  for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int offset = 4; offset < 32; offset *= 2) {
-        sum[nt][j] += __shfl_xor_sync(0xffffffffu, sum[nt][j], offset);
-        sq[nt][j] += __shfl_xor_sync(0xffffffffu, sq[nt][j], offset);
-      }
-  if (g == 0)
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int col = wn * 32 + nt * 8 + 2 * t + j;
-        cross[(wm * 2) * kTileCols + col] = sum[nt][j];
-        cross[(wm * 2 + 1) * kTileCols + col] = sq[nt][j];
-      }
-  __syncthreads();
-  if (tid < kTileCols) {
-    float s = 0.f, s2 = 0.f;
-    for (int i = 0; i < 4; ++i) {
-      s += cross[(i * 2) * kTileCols + tid];
-      s2 += cross[(i * 2 + 1) * kTileCols + tid];
-    }
-    float* partials = static_cast<float*>(p.args.scratch);
-    partials[static_cast<int64_t>(blockIdx.x) * sh.K + k0 + tid] = s;
-    partials[(static_cast<int64_t>(gridDim.x) + blockIdx.x) * sh.K + k0 + tid] = s2;
-  }
+  write_channel_sums(sum, sq, cross, p, k0, tid);
 #endif
 }
 

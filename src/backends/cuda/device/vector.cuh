@@ -96,4 +96,51 @@ void launch_map(const Op& op, int64_t n, bool vectors, cudaStream_t stream) {
   }
 }
 
+// map_kernel ops from a function object of one element or of two (it takes and returns raw
+// elements and converts itself; its state, if any, travels with the op in parameter memory):
+// y = f(x) and y = f(a, b), each pack loaded before it is stored, so y may be an input's memory.
+template <class In, class Out, class F>
+struct UnaryMap {
+  const In* x;
+  Out* y;
+  F f;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    const ElemPack<In, N> in = load_pack<N>(x + i);
+    ElemPack<Out, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) out.v[j] = f(in.v[j]);
+    store_pack<N>(y + i, out);
+  }
+};
+template <class T, class F>
+struct BinaryMap {
+  const T* a;
+  const T* b;
+  T* y;
+  F f;
+  template <int N, class I>
+  __device__ __forceinline__ void apply(I i) const {
+    const ElemPack<T, N> av = load_pack<N>(a + i), bv = load_pack<N>(b + i);
+    ElemPack<T, N> out;
+#pragma unroll
+    for (int j = 0; j < N; ++j) out.v[j] = f(av.v[j], bv.v[j]);
+    store_pack<N>(y + i, out);
+  }
+};
+
+// Launch y = f(x) or y = f(a, b) over n elements of T: 16-byte packs where every pointer is
+// aligned, single elements otherwise.
+template <class T, class F>
+void launch_unary(const void* x, void* y, int64_t n, F f, cudaStream_t stream) {
+  launch_map<kPackWidth<T>>(UnaryMap<T, T, F>{static_cast<const T*>(x), static_cast<T*>(y), f}, n,
+                            all_aligned_16({x, y}), stream);
+}
+template <class T, class F>
+void launch_binary(const void* a, const void* b, void* y, int64_t n, F f, cudaStream_t stream) {
+  launch_map<kPackWidth<T>>(
+      BinaryMap<T, F>{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), f}, n,
+      all_aligned_16({a, b, y}), stream);
+}
+
 }  // namespace trident::cuda::device
