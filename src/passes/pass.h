@@ -169,6 +169,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt);
 void set_batchnorm_mode(ir::Graph& g, PassContext& ctx);  // inference: BN uses running stats
 void fuse_conv_bn_relu(ir::Graph& g, PassContext& ctx);   // training: CBR and CBAR
 void fuse_bn_relu(ir::Graph& g, PassContext& ctx);        // both: BN → ReLU (pre-activation)
+void fuse_silu(ir::Graph& g, PassContext& ctx);           // both: x·sigmoid(x) → silu
 void cancel_conv_bias(ir::Graph& g, PassContext& ctx);    // training: conv bias into the running mean
 void fold_bn(ir::Graph& g, PassContext& ctx);             // inference: BN into conv weights
 void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx);  // inference: conv + bias/add/relu

@@ -76,6 +76,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     pm.add({"set_batchnorm_mode", set_batchnorm_mode, true});
     pm.add({"remove_dropout", remove_dropout, true});
     pm.add({"fold_bn", fold_bn, false, true});
+    pm.add({"fuse_silu", fuse_silu, false, true});
     pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
     pm.add({"fuse_conv_epilogue", fuse_conv_epilogue, false, true});
     if (opt.int8.stage != Int8Options::Stage::off) {
@@ -91,6 +92,7 @@ PassManager standard_pipeline(Mode mode, const CompileOptions& opt) {
     if (opt.precision != DType::f32) pm.add({"assign_precision", assign_precision, true});
     if (opt.pads_channels()) pm.add({"pad_channels", pad_channels, false});
   } else {
+    pm.add({"fuse_silu", fuse_silu, false, true});
     pm.add({"fuse_conv_bn_relu", fuse_conv_bn_relu, false, true});
     pm.add({"fuse_bn_relu", fuse_bn_relu, false, true});
     pm.add({"cancel_conv_bias", cancel_conv_bias, false, true});
