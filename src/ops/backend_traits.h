@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "ops/activation_math.h"
 
 namespace trident::ops {
 
@@ -20,6 +21,8 @@ struct BackendTraits {
   bool cbr_weight_backward = false;   // fuse_cbr_weight_backward's one-pass batchnorm + wgrad backward
   bool low_precision_gradients = false;  // the optimizer reads f16/bf16 gradients (fold_gradient_cast)
   bool int8_convolution = false;  // conv2d_epilogue in int8 (quantize_int8)
+  // The activations a conv2d_epilogue may end with (fuse_conv_epilogue); empty: relu and clip only.
+  std::vector<ActivationFn> epilogue_activations;
 
   // Limits of those kernels. The dtypes in which a convolution runs a deferred batchnorm apply
   // in its own prologue, and why not in others (empty: every dtype).
@@ -41,6 +44,11 @@ struct BackendTraits {
     bool fuse_cbr_weight_backward = false;  // fuse_cbr_weight_backward
   } defaults;
 
+  bool epilogue_takes(ActivationFn fn) const {
+    for (ActivationFn f : epilogue_activations)
+      if (f == fn) return true;
+    return false;
+  }
   // Whether a convolution runs the deferred apply in its prologue in `dtype`.
   bool fuses_prologue_in(DType dtype) const {
     if (fused_prologue_dtypes.empty()) return true;

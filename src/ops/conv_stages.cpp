@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "ops/activation.h"
 #include "ops/cbr_operands.h"
 
 namespace trident::ops {
@@ -54,6 +55,14 @@ ConvStages ConvStages::of(const ir::Node& n) {
     s.int8_unsigned = n.attrs.i("int8_unsigned", 0) != 0;
     s.mid_quant = grid_attrs(n, "mid_quant");
     s.out_quant = grid_attrs(n, "out_quant");
+    s.activation = n.attrs.has("activation");
+    if (s.activation) {
+      ir::Attrs a;
+      a.set("fn", n.attrs.s("activation"));
+      a.set("alpha", n.attrs.f("activation_alpha", 1.0 / 6.0));
+      a.set("beta", n.attrs.f("activation_beta", 0.5));
+      s.activation_params = ops::activation_params(a);
+    }
     return s;
   }
   const CbrOperands o = CbrOperands::of(n);
@@ -90,6 +99,7 @@ std::string ConvStages::describe() const {
       out << " → relu";
     }
   }
+  if (activation) out << " → " << activation_fn_name(activation_params.fn);
   if (out_quant.on) out << grid_text(out_quant);
   if (bit_mask) out << " → bit mask";
   return out.str();

@@ -4,7 +4,8 @@
 // cuDNN operation graph describes it:
 //
 //   [input affine + relu] → [int8 operands] → convolution → [bias] → [batch statistics → affine (or stop there)]
-//     → [int8 grid] → [+ residual (· its affine)] → [relu or clip(0, m)] → [int8 grid] → [1-bit mask]
+//     → [int8 grid] → [+ residual (· its affine)] → [relu or clip(0, m), or an activation] → [int8 grid]
+//     → [1-bit mask]
 //
 // The decompositions, the passes that build or extend these nodes, `explain` and every
 // backend's kernel read this struct instead of the attributes, so what a stage means is
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ops/activation_math.h"
 
 namespace trident::ops {
 
@@ -31,6 +33,11 @@ struct ConvStages {
   bool clipped = false;  // the relu is clip(0, relu_max) (ReLU6), attribute relu_max
   double relu_max = 0;   // the clip's bound where clipped
   bool bit_mask = false;  // a 1-bit relu mask output for the backward (attribute relu_mask)
+  // conv2d_epilogue: a point-wise activation in the relu's place (attribute activation, a fn of
+  // ops/activation.h, with activation_alpha and activation_beta for hardsigmoid): EfficientNet's
+  // SiLU, MobileNet v3's hardswish.
+  bool activation = false;
+  ActivationParams activation_params;
   // conv2d_epilogue in int8 (passes/quantize_int8.cpp): the input is read on the int8 grid of
   // a calibrated scale (attribute int8_input_scale; u8 where int8_unsigned, else s8) and the
   // weights on per-output-channel s8 grids; the output stays f32 (ops/int8_quant.h).

@@ -4,6 +4,7 @@
 // output is written.
 #include <cmath>
 
+#include "ops/activation.h"
 #include "ops/conv_stages.h"
 #include "ops/op_helpers.h"
 #include "ops/window.h"
@@ -38,7 +39,8 @@ void register_fused_inference_ops() {
   ir::OpRegistry::add(fold);
 
   ir::OpDef epi = op_def("conv2d_epilogue", {"x", "w", "b (has_bias)", "residual (residual)"}, {"y"},
-                         "conv2d + bias (+ residual add) (+ relu, or relu clipped at relu_max: ReLU6) in one kernel; in int8 with int8_input_scale");
+                         "conv2d + bias (+ residual add) (+ relu, or relu clipped at relu_max: ReLU6, or an activation) in one "
+                         "kernel; in int8 with int8_input_scale");
   epi.variadic = true;
   epi.infer = [](const Node& n, const Graph& g) {
     const ConvStages stages = ConvStages::of(n);
@@ -54,6 +56,8 @@ void register_fused_inference_ops() {
     const TypeInfo y = ir::OpRegistry::get("conv2d").infer(conv, g).at(0);
     if (stages.clipped && (!stages.relu || !(stages.relu_max > 0)))
       throw Error("attribute relu_max needs relu = 1 and a positive value");
+    if (stages.activation && (stages.relu || stages.activation_params.fn == ActivationFn::clip))
+      throw Error("attribute activation takes the relu's place: not with relu, and not clip (relu_max)");
     if (stages.int8 && (!(stages.int8_input_scale > 0) || !std::isfinite(stages.int8_input_scale)))
       throw Error("attribute int8_input_scale must be positive and finite");
     for (const ConvStages::Grid* q : {&stages.mid_quant, &stages.out_quant})
@@ -102,6 +106,12 @@ void register_fused_inference_ops() {
       y = g.add_node1("clip", {y}, {{"min", 0.0}, {"max", stages.relu_max}}, n.name + ".clip");
     else if (stages.relu)
       y = g.add_node1("relu", {y}, {}, n.name + ".relu");
+    else if (stages.activation)
+      y = g.add_node1("activation", {y},
+                      {{"fn", std::string(activation_fn_name(stages.activation_params.fn))},
+                       {"alpha", static_cast<double>(stages.activation_params.alpha)},
+                       {"beta", static_cast<double>(stages.activation_params.beta)}},
+                      n.name + ".activation");
     if (stages.out_quant.on) y = snap(stages.out_quant, ".quantize_out");
     return std::vector<int>{y};
   };

@@ -5,12 +5,15 @@
 //   conv2d ──► add(·, residual) ──► relu     ⇒   conv2d_epilogue {residual, relu}
 //   conv2d ──► add(·, residual) ──► clip(0, m) ⇒ conv2d_epilogue {residual, relu, relu_max m}
 //   conv2d ──► add(·, residual)              ⇒   conv2d_epilogue {residual}
-//   (each intermediate has exactly one consumer)
+//   conv2d ──► [add(·, residual) ──►] activation f  ⇒  conv2d_epilogue {[residual,] activation f}
+//   (each intermediate has exactly one consumer; f one the backend's epilogue takes, by its
+//    traits: EfficientNet's SiLU, MobileNet v3's hardswish on the cpu backend)
 //
 // A conv2d with no element-wise consumer stays as it is (nothing to fuse: not a refusal);
 // one whose output is read elsewhere is refused with the reason.
 #include <cmath>
 
+#include "ops/activation.h"
 #include "passes/chain_rule.h"
 #include "passes/graph_edit.h"
 #include "passes/pass.h"
@@ -29,24 +32,33 @@ struct Candidate {
   int tail = -1;           // the value the epilogue's output replaces
 };
 
+// Whether `n` is a point-wise op that may end the epilogue: a relu, a clip(0, m), or an
+// activation the backend's epilogue takes.
+bool ends_an_epilogue(const ir::Node& n, const ops::BackendTraits& traits) {
+  if (n.op == "relu" || relu_bound(n) > 0) return true;
+  return n.op == "activation" && traits.epilogue_takes(ops::activation_params(n.attrs).fn);
+}
+
 // The first reader of the conv output, when it is an op this epilogue takes; else -1.
-int epilogue_start(const ir::Graph& g, const ValueUses& uses, int conv) {
+int epilogue_start(const ir::Graph& g, const ValueUses& uses, const ops::BackendTraits& traits, int conv) {
   const std::vector<int>& readers = uses.readers(g.node(conv).outputs[0]);
   if (readers.empty()) return -1;
   const ir::Node& first = g.node(readers[0]);
-  return first.op == "relu" || first.op == "add" || relu_bound(first) > 0 ? first.id : -1;
+  return first.op == "add" || ends_an_epilogue(first, traits) ? first.id : -1;
 }
 
-// A conv2d whose first reader is such an op is a candidate; any other is no refusal.
-bool starts_an_epilogue(const ir::Graph& g, const ValueUses& uses, int conv) {
-  return epilogue_start(g, uses, conv) >= 0;
+// "conv-relu", "conv-clip", "conv-silu"... for the op that ends the epilogue.
+std::string pattern_of(const ir::Node& last) {
+  if (last.op == "activation") return std::string("conv-") + ops::activation_fn_name(ops::activation_params(last.attrs).fn);
+  return last.op == "relu" ? "conv-relu" : "conv-clip";
 }
 
-std::string refusal(const ir::Graph& g, const ValueUses& uses, int conv_id, Candidate& c) {
+std::string refusal(const ir::Graph& g, const ValueUses& uses, const ops::BackendTraits& traits, int conv_id,
+                    Candidate& c) {
   const int y = g.node(conv_id).outputs[0];
-  const ir::Node& first = g.node(epilogue_start(g, uses, conv_id));
+  const ir::Node& first = g.node(epilogue_start(g, uses, traits, conv_id));
   c.conv = conv_id;
-  c.pattern = first.op == "relu" ? "conv-relu" : relu_bound(first) > 0 ? "conv-clip" : "conv-add-relu";
+  c.pattern = first.op == "add" ? "conv-add-relu" : pattern_of(first);
   if (uses.only_reader(y) < 0) return "the conv output has " + std::to_string(uses.consumers(y)) + " consumers";
   c.group = {first.id};
   c.tail = first.outputs[0];
@@ -54,7 +66,7 @@ std::string refusal(const ir::Graph& g, const ValueUses& uses, int conv_id, Cand
     c.residual = first.inputs[0] == y ? first.inputs[1] : first.inputs[0];
     if (c.residual == y) return "the add reads the conv output twice";
     const int next = uses.only_reader(c.tail);
-    if (next >= 0 && (g.node(next).op == "relu" || relu_bound(g.node(next)) > 0)) {
+    if (next >= 0 && ends_an_epilogue(g.node(next), traits)) {
       c.group.push_back(next);
       c.tail = g.node(next).outputs[0];
     }
@@ -64,13 +76,20 @@ std::string refusal(const ir::Graph& g, const ValueUses& uses, int conv_id, Cand
 
 FusionRecord build(ir::Graph& g, const Candidate& c) {
   const ir::Node conv = g.node(c.conv);
-  const double relu_max = relu_bound(g.node(c.group.back()));
-  const bool relu = g.node(c.group.back()).op == "relu" || relu_max > 0;
+  const ir::Node& last = g.node(c.group.back());
+  const double relu_max = relu_bound(last);
+  const bool relu = last.op == "relu" || relu_max > 0;
   ir::Attrs a = conv.attrs;
   a.set("has_bias", int64_t{conv.inputs.size() == 3});
   a.set("residual", int64_t{c.residual >= 0});
   a.set("relu", int64_t{relu});
   if (relu_max > 0) a.set("relu_max", relu_max);
+  if (last.op == "activation") {
+    const ops::ActivationParams p = ops::activation_params(last.attrs);
+    a.set("activation", std::string(ops::activation_fn_name(p.fn)));
+    a.set("activation_alpha", static_cast<double>(p.alpha));
+    a.set("activation_beta", static_cast<double>(p.beta));
+  }
   std::vector<int> in = conv.inputs;
   if (c.residual >= 0) in.push_back(c.residual);
   const int out = g.add_node1("conv2d_epilogue", in, a, conv.name + ".epilogue");
@@ -78,8 +97,9 @@ FusionRecord build(ir::Graph& g, const Candidate& c) {
   std::vector<int> gone = c.group;
   gone.push_back(conv.id);
   replace_nodes(g, {g.value(out).producer}, c.group.back(), gone);
-  const std::string fused_pattern =
-      !relu ? "conv-add" : relu_max > 0 && c.residual >= 0 ? "conv-add-clip" : c.pattern;
+  const bool ends = c.group.size() > 1 || last.op != "add";
+  const std::string tail = ends ? pattern_of(g.node(c.group.back())).substr(5) : "";  // "relu", "clip", "silu"...
+  const std::string fused_pattern = c.residual >= 0 ? (ends ? "conv-add-" + tail : "conv-add") : "conv-" + tail;
   FusionRecord rec{"fuse_conv_epilogue", fused_pattern, conv.name + ".epilogue", {conv.name}};
   for (int id : c.group) rec.nodes.push_back(g.node(id).name);
   return rec;
@@ -88,13 +108,18 @@ FusionRecord build(ir::Graph& g, const Candidate& c) {
 }  // namespace
 
 void fuse_conv_epilogue(ir::Graph& g, PassContext& ctx) {
-  apply_chain_rule(g, ctx,
-                   ChainRule<Candidate>{.pass = "fuse_conv_epilogue",
-                                        .anchor_op = "conv2d",
-                                        .candidate = starts_an_epilogue,
-                                        .refusal = refusal,
-                                        .pattern = [](const Candidate& c) { return c.pattern; },
-                                        .build = build});
+  const ops::BackendTraits& traits = ctx.options.traits;
+  apply_chain_rule(
+      g, ctx,
+      ChainRule<Candidate>{
+          .pass = "fuse_conv_epilogue",
+          .anchor_op = "conv2d",
+          .candidate = [&](const ir::Graph& g, const ValueUses& uses,
+                           int conv) { return epilogue_start(g, uses, traits, conv) >= 0; },
+          .refusal = [&](const ir::Graph& g, const ValueUses& uses, int conv,
+                         Candidate& c) { return refusal(g, uses, traits, conv, c); },
+          .pattern = [](const Candidate& c) { return c.pattern; },
+          .build = build});
 }
 
 }  // namespace trident::passes

@@ -270,7 +270,9 @@ TEST(OnnxImport, QdqResNet18FromOnnxruntimesQuantizerRunsInInt8) {
     // Per-tensor weights are not on trident's per-channel grid: said once.
     const bool per_tensor = name.ends_with("per_tensor");
     ASSERT_EQ(imp.notices.size(), per_tensor ? 1u : 0u) << name;
-    if (per_tensor) EXPECT_NE(imp.notices[0].find("not on trident's grid"), std::string::npos) << imp.notices[0];
+    if (per_tensor) {
+      EXPECT_NE(imp.notices[0].find("not on trident's grid"), std::string::npos) << imp.notices[0];
+    }
     frontend::OnnxOptions train;  // no training through quantization: one sentence
     train.train = true;
     try {

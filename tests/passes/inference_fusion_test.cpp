@@ -3,6 +3,8 @@
 // and numerical checks, the numerical ones against the same model compiled without them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "support/graph_queries.h"
 
 #include "backends/kernel.h"
@@ -148,6 +150,40 @@ TEST(ConvEpilogue, Relu6JoinsTheEpilogue) {
   passes::CompileOptions cuda = infer_options();
   cuda.backend = "cuda";
   EXPECT_EQ(count_op(runtime::compile_graph(build(0.0, true), cuda).graph, "clip"), 0);
+}
+
+// EfficientNet's Conv -> SiLU and MobileNet v3's Conv -> Hardswish join the epilogue where the
+// backend's traits list the activation (cpu: oneDNN's post-ops; not hardsigmoid, which oneDNN
+// lacks); on cuda, whose epilogue takes none, the activation stays its own node.
+TEST(ConvEpilogue, AnActivationJoinsTheEpilogueWhereTheBackendTakesIt) {
+  auto build = [](const std::string& fn, bool residual) {
+    ir::Graph g;
+    frontend::Builder b(g);
+    int x = g.add_input("images", {2, 8, 8, 4});
+    int y = b.conv(x, 4, 3, 1, 1, {.bias = true}, "conv");
+    if (residual) y = g.add_node1("add", {y, x}, {}, "add");
+    y = b.activation(y, fn, "act");
+    g.mark_output(b.linear(b.flatten(b.global_avgpool(y, "pool"), "flat"), 3, true, "fc"));
+    return g;
+  };
+  passes::CompileOptions cpu = infer_options(), cuda = infer_options();
+  cpu.backend = "cpu";
+  cuda.backend = "cuda";
+  for (bool residual : {false, true}) {
+    for (const char* fn : {"silu", "hardswish"}) {
+      const auto c = runtime::compile_graph(build(fn, residual), cpu);
+      EXPECT_EQ(count_op(c.graph, "activation"), 0) << fn << residual;
+      ASSERT_EQ(count_op(c.graph, "conv2d_epilogue"), 1) << fn << residual;
+      for (int id : c.graph.order())
+        if (c.graph.node(id).op == "conv2d_epilogue") EXPECT_EQ(c.graph.node(id).attrs.s("activation"), fn);
+      const std::string pattern = std::string(residual ? "conv-add-" : "conv-") + fn;
+      EXPECT_TRUE(std::any_of(c.fusions.begin(), c.fusions.end(),
+                              [&](const passes::FusionRecord& f) { return f.pattern == pattern; }))
+          << pattern;
+    }
+    EXPECT_EQ(count_op(runtime::compile_graph(build("hardsigmoid", residual), cpu).graph, "activation"), 1);
+    EXPECT_EQ(count_op(runtime::compile_graph(build("silu", residual), cuda).graph, "activation"), 1);
+  }
 }
 
 TEST(ConvEpilogue, MatchesItsDecompositionOnTheReferenceBackend) {

@@ -71,12 +71,14 @@ convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_ki
   return *found;
 }
 
-// The attributes of a forward conv with post-ops, applied in order: sum, then relu.
+// The attributes of a forward conv with post-ops, applied in order: sum, then relu (or the
+// activation in its place).
 dnnl::primitive_attr post_ops_attr(const ConvPostOps& post) {
   dnnl::post_ops ops;
   if (post.sum) ops.append_sum(1.f);
   if (post.relu && post.relu_max > 0) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, post.relu_max);
   else if (post.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  else if (post.activation != dnnl::algorithm::undef) ops.append_eltwise(1.f, post.activation, post.activation_alpha, 0.f);
   dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
   return attr;
@@ -152,7 +154,8 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
                          const Shape& w, const Shape& y, const ConvOperands& ops,
                          const ConvPostOps& post, const ConvAlgorithms& algorithms) {
   const ConvSetup s = conv_setup(node, x, w, y, ops.bias.has_value());
-  const bool inference = post.sum || post.relu || algorithms.options.constant_weights;
+  const bool inference =
+      post.sum || post.relu || post.activation != dnnl::algorithm::undef || algorithms.options.constant_weights;
   CachedPrimitive p;
   std::string kind = "|fwd";
   bool blocked = false;
@@ -161,6 +164,8 @@ void append_conv_forward(PrimitiveKernel& k, const ir::Node& node, const Shape& 
                .add("sum", int64_t{post.sum})
                .add("relu", int64_t{post.relu})
                .add("relu_max", static_cast<double>(post.relu_max))
+               .add("activation", static_cast<int64_t>(post.activation))
+               .add("activation_alpha", static_cast<double>(post.activation_alpha))
                .str();
     const bool arena = algorithms.scratch != nullptr;  // blocked copies need it
     const BackendOptions& chosen = algorithms.options.backend;

@@ -1,5 +1,5 @@
 // The inference fusions on the "cpu" backend: conv2d_epilogue, one oneDNN convolution with
-// post-ops (bias, residual sum, relu; in int8 int8_conv.cpp's), and fold_batchnorm, cpu_ref's kernel, which runs once per
+// post-ops (bias, residual sum, relu or another activation; in int8 int8_conv.cpp's), and fold_batchnorm, cpu_ref's kernel, which runs once per
 // weight update (the executable hoists it), so its speed does not matter.
 #include <cstring>
 
@@ -12,6 +12,19 @@
 namespace trident::cpu {
 
 namespace {
+
+// The post-ops of an epilogue's stages: the residual sum, then the relu, its clip or an
+// activation oneDNN has (the pass fuses only those: the backend's traits list them).
+ConvPostOps post_ops(const ir::Node& node, const ops::ConvStages& stages) {
+  ConvPostOps post{stages.residual != ops::ConvStages::Residual::none, stages.relu, static_cast<float>(stages.relu_max)};
+  if (stages.activation) {
+    const auto onednn = onednn_activation(stages.activation_params.fn);
+    if (!onednn) fail(node, "oneDNN has no post-op for this activation");
+    post.activation = onednn->first;
+    post.activation_alpha = onednn->second;
+  }
+  return post;
+}
 
 // conv2d_epilogue: inputs x, w, [b (has_bias)], [residual (residual)]; output y. The residual
 // is copied into y before the convolution, whose `sum` post-op then accumulates onto it.
@@ -28,8 +41,7 @@ class ConvEpilogue final : public PrimitiveKernel {
     if (has_bias) conv.bias = in(2);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
                         out_shape(node, g, 0), conv,
-                        ConvPostOps{residual_, stages.relu, static_cast<float>(stages.relu_max)},
-                        ConvAlgorithms::from(ctx));
+                        post_ops(node, stages), ConvAlgorithms::from(ctx));
   }
 
   void run(const KernelArgs& args) override {

@@ -32,6 +32,8 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
   Int8ConvEpilogue(const ir::Node& node, const ir::Graph& g, const CpuContext& ctx)
       : PrimitiveKernel(node, g), stages_(ops::ConvStages::of(node)) {
     expect_f32(node, g);
+    if (stages_.activation && !onednn_activation(stages_.activation_params.fn))
+      fail(node, "oneDNN has no post-op for this activation");
     const Shape &xs = in_shape(node, g, 0), &ws = in_shape(node, g, 1), &ys = out_shape(node, g, 0);
     const DnnlWindow win = conv_window(node, xs, ws, ys);
     K_ = ws[0];
@@ -49,7 +51,8 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
         .add("pad_l", win.pad_l).add("pad_r", win.pad_r).add("unsigned", int64_t{stages_.int8_unsigned})
         .add("sum", int64_t{residual()}).add("relu", int64_t{stages_.relu}).add("relu_max", stages_.relu_max)
         .add("mid_grid", stages_.mid_quant.on ? stages_.mid_quant.scale : 0.0)
-        .add("out_grid", stages_.out_quant.on ? stages_.out_quant.scale : 0.0);
+        .add("out_grid", stages_.out_quant.on ? stages_.out_quant.scale : 0.0)
+        .add("activation", stages_.activation ? static_cast<int64_t>(stages_.activation_params.fn) + 1 : 0);
 
     // The input onto its grid: x · (1/scale), rounded to nearest even and saturated by the reorder.
     char scale_text[32];
@@ -124,6 +127,8 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
       post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, static_cast<float>(stages_.relu_max));
     else if (stages_.relu)
       post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    else if (stages_.activation)
+      append_activation(post);
     if (stages_.out_quant.on) append_grid(post, stages_.out_quant);
     attr.set_post_ops(post);
     OnednnContext& onednn = OnednnContext::instance();
@@ -153,6 +158,11 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
     append_scalar(post, dnnl::algorithm::binary_max, grid.lo);
     append_scalar(post, dnnl::algorithm::binary_min, grid.hi);
     append_scalar(post, dnnl::algorithm::binary_mul, s);
+  }
+
+  void append_activation(dnnl::post_ops& post) const {
+    const auto onednn = onednn_activation(stages_.activation_params.fn);  // checked when built
+    post.append_eltwise(1.0f, onednn->first, onednn->second, 0.0f);
   }
 
   void append_scalar(dnnl::post_ops& post, dnnl::algorithm op, float value) {

@@ -5,10 +5,12 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "backends/cpu/reference_routing.h"
 #include "backends/cpu/onednn_util.h"
 #include "backends/kernel.h"
+#include "ops/activation_math.h"
 
 namespace trident::cpu {
 
@@ -60,6 +62,10 @@ struct ConvPostOps {
   bool sum = false;
   bool relu = false;
   float relu_max = 0;  // > 0: the relu clips at this value (ReLU6)
+  // A point-wise activation in the relu's place (conv2d_epilogue's activation stage): oneDNN's
+  // eltwise algorithm and its α (onednn_activation); undef: none.
+  dnnl::algorithm activation = dnnl::algorithm::undef;
+  float activation_alpha = 0;
 };
 // How a forward convolution may run: in an inference executable (or with post-ops, which only
 // inference graphs have) the implementation timing chose among oneDNN's direct and, where
@@ -120,6 +126,10 @@ class BnBackward {
   memory var_;
 };
 
+// activation.cpp: oneDNN's eltwise algorithm and its α for an activation, or nothing where
+// oneDNN has none (hardsigmoid); the activation kernels and the convolution epilogue's post-op.
+std::optional<std::pair<dnnl::algorithm, float>> onednn_activation(ops::ActivationFn fn);
+
 // elementwise.cpp: element-wise steps over `numel` elements (in place allowed). relu_max > 0:
 // the relu clipped at relu_max (ReLU6), its backward passing dy where 0 < y < relu_max.
 void append_relu(PrimitiveKernel& k, int64_t numel, const Operand& x, const Operand& y, float relu_max = 0);
@@ -134,6 +144,7 @@ void append_add(PrimitiveKernel& k, int64_t numel, const Operand& a, const Opera
 void register_conv_kernels();               // conv.cpp
 void register_batchnorm_kernels();          // batchnorm.cpp (and batchnorm_relu_backward)
 void register_elementwise_kernels();        // elementwise.cpp
+void register_activation_kernels();         // activation.cpp
 void register_elementwise_fused_kernels();  // elementwise_fused.cpp
 void register_pool_kernels();               // pool.cpp
 void register_linear_kernels();             // linear.cpp

@@ -10,6 +10,7 @@ void register_cpu_kernels() {
   cpu::register_conv_kernels();
   cpu::register_batchnorm_kernels();
   cpu::register_elementwise_kernels();
+  cpu::register_activation_kernels();
   cpu::register_elementwise_fused_kernels();
   cpu::register_pool_kernels();
   cpu::register_linear_kernels();

@@ -1,4 +1,4 @@
-// mul, mul_reduce, the activations, dropout's mask and random state, clip, concat, resize_channels, channel_shuffle, pad2d and
+// mul, mul_reduce, dropout's mask and random state, clip, concat, resize_channels, channel_shuffle, pad2d and
 // channel_slice on the "cpu" backend: memory-bound loops where a oneDNN primitive would gain
 // little, so they run the cpu_ref kernels behind this backend's f32-only check.
 #include "backends/cpu/ref_kernels.h"
@@ -19,8 +19,6 @@ class RngAdvance final : public Kernel {
 void register_tensor_kernels() {
   add_kernel<RefLoop<cpu_ref::mul>>("mul");
   add_kernel<RefLoop<cpu_ref::mul_reduce>>("mul_reduce");
-  add_kernel<RefLoop<cpu_ref::activation>>("activation");
-  add_kernel<RefLoop<cpu_ref::activation_backward>>("activation_backward");
   add_kernel<RefLoop<cpu_ref::dropout_mask, 0>>("dropout_mask");
   add_kernel<RngAdvance>("rng_advance");
   add_kernel<RefLoop<cpu_ref::layernorm>>("layernorm");

@@ -12,6 +12,9 @@ ops::BackendTraits cpu_ref_traits() {
   t.cbr_weight_backward = true;
   t.low_precision_gradients = true;
   t.int8_convolution = true;
+  using ops::ActivationFn;
+  t.epilogue_activations = {ActivationFn::sigmoid, ActivationFn::silu,  ActivationFn::hardsigmoid,
+                            ActivationFn::hardswish, ActivationFn::gelu, ActivationFn::gelu_tanh};
   t.bn_backward_overwrites_conv_out = true;
   return t;
 }

@@ -58,6 +58,7 @@ struct Epilogue {
   // mid_zero_point; u8 from 0 at the end (the relu a quantizer folded into its grid)
   double mid_scale = 0, out_scale = 0;
   int64_t mid_zero_point = 0;
+  const char* activation = nullptr;  // an activation in the relu's place (ops/conv_stages.h)
 };
 
 ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
@@ -77,6 +78,7 @@ ir::Graph epilogue(const Window& c, const Epilogue& e, DType d) {
   }
   if (e.mid_scale > 0) ops::ConvStages::set_grid(a, "mid_quant", {true, e.mid_scale, false, e.mid_zero_point});
   if (e.out_scale > 0) ops::ConvStages::set_grid(a, "out_quant", {true, e.out_scale, true, 0});
+  if (e.activation) a.set("activation", std::string(e.activation));
   g.add_node1("conv2d_epilogue", in, a, "epilogue");
   return g;
 }
@@ -246,6 +248,31 @@ void add_conv_cases(std::vector<OpCase>& cases) {
     OpCase d = decomposition_case(std::string("conv2d_epilogue_") + n.name, [=](DType t) { return epilogue(w, e, t); });
     d.backends = {"cpu", "cpu_ref"};
     cases.push_back(std::move(d));
+  }
+  // An activation in the relu's place (EfficientNet's SiLU, MobileNet v3's hardswish; the CPU
+  // backends' form: cuda's traits leave it out), reals in f32, also after an int8 convolution.
+  for (const char* fn : {"silu", "sigmoid", "hardswish", "gelu", "gelu_tanh"}) {
+    for (bool residual : {false, true}) {
+      Epilogue e{true, residual, false};
+      e.activation = fn;
+      const Window w{{2, 7, 7, 8}, {6, 3, 3, 8}, {1, 1}, {1, 1}};
+      const std::string name = std::string("conv2d_epilogue_Bias") + (residual ? "Residual" : "") + "_" + fn;
+      OpCase c = scaled_case(name, [=](DType d) { return epilogue(w, e, d); }, 73, {DType::f32});
+      c.backends = {"cpu", "cpu_ref"};
+      c.options["cpu"] = direct;
+      cases.push_back(std::move(c));
+      OpCase d = decomposition_case(name, [=](DType t) { return epilogue(w, e, t); });
+      d.backends = {"cpu", "cpu_ref"};
+      cases.push_back(std::move(d));
+    }
+  }
+  {
+    Epilogue e{true, false, false, false, 0, 0.8 / 127};
+    e.activation = "silu";
+    const Window w{{2, 7, 7, 16}, {6, 3, 3, 16}, {1, 1}, {1, 1}};
+    OpCase c = scaled_case("conv2d_epilogue_Int8BiasSilu", [=](DType d) { return epilogue(w, e, d); }, 71, {DType::f32});
+    c.backends = {"cpu", "cpu_ref"};
+    cases.push_back(std::move(c));
   }
   // Every attribute combination on the first cuda window, and the output in the residual's buffer.
   std::vector<Epilogue> combos;
