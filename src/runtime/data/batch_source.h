@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "backends/image_batch.h"
 #include "core/error.h"
 
 namespace trident::data {
@@ -32,6 +33,21 @@ class BatchSource {
                              int64_t* filled = nullptr) {
     (void)take, (void)labels_out, (void)filled;
     throw Error("this batch source cannot hand out its batches in place; use next()");
+  }
+  // A source of image files can instead hand out what a device needs to make the batch itself
+  // (backends/image_batch.h): each row's JPEG bytes and crop, or the row made on the host where
+  // the device's decoder would not take the file. can_hand_out_images() says whether it can;
+  // hand_out_images(true) switches next_images() on from the next start_epoch (next() and
+  // next_in_place() then refuse). `take` is called once per batch with the request, which stays
+  // valid until it returns, and with the maker of any row the device fails to decode.
+  virtual bool can_hand_out_images() const { return false; }
+  virtual void hand_out_images(bool on) {
+    if (on) throw Error("this batch source has no image files to hand out");
+  }
+  virtual bool next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take,
+                           int32_t* labels_out, int64_t* filled = nullptr) {
+    (void)take, (void)labels_out, (void)filled;
+    throw Error("this batch source cannot hand out image files; use next()");
   }
   // Makes next() write only rows [first, first + count) of each batch (batch() becomes count,
   // `filled` counts the real rows among them), so a data-parallel rank makes only its share

@@ -175,6 +175,41 @@ RgbRegion decode_jpeg(const uint8_t* bytes, size_t size, const std::string& what
   throw Error(what + ": unexpected JPEG decoder state");
 }
 
+// The header, and whether its coding is the plain kind (image_codec.h's JpegHeader).
+bool read_jpeg_header_trapped(jpeg_decompress_struct* cinfo, JpegTrap* t, const uint8_t* bytes, size_t size) {
+  if (setjmp(t->trap.jump)) return false;
+  jpeg_mem_src(cinfo, bytes, static_cast<unsigned long>(size));
+  jpeg_read_header(cinfo, TRUE);
+  return true;
+}
+
+bool plain_coding(const jpeg_decompress_struct& c) {
+  if (c.progressive_mode || c.arith_code || c.data_precision != 8 || c.comps_in_scan != c.num_components) return false;
+  if (c.num_components == 1) return c.jpeg_color_space == JCS_GRAYSCALE;
+  if (c.num_components != 3 || c.jpeg_color_space != JCS_YCbCr) return false;
+  const jpeg_component_info* k = c.comp_info;
+  const bool luma_ok = (k[0].h_samp_factor == 1 || k[0].h_samp_factor == 2) &&
+                       (k[0].v_samp_factor == 1 || k[0].v_samp_factor == 2);
+  return luma_ok && k[1].h_samp_factor == 1 && k[1].v_samp_factor == 1 && k[2].h_samp_factor == 1 &&
+         k[2].v_samp_factor == 1;
+}
+
+JpegHeader jpeg_header(const uint8_t* bytes, size_t size, const std::string& what, uint64_t max_bytes) {
+  jpeg_decompress_struct cinfo;
+  JpegTrap t;
+  cinfo.err = t.arm();
+  jpeg_create_decompress(&cinfo);
+  DecompressGuard guard{&cinfo};
+  if (!read_jpeg_header_trapped(&cinfo, &t, bytes, size)) throw Error(what + " is not a readable JPEG: " + t.trap.message);
+  check_pixel_count(cinfo.image_width, cinfo.image_height, what);
+  if (decode_bytes(size, cinfo.image_height, cinfo.image_width) > max_bytes)
+    over_limit(size, cinfo.image_height, cinfo.image_width, max_bytes, what);
+  // A file that does not end in its end-of-image marker may be truncated: libjpeg-turbo refuses
+  // that, where another decoder might fill the rest with grey.
+  const bool complete = size >= 2 && bytes[size - 2] == 0xFF && bytes[size - 1] == 0xD9;
+  return {static_cast<int>(cinfo.image_height), static_cast<int>(cinfo.image_width), complete && plain_coding(cinfo)};
+}
+
 struct CompressGuard {
   jpeg_compress_struct* cinfo;
   unsigned char** buffer;
@@ -378,7 +413,7 @@ RgbRegion decode_any(const uint8_t* bytes, size_t size, const std::string& what,
 }
 
 // The checked opener, the size cap, the signature from the first bytes, then the rest.
-RgbRegion read_any(const std::string& path, const RegionWanted* want, const DecodeLimits& limits) {
+std::vector<uint8_t> read_signed_file(const std::string& path, const DecodeLimits& limits) {
   const std::string what = quoted_name(path);
   const InputFile file(path, "image");
   if (file.size() > kMaxImageFileBytes || file.size() > limits.max_bytes)
@@ -391,7 +426,12 @@ RgbRegion read_any(const std::string& path, const RegionWanted* want, const Deco
     throw Error(what + " is neither a JPEG nor a PNG (its first bytes are no signature of either)");
   std::vector<uint8_t> bytes(static_cast<size_t>(file.size()));
   file.read_at(0, bytes.size(), bytes.data());
-  return decode_any(bytes.data(), bytes.size(), what, want, limits.max_bytes);
+  return bytes;
+}
+
+RgbRegion read_any(const std::string& path, const RegionWanted* want, const DecodeLimits& limits) {
+  const std::vector<uint8_t> bytes = read_signed_file(path, limits);
+  return decode_any(bytes.data(), bytes.size(), quoted_name(path), want, limits.max_bytes);
 }
 
 }  // namespace
@@ -415,6 +455,18 @@ RgbRegion decode_image_region(const uint8_t* bytes, size_t size, const std::stri
 
 RgbRegion read_image_region(const std::string& path, const RegionWanted& want, const DecodeLimits& limits) {
   return read_any(path, &want, limits);
+}
+
+std::vector<uint8_t> read_image_bytes(const std::string& path, const DecodeLimits& limits) {
+  return read_signed_file(path, limits);
+}
+
+std::optional<JpegHeader> read_jpeg_header(const uint8_t* bytes, size_t size, const std::string& what,
+                                           const DecodeLimits& limits) {
+  if (starts_with(bytes, size, kPng, sizeof kPng)) return std::nullopt;
+  if (!starts_with(bytes, size, kJpeg, sizeof kJpeg))
+    throw Error(what + " is neither a JPEG nor a PNG (its first bytes are no signature of either)");
+  return jpeg_header(bytes, size, what, limits.max_bytes);
 }
 
 std::vector<uint8_t> encode_png(const uint8_t* pixels, int width, int height, int channels,

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,24 @@ RgbRegion decode_image_region(const uint8_t* bytes, size_t size, const std::stri
                               const std::function<CropBox(int height, int width)>& want, const DecodeLimits& limits = {});
 RgbRegion read_image_region(const std::string& path, const std::function<CropBox(int height, int width)>& want,
                             const DecodeLimits& limits = {});
+
+// The bytes of the image file at `path`, read as read_image_file reads them (the checked opener,
+// the size cap, a JPEG or PNG signature) but not decoded: for a decoder elsewhere (a GPU's).
+std::vector<uint8_t> read_image_bytes(const std::string& path, const DecodeLimits& limits = {});
+
+// What a JPEG's header says, for a decoder other than libjpeg-turbo. `plain` is the kind every
+// JPEG decoder handles alike, a GPU's hardware decoder included: sequential Huffman coding,
+// 8-bit samples, all components in the first scan, gray or YCbCr with 4:4:4, 4:2:2, 4:2:0 or
+// 4:4:0 chroma, and the file ends in its end-of-image marker. Progressive, 12-bit, CMYK, Adobe
+// RGB, 4:1:1 or truncated JPEGs are not plain (decode them with decode_image_region).
+struct JpegHeader {
+  int height = 0, width = 0;
+  bool plain = false;
+};
+// The header of the JPEG in `bytes`; nullopt for a PNG. An Error naming `what` for a header that
+// cannot be read, another format, or an image past kMaxImagePixels or `limits`.
+std::optional<JpegHeader> read_jpeg_header(const uint8_t* bytes, size_t size, const std::string& what,
+                                           const DecodeLimits& limits = {});
 
 // Encoders, for tests and benchmarks that make their own image folders. `channels` bytes per
 // pixel: PNG 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA), or 1 with `palette` (RGB

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
 #include "core/printable.h"
@@ -85,6 +86,8 @@ void ImageFolderBatches::start_epoch(int64_t epoch) {
     for (Slot& s : ring_) {
       s.images.assign(static_cast<size_t>(rows_ * sample_size()), 0.0f);
       s.labels.assign(static_cast<size_t>(rows_), 0);
+      s.requests.assign(static_cast<size_t>(rows_), ImageRowRequest{});
+      s.positions.assign(static_cast<size_t>(rows_), 0);
     }
     workers_.reserve(static_cast<size_t>(options_.workers));
     for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
@@ -93,6 +96,7 @@ void ImageFolderBatches::start_epoch(int64_t epoch) {
   ready_cv_.wait(lock, [this] { return busy_ == 0; });
   order_ = epoch_order(split_.count(), options_.train, options_.seed, epoch);
   epoch_ = epoch;
+  images_out_ = images_out_next_;
   next_item_ = 0;
   handed_out_ = 0;
   for (Slot& s : ring_) s.rows_done = 0;
@@ -110,6 +114,11 @@ bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* f
 
 bool ImageFolderBatches::next_in_place(const std::function<void(const float* images)>& take, int32_t* labels_out,
                                        int64_t* filled) {
+  if (images_out_) throw Error("ImageFolderBatches over " + quoted_name(split_.name) + " hands out image files this epoch; use next_images()");
+  return hand_out([&](Slot& slot) { take(slot.images.data()); }, labels_out, filled);
+}
+
+bool ImageFolderBatches::hand_out(const std::function<void(Slot&)>& take, int32_t* labels_out, int64_t* filled) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!started_) throw Error("ImageFolderBatches::next over " + quoted_name(split_.name) + " was called before start_epoch");
   if (handed_out_ >= batches_per_epoch()) return false;
@@ -119,7 +128,7 @@ bool ImageFolderBatches::next_in_place(const std::function<void(const float* ima
   if (failure_) std::rethrow_exception(failure_);
   lock.unlock();
   // No worker writes this slot until handed_out_ moves past b, below.
-  take(slot.images.data());
+  take(slot);
   if (labels_out != nullptr) std::memcpy(labels_out, slot.labels.data(), slot.labels.size() * sizeof(int32_t));
   if (filled != nullptr) *filled = std::clamp<int64_t>(real_rows(b) - first_row_, 0, rows_);
   lock.lock();
@@ -176,7 +185,13 @@ void ImageFolderBatches::make_row(int64_t batch_index, int64_t row, Slot& slot, 
   // `row` of the slot is row first_row_ + row of the batch; rows past a padded batch's real
   // ones repeat its real samples cyclically.
   const int64_t position = batch_index * options_.batch + (first_row_ + row) % real_rows(batch_index);
-  float* out = slot.images.data() + row * sample_size();
+  if (images_out_)
+    make_image_request(position, row, slot, epoch);
+  else
+    make_host_row(position, row, slot, epoch, slot.images.data() + row * sample_size());
+}
+
+void ImageFolderBatches::make_host_row(int64_t position, int64_t row, Slot& slot, int64_t epoch, float* out) {
   const DecodeLimits limits{options_.decode_bytes};
   if (options_.train) {
     // The crop is drawn from the header's size, and only the crop is decoded. A file that fails
@@ -209,6 +224,99 @@ void ImageFolderBatches::make_row(int64_t batch_index, int64_t row, Slot& slot, 
     std::lock_guard<std::mutex> lock(mutex_);
     unreadable_.emplace(index, e.what());
   }
+}
+
+void ImageFolderBatches::make_image_request(int64_t position, int64_t row, Slot& slot, int64_t epoch) {
+  slot.positions[static_cast<size_t>(row)] = position;
+  if (options_.train) {
+    const int64_t index = decode_readable(position, [&](const std::string& file, int64_t i) {
+      request_from_file(file, augmentation_seed(options_.seed, epoch, i), row, slot);
+    });
+    slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
+    return;
+  }
+  const int64_t index = order_[static_cast<size_t>(position)];
+  try {
+    request_from_file(split_.files[static_cast<size_t>(index)], 0, row, slot);
+    slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
+  } catch (const Error&) {
+    make_host_row(position, row, slot, epoch, slot.images.data() + row * sample_size());  // counts it, label -1
+    slot.requests[static_cast<size_t>(row)] = {reinterpret_cast<const uint8_t*>(slot.images.data() + row * sample_size()),
+                                               static_cast<size_t>(sample_size()) * sizeof(float), false};
+  }
+}
+
+void ImageFolderBatches::request_from_file(const std::string& path, uint64_t seed, int64_t row, Slot& slot) {
+  const DecodeLimits limits{options_.decode_bytes};
+  float* out = slot.images.data() + row * sample_size();
+  const size_t room = static_cast<size_t>(sample_size()) * sizeof(float);
+  ImageRowRequest& q = slot.requests[static_cast<size_t>(row)];
+  q = ImageRowRequest{};
+  q.bytes = reinterpret_cast<const uint8_t*>(out);
+  const std::vector<uint8_t> bytes = read_image_bytes(path, limits);
+  const std::string what = quoted_name(path);
+  const std::optional<JpegHeader> header = read_jpeg_header(bytes.data(), bytes.size(), what, limits);
+  const int size = options_.image_size;
+  if (header && header->plain && bytes.size() <= room) {
+    std::memcpy(out, bytes.data(), bytes.size());
+    q.size = bytes.size();
+    q.jpeg = true;
+    q.height = header->height;
+    q.width = header->width;
+    CropBox box{0, 0, header->height, header->width}, window{0, 0, size, size};
+    q.resize_height = q.resize_width = size;
+    if (options_.train) {
+      const TrainCrop crop = train_crop(header->height, header->width, seed);
+      box = crop.box;
+      q.flip = crop.flip;
+    } else {
+      const EvalGeometry g = eval_geometry(header->height, header->width, size);
+      q.resize_height = g.resize_height;
+      q.resize_width = g.resize_width;
+      window = g.window;
+    }
+    q.box_top = box.top, q.box_left = box.left, q.box_height = box.height, q.box_width = box.width;
+    q.window_top = window.top, q.window_left = window.left;
+    return;
+  }
+  // Made here, from the bytes already read, as the host path makes it.
+  q.size = room;
+  q.jpeg = false;
+  if (!options_.train) {
+    eval_transform(decode_image(bytes.data(), bytes.size(), what, limits), size, options_.norm, out);
+    return;
+  }
+  TrainCrop crop;
+  const RgbRegion region = decode_image_region(
+      bytes.data(), bytes.size(), what,
+      [&](int height, int width) {
+        crop = train_crop(height, width, seed);
+        return crop.box;
+      },
+      limits);
+  train_transform_region(region, crop, size, options_.norm, out);
+}
+
+void ImageFolderBatches::hand_out_images(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  images_out_next_ = on;
+}
+
+bool ImageFolderBatches::next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take,
+                                     int32_t* labels_out, int64_t* filled) {
+  if (!images_out_) throw Error("ImageFolderBatches::next_images over " + quoted_name(split_.name) + " was called without hand_out_images(true) before its epoch");
+  return hand_out(
+      [&](Slot& slot) {
+        ImageBatchRequest batch;
+        batch.image_size = options_.image_size;
+        normalisation_affine(options_.norm, batch.scale, batch.shift);
+        batch.rows = slot.requests;
+        const HostRowMaker on_host = [&](int row, float* out) {
+          make_host_row(slot.positions[static_cast<size_t>(row)], row, slot, epoch_, out);
+        };
+        take(batch, on_host);
+      },
+      labels_out, filled);
 }
 
 int64_t ImageFolderBatches::decode_readable(int64_t position, const std::function<void(const std::string&, int64_t)>& decode) {

@@ -69,6 +69,15 @@ class ImageFolderBatches final : public BatchSource {
   bool hands_out_in_place() const override { return true; }
   bool next_in_place(const std::function<void(const float* images)>& take, int32_t* labels_out,
                      int64_t* filled = nullptr) override;
+  // Image requests for a device that decodes JPEGs (BatchSource::next_images): a training or
+  // evaluation row whose file is a plain JPEG (image_codec.h's JpegHeader) no larger than the
+  // row's floats goes out as the file's bytes in the row's place in the ring and the crop drawn
+  // from its header; any other file is decoded and transformed on the host as before. The ring
+  // holds the same bytes either way.
+  bool can_hand_out_images() const override { return true; }
+  void hand_out_images(bool on) override;
+  bool next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take, int32_t* labels_out,
+                   int64_t* filled = nullptr) override;
   // Decodes and augments only rows [first, first + count) of each batch of options.batch; the
   // others are never read. An Error for a range outside the batch or after start_epoch.
   bool keep_rows(int64_t first, int64_t count) override;
@@ -92,11 +101,24 @@ class ImageFolderBatches final : public BatchSource {
     std::vector<float> images;
     std::vector<int32_t> labels;
     int64_t rows_done = 0;
+    // Handing out images: each row's request (its bytes in the row's place in `images`) and its
+    // position in the epoch, from which the host makes it again if the device cannot.
+    std::vector<ImageRowRequest> requests;
+    std::vector<int64_t> positions;
   };
 
   void work();
   bool can_claim() const;  // caller holds mutex_
   void make_row(int64_t batch_index, int64_t row, Slot& slot, int64_t epoch);
+  // The row as floats on the host, from the sample at epoch `position`.
+  void make_host_row(int64_t position, int64_t row, Slot& slot, int64_t epoch, float* out);
+  // The row as a request: the file's bytes when a device can decode it, else made on the host.
+  void make_image_request(int64_t position, int64_t row, Slot& slot, int64_t epoch);
+  // Writes row `row`'s request from the file at `path` (its sample seed `seed`): a plain JPEG
+  // that fits goes as bytes, anything else is decoded and transformed here.
+  void request_from_file(const std::string& path, uint64_t seed, int64_t row, Slot& slot);
+  // Waits for the next batch's slot, calls take on it, copies its labels out and frees it.
+  bool hand_out(const std::function<void(Slot&)>& take, int32_t* labels_out, int64_t* filled);
   // Calls decode(file, index) on the image at epoch position `position`, or, while it throws an
   // Error (the image is unreadable), on the next one after it; returns the index it succeeded on.
   int64_t decode_readable(int64_t position, const std::function<void(const std::string&, int64_t)>& decode);
@@ -112,6 +134,7 @@ class ImageFolderBatches final : public BatchSource {
   std::vector<int64_t> order_;        // written only while no worker is busy
   int64_t epoch_ = 0, generation_ = 0;
   bool started_ = false, stop_ = false;
+  bool images_out_ = false, images_out_next_ = false;  // next_images() this epoch; from the next
   int64_t first_row_ = 0, rows_ = 0;  // the rows of each batch made (keep_rows; all of them)
   int64_t next_item_ = 0;             // batch * rows_ + row of the next sample to claim
   int64_t handed_out_ = 0;            // batches next() has returned this epoch

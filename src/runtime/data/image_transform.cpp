@@ -56,6 +56,13 @@ AxisTaps axis_taps(int in_start, int in_size, int out_size, int first, int count
 
 }  // namespace
 
+void normalisation_affine(const Normalisation& norm, float scale[3], float shift[3]) {
+  for (int c = 0; c < 3; ++c) {
+    scale[c] = 1.0f / (255.0f * norm.std[c]);
+    shift[c] = -norm.mean[c] / norm.std[c];
+  }
+}
+
 CropBox random_resized_crop_box(int height, int width, std::mt19937_64& rng, double scale_min, double scale_max,
                                 double ratio_min, double ratio_max) {
   const double area = static_cast<double>(height) * width;
@@ -118,10 +125,7 @@ void resample_normalised(const RgbImage& image, CropBox box, int out_height, int
 
   // Vertical pass, flip and normalisation: out = x * (1 / (255 std)) - mean / std.
   float mul[3], add[3];
-  for (int c = 0; c < 3; ++c) {
-    mul[c] = 1.0f / (255.0f * norm.std[c]);
-    add[c] = -norm.mean[c] / norm.std[c];
-  }
+  normalisation_affine(norm, mul, add);
   for (int o = 0; o < window.height; ++o) {
     const float* w = rows.weight.data() + static_cast<size_t>(o) * rows.max_taps;
     const float* base = tmp.data() + static_cast<size_t>(rows.start[o] - row_lo) * W * 3;
@@ -164,23 +168,27 @@ void train_transform_region(const RgbRegion& region, TrainCrop crop, int size, c
 
 int eval_resize_side(int size) { return round_half_even(size / 0.875); }
 
-void eval_transform(const RgbImage& image, int size, const Normalisation& norm, float* out) {
+EvalGeometry eval_geometry(int height, int width, int size) {
   const int side = eval_resize_side(size);
   // The longer side scaled alike, in doubles: a 2^24 x 1 image would make it 2^32, past int.
-  const double longer = image.width <= image.height ? static_cast<double>(side) * image.height / image.width
-                                                    : static_cast<double>(side) * image.width / image.height;
+  const double longer = width <= height ? static_cast<double>(side) * height / width
+                                        : static_cast<double>(side) * width / height;
   if (!(longer < kMaxResizedSide))
-    throw Error("resizing a " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+    throw Error("resizing a " + std::to_string(width) + "x" + std::to_string(height) +
                 " image to a shorter side of " + std::to_string(side) + " makes its longer side " +
                 std::to_string(static_cast<int64_t>(longer)) + " pixels, past the " + std::to_string(kMaxResizedSide) +
                 " evaluation resizes to");
-  int h = side, w = side;
-  if (image.width <= image.height)
-    h = static_cast<int>(longer);
-  else
-    w = static_cast<int>(longer);
-  const CropBox window{round_half_even((h - size) / 2.0), round_half_even((w - size) / 2.0), size, size};
-  resample_normalised(image, {0, 0, image.height, image.width}, h, w, window, false, norm, out);
+  EvalGeometry g;
+  g.resize_height = width <= height ? static_cast<int>(longer) : side;
+  g.resize_width = width <= height ? side : static_cast<int>(longer);
+  g.window = {round_half_even((g.resize_height - size) / 2.0), round_half_even((g.resize_width - size) / 2.0), size, size};
+  return g;
+}
+
+void eval_transform(const RgbImage& image, int size, const Normalisation& norm, float* out) {
+  const EvalGeometry g = eval_geometry(image.height, image.width, size);
+  resample_normalised(image, {0, 0, image.height, image.width}, g.resize_height, g.resize_width, g.window, false, norm,
+                      out);
 }
 
 }  // namespace trident::data

@@ -17,6 +17,9 @@ struct Normalisation {
 };
 inline constexpr Normalisation kImageNetNormalisation = {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
 
+// (x / 255 - mean) / std as x · scale + shift, the form every transform applies it in.
+void normalisation_affine(const Normalisation& norm, float scale[3], float shift[3]);
+
 // torchvision's RandomResizedCrop.get_params: up to ten draws of an area fraction in
 // [scale_min, scale_max] and a log-uniform aspect ratio in [ratio_min, ratio_max] until the box
 // fits, else the centre crop of the whole image clamped to that ratio range. Python's rounding
@@ -55,6 +58,14 @@ int eval_resize_side(int size);
 // Evaluation refuses (an Error) an image whose longer side would pass this after the resize:
 // only a freak aspect ratio (a 2^24 x 1 image) gets there.
 inline constexpr int kMaxResizedSide = 1 << 24;
+
+// Evaluation's geometry for an image of height x width: the size the whole image is resized to
+// and the centre window of it kept (size x size). An Error past kMaxResizedSide.
+struct EvalGeometry {
+  int resize_height = 0, resize_width = 0;
+  CropBox window;
+};
+EvalGeometry eval_geometry(int height, int width, int size);
 
 // Evaluation: Resize(eval_resize_side(size)) (the longer side scaled alike, rounded down, as
 // torchvision does), then CenterCrop(size).
