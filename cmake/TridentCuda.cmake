@@ -61,3 +61,18 @@ target_include_directories(trident_core SYSTEM PRIVATE ${TRIDENT_CUDNN_FRONTEND_
 # cudnn-frontend ≥ 1.19 includes nvrtc.h for its run-time compiled kernels: link NVRTC.
 target_link_libraries(trident_core PUBLIC CUDA::cudart_static CUDA::cublasLt CUDA::nvrtc ${TRIDENT_CUDNN_LIBRARY})
 target_compile_definitions(trident_core PUBLIC TRIDENT_HAVE_CUDA=1)
+
+# nvJPEG, for decoding training images on the GPU: its header from the project-local prefix
+# (scripts/setup.sh), the library opened at run time (backends/cuda/nvjpeg_library.cpp), so a
+# binary starts and trains where libnvjpeg is missing. Without the header the GPU decodes nothing.
+set(TRIDENT_NVJPEG_VERSION 13.0.0.40)
+set(TRIDENT_NVJPEG_INCLUDE ${PROJECT_SOURCE_DIR}/.deps/nvjpeg-${TRIDENT_NVJPEG_VERSION}/include
+    CACHE PATH "nvJPEG header (installed by scripts/setup.sh)")
+if(EXISTS ${TRIDENT_NVJPEG_INCLUDE}/nvjpeg.h)
+  target_include_directories(trident_core SYSTEM PRIVATE ${TRIDENT_NVJPEG_INCLUDE})
+  target_compile_definitions(trident_core PRIVATE TRIDENT_HAVE_NVJPEG_HEADER=1)
+  target_link_libraries(trident_core PUBLIC ${CMAKE_DL_LIBS})
+  message(STATUS "trident: GPU image decoding through nvJPEG (opened at run time)")
+else()
+  message(STATUS "trident: GPU image decoding not built: no nvJPEG header in ${TRIDENT_NVJPEG_INCLUDE} (run scripts/setup.sh)")
+endif()

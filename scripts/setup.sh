@@ -83,20 +83,35 @@ then
   .venv-torch/bin/pip install -q --disable-pip-version-check --no-cache-dir "${torch_pins[@]}"
 fi
 
-# The GPU backend's cudnn-frontend headers (pinned; cmake/TridentCuda.cmake looks here), from
-# PyPI's nvidia-cudnn-frontend wheel into .deps/ (git-ignored). Only where a CUDA compiler is.
-cfe_version=1.23.0
-cfe_dir=.deps/cudnn-frontend-$cfe_version
-if { command -v nvcc || [ -x /usr/local/cuda/bin/nvcc ]; } >/dev/null 2>&1 &&
-   [ ! -f "$cfe_dir/include/cudnn_frontend.h" ]; then
-  echo "setup: fetching cudnn-frontend $cfe_version headers into $cfe_dir"
+# Headers the GPU backend builds against, from PyPI wheels into .deps/ (git-ignored; pinned;
+# cmake/TridentCuda.cmake looks there). Only where a CUDA compiler is.
+# headers_from_wheel PACKAGE==VERSION PLATFORM DEST WHEEL_INCLUDE_DIR: the wheel's include folder as DEST/include.
+headers_from_wheel() {
+  local tmp
   tmp=$(mktemp -d)
   .venv/bin/pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --python-version 3.11 --platform manylinux_2_28_x86_64 -d "$tmp" "nvidia-cudnn-frontend==$cfe_version"
-  .venv/bin/python -m zipfile -e "$tmp"/nvidia_cudnn_frontend-*.whl "$tmp/wheel"
-  mkdir -p "$cfe_dir"
-  rm -rf "$cfe_dir/include" && cp -r "$tmp/wheel/include" "$cfe_dir/include"
+    --python-version 3.11 --platform "$2" -d "$tmp" "$1"
+  .venv/bin/python -m zipfile -e "$tmp"/*.whl "$tmp/wheel"
+  mkdir -p "$3"
+  rm -rf "$3/include" && cp -r "$tmp/wheel/$4" "$3/include"
   rm -rf "$tmp"
+}
+if { command -v nvcc || [ -x /usr/local/cuda/bin/nvcc ]; } >/dev/null 2>&1; then
+  # cudnn-frontend: the fused convolution graphs.
+  cfe_version=1.23.0
+  cfe_dir=.deps/cudnn-frontend-$cfe_version
+  if [ ! -f "$cfe_dir/include/cudnn_frontend.h" ]; then
+    echo "setup: fetching cudnn-frontend $cfe_version headers into $cfe_dir"
+    headers_from_wheel "nvidia-cudnn-frontend==$cfe_version" manylinux_2_28_x86_64 "$cfe_dir" include
+  fi
+  # nvJPEG: decoding training images on the GPU (the library is opened at run time, so a binary
+  # starts where it is missing).
+  nvjpeg_version=13.0.0.40
+  nvjpeg_dir=.deps/nvjpeg-$nvjpeg_version
+  if [ ! -f "$nvjpeg_dir/include/nvjpeg.h" ]; then
+    echo "setup: fetching the nvJPEG $nvjpeg_version header into $nvjpeg_dir"
+    headers_from_wheel "nvidia-nvjpeg==$nvjpeg_version" manylinux2014_x86_64 "$nvjpeg_dir" nvidia/cu13/include
+  fi
 fi
 
 build_dir=${TRIDENT_BUILD_DIR:-build}

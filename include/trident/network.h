@@ -82,6 +82,7 @@ struct EpochResult {
   int64_t eval_images = 0;
   std::string skipped;  // what the data passed over so far (unreadable images, other files), or ""
   int64_t skipped_images = 0;  // images that could not be read so far (left out of the evaluation)
+  std::string decoded_by;  // an image folder's: what decoded its images ("the GPU (nvJPEG …)", "the CPU workers (…)")
 };
 
 struct TrainOptions {
@@ -96,6 +97,9 @@ struct TrainOptions {
   int64_t train_limit = 0, test_limit = 0;
   int image_size = 0;  // image folders: the crops' side; 0 (and it must be): the network's input side
   int workers = 0;     // image folders: decoding threads (0: the cores but one); results do not depend on it
+  // Image folders on the GPU: "gpu" decodes and augments the training images there (nvJPEG),
+  // "cpu" on the workers, "auto" the GPU where it can (`trident train --decode`).
+  std::string decode = "auto";
   std::string save_path;  // a checkpoint after every epoch (`trident train --resume` continues it)
   std::string log_path;   // one JSON line of metrics per epoch
   std::function<void(const EpochResult&)> on_epoch;  // called after every epoch's evaluation

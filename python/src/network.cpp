@@ -71,7 +71,8 @@ py::dict epoch_dict(const EpochResult& e) {
                   py::arg("learning_rate") = e.learning_rate, py::arg("data_wait_seconds") = e.data_wait_seconds,
                   py::arg("eval_loss") = e.eval_loss, py::arg("eval_accuracy") = e.eval_accuracy,
                   py::arg("eval_top5_accuracy") = e.eval_top5_accuracy, py::arg("eval_images") = e.eval_images,
-                  py::arg("skipped") = e.skipped, py::arg("skipped_images") = e.skipped_images);
+                  py::arg("skipped") = e.skipped, py::arg("skipped_images") = e.skipped_images,
+                  py::arg("decoded_by") = e.decoded_by);
 }
 
 py::dict train_result_dict(const TrainResult& r) {
@@ -180,8 +181,8 @@ void bind_network(py::module_& m) {
           "train",
           [](Network& n, const std::filesystem::path& data_dir, int64_t epochs, double warmup_epochs,
              std::vector<int64_t> lr_steps, double lr_gamma, int64_t train_limit, int64_t test_limit, int image_size,
-             int workers, std::optional<std::filesystem::path> save, std::optional<std::filesystem::path> log,
-             py::object on_epoch) {
+             int workers, const std::string& decode, std::optional<std::filesystem::path> save,
+             std::optional<std::filesystem::path> log, py::object on_epoch) {
             TrainOptions o;
             o.epochs = epochs;
             o.warmup_epochs = warmup_epochs;
@@ -191,6 +192,7 @@ void bind_network(py::module_& m) {
             o.test_limit = test_limit;
             o.image_size = image_size;
             o.workers = workers;
+            o.decode = decode;
             if (save) o.save_path = save->string();
             if (log) o.log_path = log->string();
             if (!on_epoch.is_none()) {
@@ -209,8 +211,8 @@ void bind_network(py::module_& m) {
           },
           py::arg("data_dir"), py::kw_only(), py::arg("epochs") = 1, py::arg("warmup_epochs") = 0.2,
           py::arg("lr_steps") = std::vector<int64_t>{}, py::arg("lr_gamma") = 0.1, py::arg("train_limit") = 0,
-          py::arg("test_limit") = 0, py::arg("image_size") = 0, py::arg("workers") = 0, py::arg("save") = py::none(),
-          py::arg("log") = py::none(), py::arg("on_epoch") = py::none(),
+          py::arg("test_limit") = 0, py::arg("image_size") = 0, py::arg("workers") = 0, py::arg("decode") = "auto",
+          py::arg("save") = py::none(), py::arg("log") = py::none(), py::arg("on_epoch") = py::none(),
           "Trains over a dataset folder as `trident train --data` reads it (Fashion-MNIST, CIFAR-10, or an image "
           "folder DIR/train/<class>/, DIR/val/<class>/ whose classes and crop size are the network's), evaluating "
           "after every epoch; lr_steps/lr_gamma: a step schedule instead of the cosine; save: a checkpoint after "

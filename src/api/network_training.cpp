@@ -59,6 +59,7 @@ class ResultObserver final : public runtime::TrainObserver {
     e.eval_images = r.eval.samples;
     e.skipped = r.skipped;
     e.skipped_images = r.skipped_images;
+    e.decoded_by = r.train.decoded_by;
     result_.epochs.push_back(e);
     if (on_epoch_) on_epoch_(e);
   }
@@ -110,6 +111,7 @@ TrainResult Network::train(const std::string& data_dir, const TrainOptions& opti
   api::check_limit(runtime::kLrGammaLimit, options.lr_gamma, "TrainOptions::lr_gamma");
   if (options.train_limit < 0 || options.test_limit < 0)
     throw Error("TrainOptions::train_limit and test_limit count images, so they cannot be negative");
+  const runtime::TrainConfig::Decode decode = runtime::parse_decode(options.decode, "TrainOptions::decode");
   // The same rule as --lr-steps: epochs, each at least 1 and larger than the one before.
   const std::vector<int64_t> steps =
       runtime::parse_step_epochs(runtime::step_epochs_text(options.lr_steps), "TrainOptions::lr_steps");
@@ -122,6 +124,7 @@ TrainResult Network::train(const std::string& data_dir, const TrainOptions& opti
   std::optional<data::ImageFolderInput> folder = data::find_image_folder(d, static_cast<int>(info.height));
   data::TrainData data = data::load_train_data(d, info, std::move(folder), budget);
 
+  trainer.set_image_decoding(decode);
   trainer.set_schedule(impl_->learning_rate, options.warmup_epochs, 0, steps, options.lr_gamma);
   runtime::TrainRunOptions run;
   run.epochs = options.epochs;

@@ -4,10 +4,15 @@
 // its one address (a recorded step reads it there), so a batch lands in a staging buffer first
 // and moves into the input at the start of its step, a device-to-device copy that costs a
 // fraction of the bus's time. A batch is written into the lane's own host buffers, or sent from
-// where a loader made it (send_from). Host backends have no lane: their batches are written in
+// where a loader made it (send_from), or, on a lane that decodes images, made on the device from
+// the image files' bytes (send_images). Host backends have no lane: their batches are written in
 // place.
 #pragma once
 #include <cstddef>
+#include <string>
+
+#include "backends/image_batch.h"
+#include "core/error.h"
 
 namespace trident {
 
@@ -28,6 +33,17 @@ class InputLane {
   // The lane page-locks such memory the first time it sees it, so that the copy runs at the bus's
   // speed without a copy on the host, and keeps it locked until release_host_memory().
   virtual void send_from(const void* host) = 0;
+  // Whether the lane can decode and augment images itself (send_images). `note` says with what
+  // ("nvJPEG 13.0.0 on the hardware JPEG engines"), or why not (no decoder library).
+  virtual bool decodes_images(std::string* note) const {
+    if (note) *note = "this backend's input lane does not decode images";
+    return false;
+  }
+  // As send_from(), but the batch is made on the device: the JPEG rows decoded there, resampled,
+  // flipped and normalised into the batch (bytes() is rows · image_size² · 3 floats), the rows
+  // made on the host uploaded as they are. A row whose JPEG the device fails to decode is made
+  // by `on_host` and uploaded. Returns once the lane has read everything `batch` points to.
+  virtual void send_images(const ImageBatchRequest& batch, const HostRowMaker& on_host);
   // Unlocks the memory send_from() locked (waiting for copies in flight): call it before that
   // memory is freed. The lane's destructor calls it too.
   virtual void release_host_memory() = 0;
@@ -41,5 +57,11 @@ class InputLane {
   // marked before it; 0 when it had landed in time or no step was marked. Waits for the batch.
   virtual double device_wait_seconds() = 0;
 };
+
+inline void InputLane::send_images(const ImageBatchRequest&, const HostRowMaker&) {
+  std::string note;
+  decodes_images(&note);
+  throw Error("images cannot be sent to this input lane: " + note);
+}
 
 }  // namespace trident

@@ -158,6 +158,40 @@ void Trainer::set_schedule(double lr, double warmup_epochs, int64_t step, std::v
   step_ = step;
 }
 
+namespace {
+
+// Whether an image source hands its files to the lane to decode this epoch (it is told either
+// way); *where says what decodes them. --decode gpu where the lane cannot is an Error.
+bool choose_image_decoding(data::BatchSource& batches, InputLane* lane, TrainConfig::Decode decode, std::string* where) {
+  if (!batches.can_hand_out_images()) {
+    if (decode == TrainConfig::Decode::gpu)
+      throw Error("decoding on the GPU (--decode gpu) is for an image folder's files, and this training data is not one");
+    return false;
+  }
+  if (lane == nullptr) {  // a host backend, or --no-upload-ahead: the workers make the floats
+    if (decode == TrainConfig::Decode::gpu)
+      throw Error("decoding on the GPU (--decode gpu) needs a GPU backend and its input lane (not --no-upload-ahead)");
+    batches.hand_out_images(false);
+    return false;
+  }
+  std::string note = "--decode cpu";
+  const bool on_device = decode != TrainConfig::Decode::cpu && lane->decodes_images(&note);
+  if (!on_device && decode == TrainConfig::Decode::gpu)
+    throw Error("the training images cannot be decoded on the GPU (--decode gpu): " + note);
+  batches.hand_out_images(on_device);
+  *where = (on_device ? "the GPU (" : "the CPU workers (") + note + ")";
+  return on_device;
+}
+
+}  // namespace
+
+TrainConfig::Decode parse_decode(const std::string& text, const std::string& what) {
+  if (text == "auto") return TrainConfig::Decode::automatic;
+  if (text == "gpu") return TrainConfig::Decode::gpu;
+  if (text == "cpu") return TrainConfig::Decode::cpu;
+  throw Error(what + " is " + quoted_name(text) + "; it takes auto, gpu or cpu");
+}
+
 EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64_t epochs_total,
                                 const BatchCallback& on_batch) {
   using clock = std::chrono::steady_clock;
@@ -187,9 +221,14 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   std::vector<int32_t> ahead_labels[2];
   if (lane) ahead_labels[0].resize(batch_), ahead_labels[1].resize(batch_);
   int slot = 0;
+  std::string decoded_by;
+  const bool device_images = choose_image_decoding(batches, lane, config_.decode, &decoded_by);
   const bool in_place = lane && batches.hands_out_in_place();
   auto fetch = [&] {
     if (!lane) return batches.next(images.as<float>(), labels.as<int32_t>());
+    if (device_images)
+      return batches.next_images([&](const ImageBatchRequest& b, const HostRowMaker& m) { lane->send_images(b, m); },
+                                 ahead_labels[slot].data());
     if (in_place)
       return batches.next_in_place([&](const float* made) { lane->send_from(made); }, ahead_labels[slot].data());
     if (!batches.next(static_cast<float*>(lane->host_buffer()), ahead_labels[slot].data())) return false;
@@ -200,6 +239,7 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   batches.start_epoch(epoch);
   EpochStats st;
   st.epoch = epoch;
+  st.decoded_by = decoded_by;
   double loss_sum = 0;
   int64_t correct = 0, seen = 0, done = 0, threads_sum = 0;
   // The first fetch holds up the step either way; later ones only without a lane, whose wait the

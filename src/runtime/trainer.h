@@ -40,7 +40,15 @@ struct TrainConfig {
   // backends/input_lane.h); off, each batch is fetched and uploaded between two steps. The
   // parameters after any number of steps are the same either way.
   bool upload_ahead = true;
+  // Where an image folder's training images are decoded and augmented (`--decode`): on the GPU
+  // (nvJPEG and a resampling kernel, through the input lane: backends/image_batch.h) or by the
+  // loader's CPU workers. Auto takes the GPU where the lane can decode and says why not
+  // otherwise (decode_notice()); gpu makes that an Error.
+  enum class Decode { automatic, gpu, cpu };
+  Decode decode = Decode::automatic;
 };
+// "auto", "gpu", "cpu" ↔ TrainConfig::Decode; an Error names `what` for another word.
+TrainConfig::Decode parse_decode(const std::string& text, const std::string& what);
 
 // The learning rate at a step: linear warm-up over `warmup` steps from base/10, then cosine
 // decay to zero at `total`.
@@ -63,6 +71,9 @@ struct EpochStats {
   // fetched between steps; with upload_ahead on a device, the time from the end of a step to
   // the arrival of the next batch on the device (and the first fetch of the epoch).
   double data_wait_seconds = 0;
+  // An image folder's: what decoded and augmented the epoch's images ("the GPU (nvJPEG …)",
+  // "the CPU workers (why not the GPU)"); empty for other data.
+  std::string decoded_by;
 };
 
 struct EvalStats {
@@ -108,6 +119,9 @@ class Trainer {
   // one process, under sync-BN (the statistics are the same everywhere) and when nothing
   // trained since the last call.
   void average_running_statistics();
+
+  // Where an image folder's training images are decoded from the next epoch on (TrainConfig::decode).
+  void set_image_decoding(TrainConfig::Decode decode) { config_.decode = decode; }
 
   Executable& train_executable() { return *train_; }
   const Executable& train_executable() const { return *train_; }

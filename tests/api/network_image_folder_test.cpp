@@ -82,6 +82,18 @@ TEST(ApiImageFolder, TrainsEvaluatesAndExportsAsTheCommandLineDoes) {
                 .find("TrainOptions::image_size is 24, but this network takes 16x16 images"),
             std::string::npos);
 
+  // Decoding on the GPU needs a GPU backend; an unknown word is one sentence either way.
+  trident::TrainOptions on_gpu;
+  on_gpu.decode = "gpu";
+  EXPECT_NE(trident::test_support::error_of([&] { net.train((d / "images").string(), on_gpu); })
+                .find("decoding on the GPU (--decode gpu) needs a GPU backend"),
+            std::string::npos);
+  on_gpu.decode = "sometimes";
+  EXPECT_NE(trident::test_support::error_of([&] { net.train((d / "images").string(), on_gpu); })
+                .find("TrainOptions::decode is 'sometimes'; it takes auto, gpu or cpu"),
+            std::string::npos);
+  EXPECT_EQ(r.epochs[0].decoded_by, "") << "a host backend has no lane to decode for";
+
   // Out as a state dict and as ONNX, back in: the same outputs.
   const std::vector<float> x = ramp(net.input_size());
   const std::vector<float> want = net.infer(x);

@@ -111,6 +111,7 @@ TEST(CudaInputLane, BatchesSentFromAnImageFoldersRingTrainTheSameParameters) {
     cfg.compile.backend = "cuda";
     cfg.backend_options.autotune = false;
     cfg.upload_ahead = ahead;
+    cfg.decode = runtime::TrainConfig::Decode::cpu;  // the floats the loader made, either way
     runtime::Trainer t(frontend::build_model("resnet_cifar", {16}), cfg);
     data::ImageStreamOptions o;
     o.image_size = 32;

@@ -49,6 +49,7 @@ class Errors(TestCase):
         self.assert_error(lambda: net.train_step(x, np.array([0, 10])), "label 10", "0 to 9")
         self.assert_error(lambda: self.net.train_step(x, np.array([0, 1])), "train_step", "training")
         self.assert_error(lambda: net.train(temp_dir(self)), temp_dir(self)[:5])
+        self.assert_error(lambda: net.train(temp_dir(self), decode="sometimes"), "decode is 'sometimes'", "auto, gpu or cpu")
         self.assert_error(lambda: net.set_learning_rate(-1.0), "learning rate")
         self.assert_error(lambda: trident.Network(self.model, mode="training", optimizer="adam"),
                           "unknown optimizer 'adam'", "sgd and adamw")

@@ -51,6 +51,7 @@ struct Options {
   std::string save_path, resume_path, weights_path, log_path;
   bool skip_mismatched = false;  // --skip-mismatched: --weights loads what fits (fine-tuning)
   std::string lr_steps;  // --lr-steps as given; parsed into config.lr_step_epochs
+  std::string decode = "auto";  // --decode; parsed into config.decode
   std::string optimizer = "sgd";  // --optimizer as given; parsed into config.compile.optimizer_kind
   std::string max_memory;
   bool sync_bn = false;  // --sync-bn: batchnorm statistics over the global batch
@@ -207,13 +208,15 @@ class CommandLineReport final : public runtime::TrainObserver {
   void epoch_done(const runtime::EpochReport& r) override {
     const runtime::EpochStats& st = r.train;
     bar_->finish(metrics(st.loss, st.accuracy, st.images_per_second));
+    if (!st.decoded_by.empty() && st.decoded_by != decoded_by_) err_ << "data: images decoded by " << st.decoded_by << "\n";
+    decoded_by_ = st.decoded_by;
     err_ << "data: waited " << fixed(st.data_wait_seconds, 1) << " s of " << fixed(st.seconds, 1) << " s ("
          << fixed(100 * st.data_wait_seconds / std::max(st.seconds, 1e-9), 0) << " %) for input\n";
     if (!r.skipped.empty()) err_ << "data: " << r.skipped << "\n";
     emit({{"event", "epoch"}, {"epoch", r.epoch}, {"loss", st.loss}, {"accuracy", st.accuracy},
           {"seconds", st.seconds}, {"images_per_second", st.images_per_second}, {"lr", st.lr},
           {"mean_threads", st.mean_threads}, {"data_wait_seconds", st.data_wait_seconds},
-          {"skipped_images", r.skipped_images}});
+          {"skipped_images", r.skipped_images}, {"decoded_by", st.decoded_by}});
     if (r.epoch < r.epochs) err_ << "epoch " << r.epoch << ": " << eval_sentence(r.split, r.eval);
     emit({{"event", "eval"}, {"epoch", r.epoch}, {"split", r.split}, {"accuracy", r.eval.accuracy},
           {"top5_accuracy", r.eval.top5_accuracy}, {"loss", r.eval.loss}, {"images", r.eval.samples},
@@ -230,6 +233,7 @@ class CommandLineReport final : public runtime::TrainObserver {
   const Options& o_;
   std::ostream& err_;
   std::unique_ptr<ProgressBar> bar_;
+  std::string decoded_by_;  // said again only when it changes
 };
 
 int run_train(Options o) {
@@ -237,6 +241,7 @@ int run_train(Options o) {
   const int ranks = world ? world->size() : 1;
   std::ostream& err = lead_stream(world, std::cerr);
   o.config.lr_step_epochs = runtime::parse_step_epochs(o.lr_steps, "--lr-steps");
+  o.config.decode = runtime::parse_decode(o.decode, "--decode");
   o.lr_steps = runtime::step_epochs_text(o.config.lr_step_epochs);  // one spelling, compared on --resume
   o.config.compile.optimizer_kind = passes::parse_optimizer_kind(o.optimizer);
   if (o.config.compile.optimizer_kind == passes::OptimizerKind::AdamW) {  // torch.optim.AdamW's defaults
@@ -414,6 +419,11 @@ RunSubcommand add_train_command(CLI::App& app) {
                   "Image folders: threads decoding and augmenting images (default: the cores but one); the batches "
                   "do not depend on it")
       ->check(CLI::Range(1, 256));
+  sub->add_option("--decode", o->decode,
+                  "Image folders on the GPU: where training images are decoded and augmented: gpu (nvJPEG, the "
+                  "crop, flip and normalisation on the device; files it cannot take on the CPU), cpu (the "
+                  "--workers threads), or auto (default: gpu where the GPU can decode JPEGs)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   sub->add_flag("!--no-upload-ahead", o->config.upload_ahead,
                 "On the GPU, fetch each batch and upload it between two steps instead of while the step "
                 "before it runs (the parameters are the same; the epoch line's wait for data is then the "

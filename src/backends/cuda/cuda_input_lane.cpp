@@ -12,10 +12,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <set>
+#include <string>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
+#include "backends/cuda/images/device_image_batcher.h"
 
 namespace trident::cuda {
 namespace {
@@ -64,6 +67,28 @@ class CudaInputLane final : public InputLane {
     check(cudaEventSynchronize(landed_[event]), "the copy of a batch to the GPU");
   }
 
+  bool decodes_images(std::string* note) const override {
+    if (!batcher_tried_) {
+      batcher_ = DeviceImageBatcher::make(ctx_, &batcher_refusal_);
+      batcher_tried_ = true;
+    }
+    if (note) *note = batcher_ ? batcher_->description() : batcher_refusal_;
+    return batcher_ != nullptr;
+  }
+
+  void send_images(const ImageBatchRequest& batch, const HostRowMaker& on_host) override {
+    std::string why;
+    if (!decodes_images(&why)) throw Error("this GPU cannot decode the training images: " + why);
+    const size_t row_bytes = static_cast<size_t>(batch.image_size) * batch.image_size * 3 * sizeof(float);
+    if (batch.rows.size() * row_bytes != bytes_)
+      throw Error("an input lane of " + std::to_string(bytes_) + " bytes was sent " + std::to_string(batch.rows.size()) +
+                  " images of " + std::to_string(batch.image_size) + "x" + std::to_string(batch.image_size));
+    const int event = 2 + static_cast<int>(from_sends_++ % 2);
+    begin_send();
+    batcher_->make(batch, on_host, static_cast<float*>(staging_), copy_stream_);
+    end_send(event);
+  }
+
   void release_host_memory() override {
     if (locked_.empty()) return;
     if (copy_stream_) cudaStreamSynchronize(copy_stream_);
@@ -107,9 +132,18 @@ class CudaInputLane final : public InputLane {
 
   // host -> staging on the copy stream once the last batch was taken; landed_[event] marks it.
   void copy(const void* host, int event) {
+    begin_send();
+    check(cudaMemcpyAsync(staging_, host, bytes_, cudaMemcpyHostToDevice, copy_stream_), "copying a batch to the GPU");
+    end_send(event);
+  }
+
+  // The copy stream may rewrite the staging buffer once the step before has taken it.
+  void begin_send() {
     if (undelivered_) throw Error("an input lane was sent a batch before the one before it was delivered");
     if (delivered_any_) check(cudaStreamWaitEvent(copy_stream_, taken_, 0), "ordering a batch's copy to the GPU");
-    check(cudaMemcpyAsync(staging_, host, bytes_, cudaMemcpyHostToDevice, copy_stream_), "copying a batch to the GPU");
+  }
+
+  void end_send(int event) {
     check(cudaEventRecord(landed_[event], copy_stream_), "recording a batch's arrival on the GPU");
     if (event < 2) sent_[event] = true;
     undelivered_ = true;
@@ -131,6 +165,7 @@ class CudaInputLane final : public InputLane {
 
   void release() {
     release_host_memory();
+    batcher_.reset();
     refused_.clear();
     if (copy_stream_) cudaStreamSynchronize(copy_stream_);
     if (staging_) cudaStreamSynchronize(ctx_.stream());  // a delivery may still read the staging buffer
@@ -161,6 +196,10 @@ class CudaInputLane final : public InputLane {
   int64_t marks_ = 0, from_sends_ = 0;
   Wait pending_;
   std::set<const void*> locked_, refused_;  // memory send_from() page-locked, or could not
+  // The GPU's image decoding for send_images(), made when first asked for.
+  mutable std::unique_ptr<DeviceImageBatcher> batcher_;
+  mutable std::string batcher_refusal_;
+  mutable bool batcher_tried_ = false;
 };
 
 }  // namespace

@@ -1,0 +1,112 @@
+// nvJPEG's batched decoder behind jpeg_batch_decoder.h. The handle takes the hardware backend
+// where the GPU has JPEG engines and the GPU-assisted hybrid one elsewhere; a second, default
+// handle decodes single images when a batch fails, to find the files at fault.
+#include "backends/cuda/images/jpeg_batch_decoder.h"
+
+#if TRIDENT_HAVE_NVJPEG_HEADER
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/images/nvjpeg_library.h"
+#endif
+
+namespace trident::cuda {
+
+#if TRIDENT_HAVE_NVJPEG_HEADER
+namespace {
+
+// One nvJPEG handle and its decoding state.
+struct NvjpegSession {
+  const NvjpegLibrary* lib = nullptr;
+  nvjpegHandle_t handle = nullptr;
+  nvjpegJpegState_t state = nullptr;
+
+  bool open(const NvjpegLibrary* l, nvjpegBackend_t backend) {
+    lib = l;
+    if (lib->create_ex(backend, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS) {
+      handle = nullptr;
+      return false;
+    }
+    if (lib->state_create(handle, &state) != NVJPEG_STATUS_SUCCESS) {
+      close();
+      return false;
+    }
+    return true;
+  }
+  void close() {
+    if (state) lib->state_destroy(state);
+    if (handle) lib->destroy(handle);
+    state = nullptr, handle = nullptr;
+  }
+};
+
+class NvjpegBatchDecoder final : public JpegBatchDecoder {
+ public:
+  NvjpegBatchDecoder(const NvjpegLibrary* lib, NvjpegSession batched, bool hardware)
+      : lib_(lib), batched_(batched), hardware_(hardware) {}
+  ~NvjpegBatchDecoder() override {
+    batched_.close();
+    single_.close();
+  }
+
+  std::vector<bool> decode(const std::vector<const uint8_t*>& file, const std::vector<size_t>& size,
+                           const std::vector<DeviceRgbImage>& out, cudaStream_t stream) override {
+    const int n = static_cast<int>(file.size());
+    std::vector<bool> decoded(file.size(), false);
+    if (n == 0) return decoded;
+    std::vector<nvjpegImage_t> dst(file.size());
+    for (int i = 0; i < n; ++i) {
+      dst[i] = nvjpegImage_t{};
+      dst[i].channel[0] = out[i].data;
+      dst[i].pitch[0] = out[i].pitch;
+    }
+    if (initialized_ != n &&
+        lib_->batched_initialize(batched_.handle, batched_.state, n, 1, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS)
+      initialized_ = n;
+    if (initialized_ == n &&
+        lib_->decode_batched(batched_.handle, batched_.state, file.data(), size.data(), dst.data(), stream) ==
+            NVJPEG_STATUS_SUCCESS)
+      return std::vector<bool>(file.size(), true);
+    initialized_ = -1;  // a failed batch leaves the state to be initialised again
+    cudaGetLastError();
+    if (!single_.handle && !single_.open(lib_, NVJPEG_BACKEND_DEFAULT))
+      throw Error("nvJPEG could not start its single-image decoder to find the files a batch failed on");
+    for (int i = 0; i < n; ++i)
+      decoded[i] = lib_->decode(single_.handle, single_.state, file[i], size[i], NVJPEG_OUTPUT_RGBI, &dst[i],
+                                stream) == NVJPEG_STATUS_SUCCESS;
+    cudaGetLastError();
+    return decoded;
+  }
+
+  std::string description() const override {
+    return "nvJPEG " + lib_->version + (hardware_ ? " on the hardware JPEG engines" : " on the CUDA cores");
+  }
+
+ private:
+  const NvjpegLibrary* lib_;
+  NvjpegSession batched_, single_;
+  bool hardware_;
+  int initialized_ = -1;  // the batch size the batched state was initialised for
+};
+
+}  // namespace
+
+std::unique_ptr<JpegBatchDecoder> make_jpeg_batch_decoder(std::string* why) {
+  const NvjpegLibrary* lib = nvjpeg_library(why);
+  if (lib == nullptr) return nullptr;
+  NvjpegSession s;
+  if (s.open(lib, NVJPEG_BACKEND_HARDWARE)) return std::make_unique<NvjpegBatchDecoder>(lib, s, true);
+  if (s.open(lib, NVJPEG_BACKEND_GPU_HYBRID) || s.open(lib, NVJPEG_BACKEND_DEFAULT))
+    return std::make_unique<NvjpegBatchDecoder>(lib, s, false);
+  if (why) *why = "nvJPEG " + lib->version + " could not start a decoder on this GPU";
+  return nullptr;
+}
+
+#else
+
+std::unique_ptr<JpegBatchDecoder> make_jpeg_batch_decoder(std::string* why) {
+  if (why) *why = "this build has no nvJPEG header (scripts/setup.sh fetches it)";
+  return nullptr;
+}
+
+#endif
+
+}  // namespace trident::cuda

@@ -1,0 +1,36 @@
+// Batches of JPEG files decoded into interleaved RGB in device memory by nvJPEG: on the GPU's
+// hardware JPEG engines where it has them (A100, H100, H200), else on its CUDA cores. A batch the
+// library refuses as a whole is decoded again image by image, so one damaged file costs only
+// itself.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trident::cuda {
+
+// Where one image's pixels go: height rows of `pitch` bytes, width * 3 of them used.
+struct DeviceRgbImage {
+  uint8_t* data = nullptr;
+  size_t pitch = 0;
+};
+
+class JpegBatchDecoder {
+ public:
+  virtual ~JpegBatchDecoder() = default;
+  // Decodes file i (size[i] bytes of host memory) into out[i] on `stream`; decoded[i] is false
+  // for a file it could not decode. The host bytes may be rewritten once this returns.
+  virtual std::vector<bool> decode(const std::vector<const uint8_t*>& file, const std::vector<size_t>& size,
+                                   const std::vector<DeviceRgbImage>& out, cudaStream_t stream) = 0;
+  // "nvJPEG 13.0.0 on the hardware JPEG engines" or "... on the CUDA cores".
+  virtual std::string description() const = 0;
+};
+
+// A decoder, or null with the reason in *why (no nvJPEG library, a build without its header).
+std::unique_ptr<JpegBatchDecoder> make_jpeg_batch_decoder(std::string* why);
+
+}  // namespace trident::cuda

@@ -1,0 +1,31 @@
+// libnvjpeg, opened at run time rather than linked: a GPU binary starts and trains where the
+// library is missing (its images then decode on the CPU, with the reason said once), and the
+// build needs only nvJPEG's header (scripts/setup.sh fetches it).
+#pragma once
+#include <nvjpeg.h>  // only where TRIDENT_HAVE_NVJPEG_HEADER (cmake/TridentCuda.cmake)
+
+#include <string>
+
+namespace trident::cuda {
+
+// The entry points trident calls, resolved from the library.
+struct NvjpegLibrary {
+  decltype(&nvjpegGetProperty) get_property = nullptr;
+  decltype(&nvjpegCreateEx) create_ex = nullptr;
+  decltype(&nvjpegDestroy) destroy = nullptr;
+  decltype(&nvjpegJpegStateCreate) state_create = nullptr;
+  decltype(&nvjpegJpegStateDestroy) state_destroy = nullptr;
+  decltype(&nvjpegDecodeBatchedInitialize) batched_initialize = nullptr;
+  decltype(&nvjpegDecodeBatched) decode_batched = nullptr;
+  decltype(&nvjpegDecode) decode = nullptr;
+  std::string version;  // "13.0.0"
+};
+
+// The library (opened once per process), or null with the reason in *why: not found on the
+// library path, or an entry point missing.
+const NvjpegLibrary* nvjpeg_library(std::string* why);
+
+// A status as words, for error sentences.
+const char* nvjpeg_status_name(nvjpegStatus_t s);
+
+}  // namespace trident::cuda

@@ -1,0 +1,189 @@
+// Training images made on the GPU (backends/cuda/images/): the resampling kernel against the
+// CPU's transform, the input lane's batches from an image folder's requests against the CPU
+// path's batches (nvJPEG's pixels differ from libjpeg-turbo's by its IDCT and chroma
+// upsampling, so JPEG rows are compared within a bound; rows made on the host exactly), and a
+// training run that decodes on the GPU. Skipped, with the reason, without a GPU or nvJPEG.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#ifdef TRIDENT_HAVE_CUDA
+#include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_input_lane.h"
+#include "backends/cuda/images/image_resample.h"
+#endif
+#include "core/random.h"
+#include "frontend/zoo.h"
+#include "runtime/data/image_folder.h"
+#include "runtime/data/image_folder_batches.h"
+#include "runtime/data/image_transform.h"
+#include "runtime/trainer.h"
+#include "support/gpu_compare.h"
+#include "support/image_folder.h"
+#include "support/temp_dir.h"
+
+namespace trident {
+namespace {
+
+#ifdef TRIDENT_HAVE_CUDA
+TEST(GpuImages, ResamplingIsTheCpuTransform) {
+  TRIDENT_REQUIRE_GPU();
+  cuda::CudaContext ctx;
+  data::RgbImage image;
+  image.height = 53, image.width = 71;
+  Rng rng(7);
+  image.pixels.resize(53 * 71 * 3);
+  for (uint8_t& p : image.pixels) p = static_cast<uint8_t>(rng.uniform(0, 255.99));
+  const int size = 16;
+  struct Case {
+    data::CropBox box;
+    int resize_h, resize_w;
+    data::CropBox window;
+    bool flip;
+  };
+  const data::EvalGeometry g = data::eval_geometry(53, 71, size);
+  const std::vector<Case> cases = {
+      {{3, 5, 40, 60}, size, size, {0, 0, size, size}, false},   // shrink
+      {{10, 20, 7, 9}, size, size, {0, 0, size, size}, true},    // enlarge, mirrored
+      {{0, 0, 53, 71}, size, size, {0, 0, size, size}, false},   // the whole image
+      {{0, 0, 53, 71}, g.resize_height, g.resize_width, g.window, false},  // evaluation
+  };
+  void* pixels = ctx.allocate(image.pixels.size());
+  ctx.copy_to_device(pixels, image.pixels.data(), image.pixels.size());
+  std::vector<cuda::ResampleRow> rows;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    cuda::ResampleRow r;
+    r.pixels = static_cast<const uint8_t*>(pixels);
+    r.pitch = 71 * 3;
+    r.box_top = c.box.top, r.box_left = c.box.left, r.box_height = c.box.height, r.box_width = c.box.width;
+    r.resize_height = c.resize_h, r.resize_width = c.resize_w;
+    r.window_top = c.window.top, r.window_left = c.window.left;
+    r.flip = c.flip;
+    r.out_row = static_cast<int>(i);
+    rows.push_back(r);
+  }
+  void* device_rows = ctx.allocate(rows.size() * sizeof(cuda::ResampleRow));
+  ctx.copy_to_device(device_rows, rows.data(), rows.size() * sizeof(cuda::ResampleRow));
+  const size_t floats = size * size * 3;
+  void* out = ctx.allocate(cases.size() * floats * sizeof(float));
+  float scale[3], shift[3];
+  data::normalisation_affine(data::kImageNetNormalisation, scale, shift);
+  cuda::launch_image_resample(static_cast<const cuda::ResampleRow*>(device_rows), static_cast<int>(rows.size()), size,
+                              scale, shift, static_cast<float*>(out), ctx.stream());
+  std::vector<float> got(cases.size() * floats), want(floats);
+  ctx.copy_to_host(got.data(), out, got.size() * sizeof(float));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    data::resample_normalised(image, c.box, c.resize_h, c.resize_w, c.window, c.flip, data::kImageNetNormalisation,
+                              want.data());
+    double worst = 0;
+    for (size_t k = 0; k < floats; ++k) worst = std::max(worst, std::abs(double{got[i * floats + k]} - want[k]));
+    EXPECT_LE(worst, 2e-5) << "case " << i;
+  }
+  for (void* p : {pixels, device_rows, out}) ctx.free(p);
+}
+
+// The lane's batch from the requests, against the CPU path's batch of the same epoch.
+TEST(GpuImages, TheLanesBatchesAreTheCpuPathsWithinNvjpegsRounding) {
+  TRIDENT_REQUIRE_GPU();
+  const std::filesystem::path d = test_support::fresh_temp_dir("gpu_images_lane");
+  test_support::write_class_images(d, "train", 3, 8, 120, 90);
+  const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "train");
+  data::ImageStreamOptions o;
+  o.image_size = 32;
+  o.batch = 8;
+  o.workers = 2;
+  data::ImageFolderBatches cpu(split, o), dev(split, o);
+  cuda::CudaContext ctx;
+  const size_t floats = 32 * 32 * 3, bytes = 8 * floats * sizeof(float);
+  std::unique_ptr<InputLane> lane = cuda::make_cuda_input_lane(ctx, bytes);
+  std::string note;
+  if (!lane->decodes_images(&note)) GTEST_SKIP() << note;
+  std::cout << "decoding with " << note << "\n";
+  dev.hand_out_images(true);
+  cpu.start_epoch(1);
+  dev.start_epoch(1);
+  std::vector<float> want(8 * floats), got(8 * floats);
+  std::vector<int32_t> want_labels(8), labels(8);
+  void* input = ctx.allocate(bytes);
+  double sum = 0, worst = 0;
+  int64_t compared = 0;
+  while (cpu.next(want.data(), want_labels.data())) {
+    std::vector<bool> jpeg(8);
+    ASSERT_TRUE(dev.next_images(
+        [&](const ImageBatchRequest& b, const HostRowMaker& m) {
+          for (size_t r = 0; r < 8; ++r) jpeg[r] = b.rows[r].jpeg;
+          lane->send_images(b, m);
+        },
+        labels.data()));
+    EXPECT_EQ(labels, want_labels);
+    lane->deliver(input);
+    ctx.synchronize();
+    ctx.copy_to_host(got.data(), input, bytes);
+    for (size_t r = 0; r < 8; ++r) {
+      const float* g = got.data() + r * floats;
+      const float* w = want.data() + r * floats;
+      if (!jpeg[r]) {
+        EXPECT_EQ(std::memcmp(g, w, floats * sizeof(float)), 0) << "a row made on the host, " << r;
+        continue;
+      }
+      for (size_t k = 0; k < floats; ++k) {
+        const double e = std::abs(double{g[k]} - w[k]);
+        sum += e;
+        worst = std::max(worst, e);
+      }
+      compared += static_cast<int64_t>(floats);
+    }
+  }
+  ASSERT_GT(compared, 0);
+  const double mean = sum / static_cast<double>(compared);
+  std::cout << "JPEG rows against libjpeg-turbo's: mean |difference| " << mean << ", largest " << worst
+            << " (normalised units; one level of 255 is about 0.017)\n";
+  EXPECT_LT(mean, 0.02);
+  EXPECT_LT(worst, 0.25);
+  ctx.free(input);
+  std::filesystem::remove_all(d);
+}
+
+#endif
+
+// A training run that decodes on the GPU says so, learns as the CPU path's does, and --decode
+// gpu on a run that cannot is one sentence.
+TEST(GpuImages, TrainingDecodesOnTheGpu) {
+  TRIDENT_REQUIRE_GPU();
+  const std::filesystem::path d = test_support::fresh_temp_dir("gpu_images_train");
+  test_support::write_class_images(d, "train", 4, 16, 64, 48);
+  const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "train");
+  auto train = [&](runtime::TrainConfig::Decode decode, std::string* decoded_by) {
+    runtime::TrainConfig cfg;
+    cfg.compile.backend = "cuda";
+    cfg.backend_options.autotune = false;
+    cfg.decode = decode;
+    runtime::Trainer t(frontend::build_model("resnet_cifar", {16}), cfg);
+    data::ImageStreamOptions o;
+    o.image_size = 32;
+    o.batch = 16;
+    o.workers = 2;
+    data::ImageFolderBatches batches(split, o);
+    runtime::EpochStats st;
+    for (int e = 0; e < 3; ++e) st = t.train_epoch(batches, e, 3);
+    *decoded_by = st.decoded_by;
+    return st.loss;
+  };
+  std::string by_gpu, by_cpu;
+  const double gpu_loss = train(runtime::TrainConfig::Decode::automatic, &by_gpu);
+  const double cpu_loss = train(runtime::TrainConfig::Decode::cpu, &by_cpu);
+  std::cout << "decoded by " << by_gpu << ": loss " << gpu_loss << "; by " << by_cpu << ": " << cpu_loss << "\n";
+  EXPECT_EQ(by_cpu.rfind("the CPU workers", 0), 0u) << by_cpu;
+  if (by_gpu.rfind("the GPU", 0) != 0) GTEST_SKIP() << "no GPU decoding here: " << by_gpu;
+  EXPECT_TRUE(std::isfinite(gpu_loss));
+  EXPECT_NEAR(gpu_loss, cpu_loss, 0.25 * cpu_loss + 0.05);
+  std::filesystem::remove_all(d);
+}
+
+}  // namespace
+}  // namespace trident
