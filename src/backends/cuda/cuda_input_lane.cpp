@@ -6,6 +6,8 @@
 // buffer only after the copy that read it (host_buffer() waits on its landed event), and the
 // step reads its input only after it landed. The landed events and the step-end marks carry
 // timing, so the device's wait for a batch is the time between the two on the device's clock.
+// send_images() takes the copy's place on the copy stream: the batch is decoded and resampled
+// into the staging buffer there (images/device_image_batcher.h), ordered by the same events.
 #include "backends/cuda/cuda_input_lane.h"
 
 #include <cuda_runtime.h>
