@@ -80,7 +80,7 @@ class Training(TestCase):
         for e in result["epochs"]:
             self.assertEqual(set(e), {"epoch", "loss", "accuracy", "seconds", "images_per_second", "learning_rate",
                                       "data_wait_seconds", "eval_loss", "eval_accuracy", "eval_top5_accuracy",
-                                      "eval_images", "skipped", "skipped_images"})
+                                      "eval_images", "skipped", "skipped_images", "decoded_by"})
             self.assertEqual(e["eval_images"], 64)
             self.assertTrue(np.isfinite(e["loss"]) and 0 <= e["accuracy"] <= 1)
         self.assertLess(result["epochs"][1]["loss"], result["epochs"][0]["loss"])
