@@ -91,7 +91,8 @@ TEST(GpuImages, ResamplingIsTheCpuTransform) {
 TEST(GpuImages, TheLanesBatchesAreTheCpuPathsWithinNvjpegsRounding) {
   TRIDENT_REQUIRE_GPU();
   const std::filesystem::path d = test_support::fresh_temp_dir("gpu_images_lane");
-  test_support::write_class_images(d, "train", 3, 8, 120, 90);
+  // 60, 65, 70 x 60, 67: images on both sides of kHardwareJpegMinSide.
+  test_support::write_class_images(d, "train", 3, 8, 60, 60);
   const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "train");
   data::ImageStreamOptions o;
   o.image_size = 32;
@@ -151,12 +152,11 @@ TEST(GpuImages, TheLanesBatchesAreTheCpuPathsWithinNvjpegsRounding) {
 
 #endif
 
-// A training run that decodes on the GPU says so, learns as the CPU path's does, and --decode
-// gpu on a run that cannot is one sentence.
+// A training run that decodes on the GPU says so and learns as the CPU path's does.
 TEST(GpuImages, TrainingDecodesOnTheGpu) {
   TRIDENT_REQUIRE_GPU();
   const std::filesystem::path d = test_support::fresh_temp_dir("gpu_images_train");
-  test_support::write_class_images(d, "train", 4, 16, 64, 48);
+  test_support::write_class_images(d, "train", 4, 16, 64, 64);  // all for the hardware engines
   const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "train");
   auto train = [&](runtime::TrainConfig::Decode decode, std::string* decoded_by) {
     runtime::TrainConfig cfg;
@@ -180,8 +180,10 @@ TEST(GpuImages, TrainingDecodesOnTheGpu) {
   std::cout << "decoded by " << by_gpu << ": loss " << gpu_loss << "; by " << by_cpu << ": " << cpu_loss << "\n";
   EXPECT_EQ(by_cpu.rfind("the CPU workers", 0), 0u) << by_cpu;
   if (by_gpu.rfind("the GPU", 0) != 0) GTEST_SKIP() << "no GPU decoding here: " << by_gpu;
-  EXPECT_TRUE(std::isfinite(gpu_loss));
-  EXPECT_NEAR(gpu_loss, cpu_loss, 0.25 * cpu_loss + 0.05);
+  // Both learn the four classes (chance is ln 4 = 1.39). Rows the decoder got wrong carry no
+  // class: with half the rows JPEGs, a loss stuck near ln 2 = 0.69 is that (kHardwareJpegMinSide).
+  EXPECT_LT(cpu_loss, 0.5);
+  EXPECT_LT(gpu_loss, 0.5);
   std::filesystem::remove_all(d);
 }
 

@@ -36,6 +36,8 @@ void DeviceImageBatcher::reserve_arena(size_t bytes) {
   arena_bytes_ = 0;
   arena_ = static_cast<uint8_t*>(ctx_.allocate(bytes));
   arena_bytes_ = bytes;
+  // The context zeroes new memory on its compute stream, not the stream that fills it.
+  check(cudaStreamSynchronize(ctx_.stream()), "zeroing the image arena");
 }
 
 void DeviceImageBatcher::make(const ImageBatchRequest& batch, const HostRowMaker& on_host, float* out,
@@ -46,6 +48,7 @@ void DeviceImageBatcher::make(const ImageBatchRequest& batch, const HostRowMaker
     device_rows_ = nullptr;
     device_rows_ = static_cast<ResampleRow*>(ctx_.allocate(n * sizeof(ResampleRow)));
     device_row_capacity_ = n;
+    check(cudaStreamSynchronize(ctx_.stream()), "zeroing the resampling's rows");
   }
   // Parts of the batch whose pixels fit kArenaBytes together (an image larger than that alone).
   for (size_t first = 0; first < n;) {
@@ -93,7 +96,7 @@ void DeviceImageBatcher::make_part(const ImageBatchRequest& batch, size_t first,
     r.out_row = static_cast<int>(i);
     files.push_back(q.bytes);
     sizes.push_back(q.size);
-    targets.push_back({arena_ + offset, static_cast<size_t>(r.pitch)});
+    targets.push_back({arena_ + offset, static_cast<size_t>(r.pitch), q.height, q.width});
     jpeg_rows.push_back(rows.size());
     rows.push_back(r);
     offset += arena_image_bytes(q.height, q.width);

@@ -4,6 +4,8 @@
 #include "backends/cuda/images/jpeg_batch_decoder.h"
 
 #if TRIDENT_HAVE_NVJPEG_HEADER
+#include <algorithm>
+
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/images/nvjpeg_library.h"
 #endif
@@ -49,29 +51,22 @@ class NvjpegBatchDecoder final : public JpegBatchDecoder {
 
   std::vector<bool> decode(const std::vector<const uint8_t*>& file, const std::vector<size_t>& size,
                            const std::vector<DeviceRgbImage>& out, cudaStream_t stream) override {
-    const int n = static_cast<int>(file.size());
     std::vector<bool> decoded(file.size(), false);
-    if (n == 0) return decoded;
-    std::vector<nvjpegImage_t> dst(file.size());
-    for (int i = 0; i < n; ++i) {
-      dst[i] = nvjpegImage_t{};
-      dst[i].channel[0] = out[i].data;
-      dst[i].pitch[0] = out[i].pitch;
-    }
-    if (initialized_ != n &&
-        lib_->batched_initialize(batched_.handle, batched_.state, n, 1, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS)
-      initialized_ = n;
-    if (initialized_ == n &&
-        lib_->decode_batched(batched_.handle, batched_.state, file.data(), size.data(), dst.data(), stream) ==
-            NVJPEG_STATUS_SUCCESS)
-      return std::vector<bool>(file.size(), true);
-    initialized_ = -1;  // a failed batch leaves the state to be initialised again
-    cudaGetLastError();
+    std::vector<size_t> batched, single;  // which files go to the batched decoder, which one by one
+    for (size_t i = 0; i < file.size(); ++i)
+      (!hardware_ || std::min(out[i].height, out[i].width) >= kHardwareJpegMinSide ? batched : single).push_back(i);
+    if (!batched.empty() && !decode_batch(file, size, out, batched, stream))
+      single.insert(single.end(), batched.begin(), batched.end());
+    else
+      for (size_t i : batched) decoded[i] = true;
+    if (single.empty()) return decoded;
     if (!single_.handle && !single_.open(lib_, NVJPEG_BACKEND_DEFAULT))
-      throw Error("nvJPEG could not start its single-image decoder to find the files a batch failed on");
-    for (int i = 0; i < n; ++i)
-      decoded[i] = lib_->decode(single_.handle, single_.state, file[i], size[i], NVJPEG_OUTPUT_RGBI, &dst[i],
-                                stream) == NVJPEG_STATUS_SUCCESS;
+      throw Error("nvJPEG could not start its single-image decoder");
+    for (size_t i : single) {
+      nvjpegImage_t dst = image_of(out[i]);
+      decoded[i] = lib_->decode(single_.handle, single_.state, file[i], size[i], NVJPEG_OUTPUT_RGBI, &dst, stream) ==
+                   NVJPEG_STATUS_SUCCESS;
+    }
     cudaGetLastError();
     return decoded;
   }
@@ -81,6 +76,37 @@ class NvjpegBatchDecoder final : public JpegBatchDecoder {
   }
 
  private:
+  static nvjpegImage_t image_of(const DeviceRgbImage& o) {
+    nvjpegImage_t d{};
+    d.channel[0] = o.data;
+    d.pitch[0] = o.pitch;
+    return d;
+  }
+
+  // Files `which` in one nvJPEG batch; false (the state reset) where the library refuses it.
+  bool decode_batch(const std::vector<const uint8_t*>& file, const std::vector<size_t>& size,
+                    const std::vector<DeviceRgbImage>& out, const std::vector<size_t>& which, cudaStream_t stream) {
+    const int n = static_cast<int>(which.size());
+    std::vector<const unsigned char*> data;
+    std::vector<size_t> lengths;
+    std::vector<nvjpegImage_t> dst;
+    for (size_t i : which) {
+      data.push_back(file[i]);
+      lengths.push_back(size[i]);
+      dst.push_back(image_of(out[i]));
+    }
+    if (initialized_ != n &&
+        lib_->batched_initialize(batched_.handle, batched_.state, n, 1, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS)
+      initialized_ = n;
+    if (initialized_ == n &&
+        lib_->decode_batched(batched_.handle, batched_.state, data.data(), lengths.data(), dst.data(), stream) ==
+            NVJPEG_STATUS_SUCCESS)
+      return true;
+    initialized_ = -1;  // a failed batch leaves the state to be initialised again
+    cudaGetLastError();
+    return false;
+  }
+
   const NvjpegLibrary* lib_;
   NvjpegSession batched_, single_;
   bool hardware_;

@@ -1,7 +1,7 @@
 // Batches of JPEG files decoded into interleaved RGB in device memory by nvJPEG: on the GPU's
-// hardware JPEG engines where it has them (A100, H100, H200), else on its CUDA cores. A batch the
-// library refuses as a whole is decoded again image by image, so one damaged file costs only
-// itself.
+// hardware JPEG engines where it has them (A100, H100, H200) for images of at least
+// kHardwareJpegMinSide a side, else on its CUDA cores. A batch the library refuses as a whole is
+// decoded again image by image, so one damaged file costs only itself.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -17,7 +17,14 @@ namespace trident::cuda {
 struct DeviceRgbImage {
   uint8_t* data = nullptr;
   size_t pitch = 0;
+  int height = 0, width = 0;
 };
+
+// Images with a side below this go to the CUDA cores instead of the hardware JPEG engines: on an
+// H100, a network trained on 64x48 JPEGs decoded by the engines (which reported success) learned
+// nothing from them, where JPEGs of 64x64 and up trained as the CPU's decoding did
+// (GpuImages.TrainingDecodesOnTheGpu), and the CUDA cores' pixels match the CPU's at any size.
+inline constexpr int kHardwareJpegMinSide = 64;
 
 class JpegBatchDecoder {
  public:
