@@ -2,10 +2,11 @@
 # Benchmark: the image-folder input pipeline, trident (trident_bench_data) beside Python with PIL
 # (data_pipeline_pil.py) doing the same decode + RandomResizedCrop + flip + normalise on the same
 # number of cores, on a folder of full-size JPEGs it makes first. JSON lines on stdout, one per
-# implementation and worker count, then the ratio.
+# implementation and worker count, then the ratio; with GPU=1, trident decoding on the GPU too
+# (nvJPEG and the resampling kernel: `--decode gpu`), on the same files.
 # Usage: bench/data_pipeline.sh [BUILD_DIR]   (default: build)
 #   env: WORKERS ("1 2"), IMAGES (200), SIZE (224), EPOCHS (3), PYTHON (.venv/bin/python, which
-#        scripts/setup.sh gives numpy and Pillow), DATA (the folder; made once, then reused)
+#        scripts/setup.sh gives numpy and Pillow), DATA (the folder; made once, then reused), GPU (0)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -61,6 +62,9 @@ echo "# $(du -sh "$data/train" | cut -f1) of JPEGs; on $(nproc) cores, load $(cu
 
 for w in $workers; do
   t=$("$build/trident_bench_data" --data "$data" --workers "$w" --image-size "$size" --epochs "$epochs")
+  if [[ "${GPU:-0}" == 1 ]]; then
+    "$build/trident_bench_data" --data "$data" --workers "$w" --image-size "$size" --epochs "$epochs" --decode gpu
+  fi
   p=$("$python" "$here/data_pipeline_pil.py" --data "$data" --workers "$w" --image-size "$size" --epochs "$epochs")
   echo "$t"
   echo "$p"
