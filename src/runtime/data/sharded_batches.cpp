@@ -34,4 +34,15 @@ bool ShardedBatches::next(float* images_out, int32_t* labels_out, int64_t* fille
   return true;
 }
 
+void ShardedBatches::hand_out_images(bool on) {
+  if (on && !can_hand_out_images()) BatchSource::hand_out_images(on);  // the sentence
+  if (direct_) global_->hand_out_images(on);
+}
+
+bool ShardedBatches::next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take,
+                                 int32_t* labels_out, int64_t* filled) {
+  if (!can_hand_out_images()) return BatchSource::next_images(take, labels_out, filled);
+  return global_->next_images(take, labels_out, filled);
+}
+
 }  // namespace trident::data

@@ -25,6 +25,11 @@ class ShardedBatches final : public BatchSource {
   int64_t batches_per_epoch() const override { return global_->batches_per_epoch(); }
   void start_epoch(int64_t epoch) override { global_->start_epoch(epoch); }
   bool next(float* images_out, int32_t* labels_out, int64_t* filled = nullptr) override;
+  // A source that makes this rank's rows alone hands its image files out as they are.
+  bool can_hand_out_images() const override { return direct_ && global_->can_hand_out_images(); }
+  void hand_out_images(bool on) override;
+  bool next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take, int32_t* labels_out,
+                   int64_t* filled = nullptr) override;
 
  private:
   std::unique_ptr<BatchSource> global_;

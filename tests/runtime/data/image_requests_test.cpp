@@ -13,6 +13,7 @@
 #include "runtime/data/image_folder.h"
 #include "runtime/data/image_folder_batches.h"
 #include "runtime/data/image_transform.h"
+#include "runtime/data/sharded_batches.h"
 #include "support/error_of.h"
 #include "support/image_folder.h"
 #include "support/temp_dir.h"
@@ -155,6 +156,38 @@ TEST(ImageRequests, UnreadableFilesAreReplacedAndCounted) {
   }
   EXPECT_EQ(dev.skipped(), cpu.skipped());
   EXPECT_EQ(dev.skipped(), 1);
+  fs::remove_all(d);
+}
+
+// A data-parallel rank's share (ShardedBatches over a source that makes only its rows) hands out
+// the requests of its rows of each global batch.
+TEST(ImageRequests, ARankHandsOutItsRowsRequests) {
+  const fs::path d = mixed_folder("requests_rank", "train");
+  const ImageFolderSplit s = scan_image_folder(d.string(), "train");
+  ImageFolderBatches whole(s, options(true));
+  ShardedBatches rank(std::make_unique<ImageFolderBatches>(s, options(true)), 1, 2, whole.sample_size());
+  ASSERT_TRUE(rank.can_hand_out_images());
+  whole.hand_out_images(true);
+  rank.hand_out_images(true);
+  whole.start_epoch(0);
+  rank.start_epoch(0);
+  std::vector<int32_t> whole_labels(4), rank_labels(2);
+  std::vector<std::vector<float>> want;
+  while (whole.next_images(
+      [&](const ImageBatchRequest& b, const HostRowMaker&) {
+        want.clear();
+        for (size_t r = 2; r < 4; ++r) want.push_back(made_like_a_device(b, b.rows[r]));
+      },
+      whole_labels.data())) {
+    ASSERT_TRUE(rank.next_images(
+        [&](const ImageBatchRequest& b, const HostRowMaker&) {
+          ASSERT_EQ(b.rows.size(), 2u);
+          for (size_t r = 0; r < 2; ++r) EXPECT_EQ(made_like_a_device(b, b.rows[r]), want[r]) << "row " << r;
+        },
+        rank_labels.data()));
+    EXPECT_EQ(rank_labels[0], whole_labels[2]);
+    EXPECT_EQ(rank_labels[1], whole_labels[3]);
+  }
   fs::remove_all(d);
 }
 
