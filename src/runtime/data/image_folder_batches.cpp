@@ -197,16 +197,7 @@ void ImageFolderBatches::make_host_row(int64_t position, int64_t row, Slot& slot
     // The crop is drawn from the header's size, and only the crop is decoded. A file that fails
     // anywhere — reading, decoding, resampling — is replaced by the next readable one.
     const int64_t index = decode_readable(position, [&](const std::string& file, int64_t i) {
-      const uint64_t seed = augmentation_seed(options_.seed, epoch, i);
-      TrainCrop crop;
-      const RgbRegion region = read_image_region(
-          file,
-          [&](int height, int width) {
-            crop = train_crop(height, width, seed);
-            return crop.box;
-          },
-          limits);
-      train_transform_region(region, crop, options_.image_size, options_.norm, out);
+      transform_on_host(read_image_bytes(file, limits), quoted_name(file), augmentation_seed(options_.seed, epoch, i), out);
     });
     slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
     return;
@@ -215,8 +206,8 @@ void ImageFolderBatches::make_host_row(int64_t position, int64_t row, Slot& slot
   // accuracy (label -1), not replaced by another image, which would count that one twice.
   const int64_t index = order_[static_cast<size_t>(position)];
   try {
-    eval_transform(read_image_file(split_.files[static_cast<size_t>(index)], limits), options_.image_size,
-                   options_.norm, out);
+    const std::string& file = split_.files[static_cast<size_t>(index)];
+    transform_on_host(read_image_bytes(file, limits), quoted_name(file), 0, out);
     slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
   } catch (const Error& e) {
     std::fill(out, out + sample_size(), 0.0f);
@@ -282,10 +273,17 @@ void ImageFolderBatches::request_from_file(const std::string& path, uint64_t see
   // Made here, from the bytes already read, as the host path makes it.
   q.size = room;
   q.jpeg = false;
+  transform_on_host(bytes, what, seed, out);
+}
+
+void ImageFolderBatches::transform_on_host(const std::vector<uint8_t>& bytes, const std::string& what, uint64_t seed,
+                                           float* out) const {
+  const DecodeLimits limits{options_.decode_bytes};
   if (!options_.train) {
-    eval_transform(decode_image(bytes.data(), bytes.size(), what, limits), size, options_.norm, out);
+    eval_transform(decode_image(bytes.data(), bytes.size(), what, limits), options_.image_size, options_.norm, out);
     return;
   }
+  // The crop is drawn from the header's size, and only the crop is decoded.
   TrainCrop crop;
   const RgbRegion region = decode_image_region(
       bytes.data(), bytes.size(), what,
@@ -294,7 +292,7 @@ void ImageFolderBatches::request_from_file(const std::string& path, uint64_t see
         return crop.box;
       },
       limits);
-  train_transform_region(region, crop, size, options_.norm, out);
+  train_transform_region(region, crop, options_.image_size, options_.norm, out);
 }
 
 void ImageFolderBatches::hand_out_images(bool on) {

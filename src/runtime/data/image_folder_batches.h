@@ -117,6 +117,9 @@ class ImageFolderBatches final : public BatchSource {
   // Writes row `row`'s request from the file at `path` (its sample seed `seed`): a plain JPEG
   // that fits goes as bytes, anything else is decoded and transformed here.
   void request_from_file(const std::string& path, uint64_t seed, int64_t row, Slot& slot);
+  // A file's bytes decoded and transformed here (training's crop from `seed`, or evaluation's),
+  // the one host transform both ways out use.
+  void transform_on_host(const std::vector<uint8_t>& bytes, const std::string& what, uint64_t seed, float* out) const;
   // Waits for the next batch's slot, calls take on it, copies its labels out and frees it.
   bool hand_out(const std::function<void(Slot&)>& take, int32_t* labels_out, int64_t* filled);
   // Calls decode(file, index) on the image at epoch position `position`, or, while it throws an
