@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "runtime/batch_feed.h"
 #include "runtime/data/sharded_batches.h"
 #include "runtime/distributed/world.h"
 
@@ -158,33 +159,6 @@ void Trainer::set_schedule(double lr, double warmup_epochs, int64_t step, std::v
   step_ = step;
 }
 
-namespace {
-
-// Whether an image source hands its files to the lane to decode this epoch (it is told either
-// way); *where says what decodes them. --decode gpu where the lane cannot is an Error.
-bool choose_image_decoding(data::BatchSource& batches, InputLane* lane, TrainConfig::Decode decode, std::string* where) {
-  if (!batches.can_hand_out_images()) {
-    if (decode == TrainConfig::Decode::gpu)
-      throw Error("decoding on the GPU (--decode gpu) is for an image folder's files, and this training data is not one");
-    return false;
-  }
-  if (lane == nullptr) {  // a host backend, or --no-upload-ahead: the workers make the floats
-    if (decode == TrainConfig::Decode::gpu)
-      throw Error("decoding on the GPU (--decode gpu) needs a GPU backend and its input lane (not --no-upload-ahead)");
-    batches.hand_out_images(false);
-    return false;
-  }
-  std::string note = "--decode cpu";
-  const bool on_device = decode != TrainConfig::Decode::cpu && lane->decodes_images(&note);
-  if (!on_device && decode == TrainConfig::Decode::gpu)
-    throw Error("the training images cannot be decoded on the GPU (--decode gpu): " + note);
-  batches.hand_out_images(on_device);
-  *where = (on_device ? "the GPU (" : "the CPU workers (") + note + ")";
-  return on_device;
-}
-
-}  // namespace
-
 TrainConfig::Decode parse_decode(const std::string& text, const std::string& what) {
   if (text == "auto") return TrainConfig::Decode::automatic;
   if (text == "gpu") return TrainConfig::Decode::gpu;
@@ -221,25 +195,13 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   std::vector<int32_t> ahead_labels[2];
   if (lane) ahead_labels[0].resize(batch_), ahead_labels[1].resize(batch_);
   int slot = 0;
-  std::string decoded_by;
-  const bool device_images = choose_image_decoding(batches, lane, config_.decode, &decoded_by);
-  const bool in_place = lane && batches.hands_out_in_place();
-  auto fetch = [&] {
-    if (!lane) return batches.next(images.as<float>(), labels.as<int32_t>());
-    if (device_images)
-      return batches.next_images([&](const ImageBatchRequest& b, const HostRowMaker& m) { lane->send_images(b, m); },
-                                 ahead_labels[slot].data());
-    if (in_place)
-      return batches.next_in_place([&](const float* made) { lane->send_from(made); }, ahead_labels[slot].data());
-    if (!batches.next(static_cast<float*>(lane->host_buffer()), ahead_labels[slot].data())) return false;
-    lane->send();
-    return true;
-  };
+  BatchFeed feed(batches, lane, images, config_.decode, "training");
+  auto fetch = [&] { return feed.fetch(lane ? ahead_labels[slot].data() : labels.as<int32_t>()); };
 
   batches.start_epoch(epoch);
   EpochStats st;
   st.epoch = epoch;
-  st.decoded_by = decoded_by;
+  st.decoded_by = feed.decoded_by();
   double loss_sum = 0;
   int64_t correct = 0, seen = 0, done = 0, threads_sum = 0;
   // The first fetch holds up the step either way; later ones only without a lane, whose wait the
@@ -271,7 +233,12 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
       }
       train_->download(train_->loss());
       train_->download(train_->logits());
-      if (lane) st.data_wait_seconds += lane->device_wait_seconds();
+      if (lane) {
+        // The epoch's first batch was waited for on the host (its wait would otherwise also count
+        // the time since the last step of the epoch before: an evaluation, a checkpoint).
+        const double waited = lane->device_wait_seconds();
+        if (done > 0) st.data_wait_seconds += waited;
+      }
       ++step_;
       ++done;
       // Over every rank's rows: each rank's loss is its batch's mean, and the batches are equal.
@@ -339,40 +306,70 @@ void Trainer::average_running_statistics() {
 EvalStats Trainer::evaluate(data::BatchSource& batches) {
   average_running_statistics();
   eval_->copy_weights_from(*train_);
-  return evaluate_executable(*eval_, batches, config_.backend_options.world.get());
+  if (config_.upload_ahead && eval_->on_device() && !eval_lane_)
+    eval_lane_ = eval_->make_input_lane(eval_->value_id("images"));
+  try {
+    return evaluate_executable(*eval_, batches, config_.backend_options.world.get(), eval_lane_.get(), config_.decode);
+  } catch (...) {
+    eval_lane_.reset();  // a batch may be in flight: the next evaluation starts with a new lane
+    throw;
+  }
 }
 
-EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world) {
+namespace {
+// Adds one scored batch's rows to the sums: the real (`filled`) and labelled rows only.
+void score_rows(const float* logits, const int32_t* labels, int64_t filled, int64_t classes, int64_t& correct,
+                int64_t& top5, double& nll, int64_t& samples) {
+  correct += count_correct(logits, labels, filled, classes);
+  for (int64_t r = 0; r < filled; ++r) {
+    if (labels[r] < 0) continue;  // an image the source could not read: not scored
+    const float* z = logits + r * classes;
+    int64_t above = 0;  // logits strictly above the label's: the label is in the top five when fewer than 5
+    for (int64_t k = 0; k < classes; ++k) above += z[k] > z[labels[r]];
+    top5 += above < 5;
+    double m = z[0], s = 0;
+    for (int64_t k = 1; k < classes; ++k) m = std::max<double>(m, z[k]);
+    for (int64_t k = 0; k < classes; ++k) s += std::exp(z[k] - m);
+    nll += m + std::log(s) - z[labels[r]];
+    ++samples;
+  }
+}
+}  // namespace
+
+EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world, InputLane* lane,
+                              TrainConfig::Decode decode) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const int images_id = exe.value_id("images");
-  TensorView images = exe.host_view(images_id), logits = exe.host_view(exe.logits());
-  const int64_t batch = images.shape[0];
-  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  TensorView logits = exe.host_view(exe.logits());
+  const int64_t batch = exe.find("images").shape[0];
   check_batch_fits(batches, batch, "evaluation");
+  // With a lane, batch k + 1 is sent while batch k runs (labels and real rows in slot (k + 1) % 2).
+  std::vector<int32_t> labels[2] = {std::vector<int32_t>(static_cast<size_t>(batch)),
+                                    std::vector<int32_t>(static_cast<size_t>(batch))};
+  int64_t filled[2] = {0, 0};
+  int slot = 0;
+  BatchFeed feed(batches, lane, lane ? TensorView{} : exe.host_view(images_id), decode, "evaluation");
   batches.start_epoch(0);
   const int64_t classes = logits.shape[1];
   EvalStats st;
-  int64_t filled = 0, correct = 0, top5 = 0;
+  int64_t correct = 0, top5 = 0;
   double nll = 0;
-  while (batches.next(images.as<float>(), labels.data(), &filled)) {
-    exe.upload(images_id);
+  bool have = feed.fetch(labels[slot].data(), &filled[slot]);
+  while (have) {
+    if (lane)
+      exe.take_input(*lane, images_id);
+    else
+      exe.upload(images_id);
     exe.run();
+    const int ran = slot;
+    if (lane) slot ^= 1, have = feed.fetch(labels[slot].data(), &filled[slot]);  // beside the running batch
     exe.download(exe.logits());
-    correct += count_correct(logits.as<float>(), labels.data(), filled, classes);
-    for (int64_t r = 0; r < filled; ++r) {
-      if (labels[r] < 0) continue;  // an image the source could not read: not scored
-      const float* z = logits.as<float>() + r * classes;
-      int64_t above = 0;  // logits strictly above the label's: the label is in the top five when fewer than 5
-      for (int64_t k = 0; k < classes; ++k) above += z[k] > z[labels[r]];
-      top5 += above < 5;
-      double m = z[0], s = 0;
-      for (int64_t k = 1; k < classes; ++k) m = std::max<double>(m, z[k]);
-      for (int64_t k = 0; k < classes; ++k) s += std::exp(z[k] - m);
-      nll += m + std::log(s) - z[labels[r]];
-      ++st.samples;
-    }
+    score_rows(logits.as<float>(), labels[ran].data(), filled[ran], classes, correct, top5, nll, st.samples);
+    if (!lane) have = feed.fetch(labels[slot].data(), &filled[slot]);
   }
+  // The source's memory may be freed once the evaluation is over: unlock it while it still exists.
+  if (lane) lane->release_host_memory();
   // Each rank evaluated its own shard: the counts and the loss sum over the ranks.
   double sums[4] = {static_cast<double>(correct), static_cast<double>(top5), nll, static_cast<double>(st.samples)};
   if (world) world->sum(sums, 4);

@@ -40,9 +40,9 @@ struct TrainConfig {
   // backends/input_lane.h); off, each batch is fetched and uploaded between two steps. The
   // parameters after any number of steps are the same either way.
   bool upload_ahead = true;
-  // Where an image folder's training images are decoded and augmented (`--decode`): on the GPU
-  // (nvJPEG and a resampling kernel, through the input lane: backends/image_batch.h) or by the
-  // loader's CPU workers. Auto takes the GPU where the lane can decode and says why not
+  // Where an image folder's training and evaluation images are decoded and augmented
+  // (`--decode`): on the GPU (nvJPEG and a resampling kernel, through the input lane:
+  // backends/image_batch.h) or by the loader's CPU workers. Auto takes the GPU where the lane can decode and says why not
   // otherwise (decode_notice()); gpu makes that an Error.
   enum class Decode { automatic, gpu, cpu };
   Decode decode = Decode::automatic;
@@ -120,7 +120,8 @@ class Trainer {
   // trained since the last call.
   void average_running_statistics();
 
-  // Where an image folder's training images are decoded from the next epoch on (TrainConfig::decode).
+  // Where an image folder's training and evaluation images are decoded from the next epoch or
+  // evaluation on (TrainConfig::decode).
   void set_image_decoding(TrainConfig::Decode decode) { config_.decode = decode; }
 
   Executable& train_executable() { return *train_; }
@@ -135,7 +136,8 @@ class Trainer {
  private:
   TrainConfig config_;
   std::unique_ptr<Executable> train_, eval_;
-  std::unique_ptr<InputLane> lane_;  // the training images' (upload_ahead on a device); freed first
+  // The training and the evaluation images' (upload_ahead on a device); freed first.
+  std::unique_ptr<InputLane> lane_, eval_lane_;
   int64_t batch_ = 0, step_ = 0;
   int64_t statistics_averaged_at_ = -1;  // the step average_running_statistics() last ran at
 };
@@ -143,7 +145,10 @@ class Trainer {
 // Scores an inference executable (input "images", its logits an output) on every sample of
 // `batches` once (their epoch 0), counting only each batch's real rows and of those only the ones
 // labelled (a label of -1 is an image the source could not read): top-1, top-5, mean cross-entropy. With a world, each rank scored its own shard and the sums span them all.
-EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world = nullptr);
+// With a lane (`exe`'s input lane on a device), each batch is sent ahead while the one before
+// runs, its images decoded where `decode` says (as the training loop's: batch_feed.h).
+EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world = nullptr,
+                              InputLane* lane = nullptr, TrainConfig::Decode decode = TrainConfig::Decode::automatic);
 
 // Fraction of rows of `logits` [rows, classes] whose arg-max equals the label.
 int64_t count_correct(const float* logits, const int32_t* labels, int64_t rows, int64_t classes);

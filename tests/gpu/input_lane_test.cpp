@@ -9,9 +9,11 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -97,6 +99,23 @@ TEST(CudaInputLane, UploadingAheadTrainsTheSameParametersAsUploadingBetweenSteps
     EXPECT_GE(ahead_epochs[e].data_wait_seconds, 0.0);
     EXPECT_LE(ahead_epochs[e].data_wait_seconds, ahead_epochs[e].seconds);
   }
+}
+
+// The wait an epoch reports is for its own batches: the pause between two epochs (here a second
+// of other work, as an evaluation would be) is not counted as the next epoch's wait for data.
+TEST(CudaInputLane, AnEpochsDataWaitLeavesOutThePauseBeforeIt) {
+  TRIDENT_REQUIRE_GPU();
+  const data::Dataset ds = data::make_synthetic(256, 28, 28, 1, 10, 5);
+  runtime::TrainConfig cfg;
+  cfg.compile.backend = "cuda";
+  cfg.backend_options.autotune = false;
+  runtime::Trainer t(frontend::build_model("fmnist_cnn", {64}), cfg);
+  data::BatchIterator it(ds, 64, true, 1, true);
+  t.train_epoch(it, 0, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const runtime::EpochStats st = t.train_epoch(it, 1, 2);
+  EXPECT_LT(st.data_wait_seconds, 0.5) << "the second before the epoch counted as waiting for its data";
+  EXPECT_LE(st.data_wait_seconds, st.seconds);
 }
 
 // An image folder hands its batches out in place: the lane copies them from the loader's ring
