@@ -29,7 +29,12 @@ class CudaInputLane final : public InputLane {
  public:
   CudaInputLane(CudaContext& ctx, size_t bytes) : ctx_(ctx), bytes_(bytes) {
     try {
-      check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating the input copy stream");
+      // The highest priority: the kernels that make a batch of images are few and short, and
+      // should not queue behind the step's for the multiprocessors.
+      int least = 0, greatest = 0;
+      check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "reading the stream priorities");
+      check(cudaStreamCreateWithPriority(&copy_stream_, cudaStreamNonBlocking, greatest),
+            "creating the input copy stream");
       for (cudaEvent_t& e : landed_) check(cudaEventCreate(&e), "creating a CUDA event");
       for (cudaEvent_t& e : step_end_) check(cudaEventCreate(&e), "creating a CUDA event");
       check(cudaEventCreateWithFlags(&taken_, cudaEventDisableTiming), "creating a CUDA event");

@@ -1,6 +1,7 @@
 // nvJPEG's batched decoder behind jpeg_batch_decoder.h. The handle takes the hardware backend
 // where the GPU has JPEG engines and the GPU-assisted hybrid one elsewhere; a second, default
-// handle decodes single images when a batch fails, to find the files at fault.
+// handle decodes single images when a batch fails, to find the files at fault. Both take their
+// memory from one NvjpegMemory (kept blocks, so decoding never waits for the whole device).
 #include "backends/cuda/images/jpeg_batch_decoder.h"
 
 #if TRIDENT_HAVE_NVJPEG_HEADER
@@ -8,6 +9,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/images/nvjpeg_library.h"
+#include "backends/cuda/images/nvjpeg_memory.h"
 #endif
 
 namespace trident::cuda {
@@ -21,9 +23,10 @@ struct NvjpegSession {
   nvjpegHandle_t handle = nullptr;
   nvjpegJpegState_t state = nullptr;
 
-  bool open(const NvjpegLibrary* l, nvjpegBackend_t backend) {
+  bool open(const NvjpegLibrary* l, nvjpegBackend_t backend, NvjpegMemory& memory) {
     lib = l;
-    if (lib->create_ex(backend, nullptr, nullptr, 0, &handle) != NVJPEG_STATUS_SUCCESS) {
+    if (lib->create_ex_v2(backend, memory.device_allocator(), memory.pinned_allocator(), 0, &handle) !=
+        NVJPEG_STATUS_SUCCESS) {
       handle = nullptr;
       return false;
     }
@@ -42,8 +45,9 @@ struct NvjpegSession {
 
 class NvjpegBatchDecoder final : public JpegBatchDecoder {
  public:
-  NvjpegBatchDecoder(const NvjpegLibrary* lib, NvjpegSession batched, bool hardware)
-      : lib_(lib), batched_(batched), hardware_(hardware) {}
+  NvjpegBatchDecoder(const NvjpegLibrary* lib, std::unique_ptr<NvjpegMemory> memory, NvjpegSession batched,
+                     bool hardware)
+      : lib_(lib), memory_(std::move(memory)), batched_(batched), hardware_(hardware) {}
   ~NvjpegBatchDecoder() override {
     batched_.close();
     single_.close();
@@ -60,7 +64,7 @@ class NvjpegBatchDecoder final : public JpegBatchDecoder {
     else
       for (size_t i : batched) decoded[i] = true;
     if (single.empty()) return decoded;
-    if (!single_.handle && !single_.open(lib_, NVJPEG_BACKEND_DEFAULT))
+    if (!single_.handle && !single_.open(lib_, NVJPEG_BACKEND_DEFAULT, *memory_))
       throw Error("nvJPEG could not start its single-image decoder");
     for (size_t i : single) {
       nvjpegImage_t dst = image_of(out[i]);
@@ -96,8 +100,11 @@ class NvjpegBatchDecoder final : public JpegBatchDecoder {
       dst.push_back(image_of(out[i]));
     }
     if (initialized_ != n &&
-        lib_->batched_initialize(batched_.handle, batched_.state, n, 1, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS)
+        lib_->batched_initialize(batched_.handle, batched_.state, n, 1, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS) {
       initialized_ = n;
+      reserved_ = Reserved{};
+    }
+    if (initialized_ == n && hardware_) reserve(out, which);
     if (initialized_ == n &&
         lib_->decode_batched(batched_.handle, batched_.state, data.data(), lengths.data(), dst.data(), stream) ==
             NVJPEG_STATUS_SUCCESS)
@@ -107,10 +114,37 @@ class NvjpegBatchDecoder final : public JpegBatchDecoder {
     return false;
   }
 
+  // The hardware decoder's buffers, made for `which`'s largest image (at 4:4:4, the most memory
+  // a subsampling needs) unless made that large before. Without it the library frees and
+  // allocates them again as the images' sizes change, and each free waits for the whole device:
+  // the training step beside the decoding. Sizes are rounded up, so they settle after a few
+  // batches.
+  void reserve(const std::vector<DeviceRgbImage>& out, const std::vector<size_t>& which) {
+    Reserved want{static_cast<int>(which.size()), 0, 0};
+    for (size_t i : which) {
+      want.height = std::max(want.height, (out[i].height + 127) / 128 * 128);
+      want.width = std::max(want.width, (out[i].width + 127) / 128 * 128);
+    }
+    if (want.batch <= reserved_.batch && want.height <= reserved_.height && want.width <= reserved_.width) return;
+    want.batch = std::max(want.batch, reserved_.batch);
+    want.height = std::max(want.height, reserved_.height);
+    want.width = std::max(want.width, reserved_.width);
+    if (lib_->batched_pre_allocate(batched_.handle, batched_.state, want.batch, want.width, want.height,
+                                   NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS)
+      reserved_ = want;
+    cudaGetLastError();
+  }
+
+  struct Reserved {
+    int batch = 0, height = 0, width = 0;
+  };
+
   const NvjpegLibrary* lib_;
+  std::unique_ptr<NvjpegMemory> memory_;  // outlives the sessions (the destructor closes them first)
   NvjpegSession batched_, single_;
   bool hardware_;
   int initialized_ = -1;  // the batch size the batched state was initialised for
+  Reserved reserved_;     // what reserve() last made room for
 };
 
 }  // namespace
@@ -118,10 +152,12 @@ class NvjpegBatchDecoder final : public JpegBatchDecoder {
 std::unique_ptr<JpegBatchDecoder> make_jpeg_batch_decoder(std::string* why) {
   const NvjpegLibrary* lib = nvjpeg_library(why);
   if (lib == nullptr) return nullptr;
+  auto memory = std::make_unique<NvjpegMemory>();
   NvjpegSession s;
-  if (s.open(lib, NVJPEG_BACKEND_HARDWARE)) return std::make_unique<NvjpegBatchDecoder>(lib, s, true);
-  if (s.open(lib, NVJPEG_BACKEND_GPU_HYBRID) || s.open(lib, NVJPEG_BACKEND_DEFAULT))
-    return std::make_unique<NvjpegBatchDecoder>(lib, s, false);
+  if (s.open(lib, NVJPEG_BACKEND_HARDWARE, *memory))
+    return std::make_unique<NvjpegBatchDecoder>(lib, std::move(memory), s, true);
+  if (s.open(lib, NVJPEG_BACKEND_GPU_HYBRID, *memory) || s.open(lib, NVJPEG_BACKEND_DEFAULT, *memory))
+    return std::make_unique<NvjpegBatchDecoder>(lib, std::move(memory), s, false);
   if (why) *why = "nvJPEG " + lib->version + " could not start a decoder on this GPU";
   return nullptr;
 }

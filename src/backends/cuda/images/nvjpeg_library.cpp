@@ -33,12 +33,13 @@ Loaded open_library() {
   }
   NvjpegLibrary& n = l.lib;
   const bool ok = resolve(h, "nvjpegGetProperty", &n.get_property, &l.failure) &&
-                  resolve(h, "nvjpegCreateEx", &n.create_ex, &l.failure) &&
+                  resolve(h, "nvjpegCreateExV2", &n.create_ex_v2, &l.failure) &&
                   resolve(h, "nvjpegDestroy", &n.destroy, &l.failure) &&
                   resolve(h, "nvjpegJpegStateCreate", &n.state_create, &l.failure) &&
                   resolve(h, "nvjpegJpegStateDestroy", &n.state_destroy, &l.failure) &&
                   resolve(h, "nvjpegDecodeBatchedInitialize", &n.batched_initialize, &l.failure) &&
                   resolve(h, "nvjpegDecodeBatched", &n.decode_batched, &l.failure) &&
+                  resolve(h, "nvjpegDecodeBatchedPreAllocate", &n.batched_pre_allocate, &l.failure) &&
                   resolve(h, "nvjpegDecode", &n.decode, &l.failure);
   if (!ok) return l;
   int major = 0, minor = 0, patch = 0;

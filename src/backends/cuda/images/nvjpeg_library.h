@@ -11,12 +11,13 @@ namespace trident::cuda {
 // The entry points trident calls, resolved from the library.
 struct NvjpegLibrary {
   decltype(&nvjpegGetProperty) get_property = nullptr;
-  decltype(&nvjpegCreateEx) create_ex = nullptr;
+  decltype(&nvjpegCreateExV2) create_ex_v2 = nullptr;
   decltype(&nvjpegDestroy) destroy = nullptr;
   decltype(&nvjpegJpegStateCreate) state_create = nullptr;
   decltype(&nvjpegJpegStateDestroy) state_destroy = nullptr;
   decltype(&nvjpegDecodeBatchedInitialize) batched_initialize = nullptr;
   decltype(&nvjpegDecodeBatched) decode_batched = nullptr;
+  decltype(&nvjpegDecodeBatchedPreAllocate) batched_pre_allocate = nullptr;
   decltype(&nvjpegDecode) decode = nullptr;
   std::string version;  // "13.0.0"
 };
