@@ -168,8 +168,10 @@ TEST(GpuImages, TheLanesBatchesAreTheCpuPathsWithinNvjpegsRounding) {
 // H100 with nvJPEG 13.0.1's hardware backend the send returns only when the compute stream's
 // work is done (a batch of 16 in 499 ms beside 499 ms of work, 0.95 ms on an idle GPU), with
 // nvJPEG's memory kept (nvjpeg_memory.h), its hardware buffers reserved and the lane's stream at
-// the highest priority. Run it with --gtest_also_run_disabled_tests once the lane decodes on a
-// thread of its own, batches ahead (docs/GPU.md, "JPEGs decoded on the GPU").
+// the highest priority. Which part waits is not known yet: the lane's copies of rows from
+// pageable memory may queue behind the memsets on the copy engines, which a training step would
+// not occupy. Run it with --gtest_also_run_disabled_tests (docs/GPU.md, "JPEGs decoded on the
+// GPU").
 TEST(GpuImages, DISABLED_MakingABatchDoesNotWaitForTheStep) {
   TRIDENT_REQUIRE_GPU();
   const std::filesystem::path d = test_support::fresh_temp_dir("gpu_images_overlap");

@@ -124,7 +124,10 @@ void DeviceImageBatcher::make_part(const ImageBatchRequest& batch, size_t first,
         "copying the resampling's rows to the GPU");
   launch_image_resample(device_rows_, static_cast<int>(resampled.size()), batch.image_size, batch.scale, batch.shift,
                         out, stream);
-  // The arena, the rows and the host bytes are reused by the next part or batch.
+  // The arena, the rows and the host bytes are reused by the next part or batch. A host wait,
+  // not an event the stream waits on: nvJPEG's hardware decoder is reported to write its output
+  // when it is called, not after the work queued before it on the stream (nvJPEG 12.3–13.2 on
+  // H100s), so the next decode must not be called before this resampling has read the arena.
   check(cudaStreamSynchronize(stream), "making a batch of images on the GPU");
 }
 
