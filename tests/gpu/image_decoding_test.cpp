@@ -43,6 +43,15 @@ data::ImageStreamOptions two_worker_stream(int size, int64_t batch, bool train) 
   return o;
 }
 
+// Training on the GPU with cuDNN's first plans, the images decoded where `decode` says.
+runtime::TrainConfig gpu_config(runtime::TrainConfig::Decode decode) {
+  runtime::TrainConfig cfg;
+  cfg.compile.backend = "cuda";
+  cfg.backend_options.autotune = false;
+  cfg.decode = decode;
+  return cfg;
+}
+
 #ifdef TRIDENT_HAVE_CUDA
 TEST(GpuImages, ResamplingIsTheCpuTransform) {
   TRIDENT_REQUIRE_GPU();
@@ -246,11 +255,7 @@ TEST(GpuImages, TrainingDecodesOnTheGpu) {
   test_support::write_class_images(d, "train", 4, 16, 64, 64);  // all for the hardware engines
   const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "train");
   auto train = [&](runtime::TrainConfig::Decode decode, std::string* decoded_by) {
-    runtime::TrainConfig cfg;
-    cfg.compile.backend = "cuda";
-    cfg.backend_options.autotune = false;
-    cfg.decode = decode;
-    runtime::Trainer t(frontend::build_model("resnet_cifar", {16}), cfg);
+    runtime::Trainer t(frontend::build_model("resnet_cifar", {16}), gpu_config(decode));
     const data::ImageStreamOptions o = two_worker_stream(32, 16, true);
     data::ImageFolderBatches batches(split, o);
     runtime::EpochStats st;
@@ -282,11 +287,8 @@ TEST(GpuImages, EvaluationGoesThroughTheLane) {
   const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "val");
   const ir::Graph model = frontend::build_model("resnet_cifar", {16});
   auto evaluate = [&](bool ahead, runtime::TrainConfig::Decode decode) {
-    runtime::TrainConfig cfg;
-    cfg.compile.backend = "cuda";
-    cfg.backend_options.autotune = false;
+    runtime::TrainConfig cfg = gpu_config(decode);
     cfg.upload_ahead = ahead;
-    cfg.decode = decode;
     runtime::Trainer t(model, cfg);
     const data::ImageStreamOptions o = two_worker_stream(32, 16, false);
     data::ImageFolderBatches batches(split, o);

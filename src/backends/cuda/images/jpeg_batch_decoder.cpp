@@ -1,7 +1,7 @@
 // nvJPEG's batched decoder behind jpeg_batch_decoder.h. The handle takes the hardware backend
 // where the GPU has JPEG engines and the GPU-assisted hybrid one elsewhere; a second, default
 // handle decodes single images when a batch fails, to find the files at fault. Both take their
-// memory from one NvjpegMemory (kept blocks, so decoding never waits for the whole device).
+// memory from one NvjpegMemory (kept blocks, so nvJPEG's own frees do not wait for the device).
 #include "backends/cuda/images/jpeg_batch_decoder.h"
 
 #if TRIDENT_HAVE_NVJPEG_HEADER

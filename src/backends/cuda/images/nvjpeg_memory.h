@@ -1,7 +1,7 @@
 // nvJPEG's device and page-locked memory, kept for reuse. The library's default allocators call
 // cudaFree and cudaFreeHost whenever a batch needs other buffers, and both wait for the whole
-// device — the training step running beside the decoding included — so a batch's decoding could
-// not overlap the step. Here a block nvJPEG frees is kept with an event marking where its stream
+// device — the training step running beside the decoding included — so a batch's decoding would
+// wait for the step. Here a block nvJPEG frees is kept with an event marking where its stream
 // stood, and handed out again for a request it fits once that point is passed; new blocks come
 // from cudaMalloc / cudaHostAlloc. Blocks kept unused beyond kKeptBytes a kind are given back.
 #pragma once
