@@ -1,4 +1,5 @@
-// A batch of images for a device that decodes and augments them itself (InputLane::send_images):
+// A batch of images for a device that decodes and augments them itself (InputLane::send_images),
+// or that normalises the pixels the host made (PixelBatch, InputLane::send_pixels):
 // per row either the bytes of a JPEG file and the resampling that makes the row from it — a box
 // of the image resized to resize_height x resize_width, the image_size square at (window_top,
 // window_left) of that kept, mirrored with flip, then x · scale + shift per channel — or the
@@ -28,6 +29,17 @@ struct ImageBatchRequest {
   int image_size = 0;  // rows are image_size x image_size x 3 floats, NHWC
   float scale[3] = {1, 1, 1}, shift[3] = {0, 0, 0};
   std::vector<ImageRowRequest> rows;
+};
+
+// A batch made on the host as far as its pixels (InputLane::send_pixels): `rows` rows of
+// image_size² · 3 bytes, NHWC RGB, already cropped, resized and flipped, which the device turns
+// into the batch's floats as x · scale + shift per channel. A quarter of the floats' bytes cross
+// the bus.
+struct PixelBatch {
+  const uint8_t* pixels = nullptr;
+  int64_t rows = 0;
+  int image_size = 0;
+  float scale[3] = {1, 1, 1}, shift[3] = {0, 0, 0};
 };
 
 // Makes row `row` of the batch on the host instead, as image_size² · 3 floats into `out`, for a

@@ -5,7 +5,8 @@
 // and moves into the input at the start of its step, a device-to-device copy that costs a
 // fraction of the bus's time. A batch is written into the lane's own host buffers, or sent from
 // where a loader made it (send_from), or, on a lane that decodes images, made on the device from
-// the image files' bytes (send_images). Host backends have no lane: their batches are written in
+// the image files' bytes (send_images), or normalised there from the uint8 pixels the loader's
+// workers cropped and resized (send_pixels, a quarter of the bytes). Host backends have no lane: their batches are written in
 // place.
 #pragma once
 #include <cstddef>
@@ -44,6 +45,12 @@ class InputLane {
   // made on the host uploaded as they are. A row whose JPEG the device fails to decode is made
   // by `on_host` and uploaded. Returns once the lane has read everything `batch` points to.
   virtual void send_images(const ImageBatchRequest& batch, const HostRowMaker& on_host);
+  // Whether the lane takes batches as uint8 pixels (send_pixels).
+  virtual bool takes_pixels() const { return false; }
+  // As send_from(), from a batch of uint8 pixels (bytes() / 4 of them): the device turns each
+  // into its float, x · scale + shift of its channel. Returns once the copy has read them. The
+  // lane page-locks the pixels' memory as send_from() does.
+  virtual void send_pixels(const PixelBatch& batch);
   // Unlocks the memory send_from() locked (waiting for copies in flight): call it before that
   // memory is freed. The lane's destructor calls it too.
   virtual void release_host_memory() = 0;
@@ -62,6 +69,10 @@ inline void InputLane::send_images(const ImageBatchRequest&, const HostRowMaker&
   std::string note;
   decodes_images(&note);
   throw Error("images cannot be sent to this input lane: " + note);
+}
+
+inline void InputLane::send_pixels(const PixelBatch&) {
+  throw Error("this backend's input lane does not take batches as uint8 pixels");
 }
 
 }  // namespace trident

@@ -1,8 +1,8 @@
 // How a loop's batches reach an executable's input, for the training and the evaluation loops
 // alike: written into the input's host copy between steps (host backends, or upload-ahead off),
 // or sent ahead through a device's input lane while the step before runs — from the lane's own
-// host buffer, from where an image folder made them, or as the image files themselves for the
-// device to decode (backends/input_lane.h).
+// host buffer, from where an image folder made them (as uint8 pixels where the lane normalises
+// them), or as the image files themselves for the device to decode (backends/input_lane.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,10 +18,11 @@ class BatchFeed {
  public:
   // With `lane` null, fetch() writes into `host_images` (the executable's host copy of its input).
   // Decides where an image source's files are decoded (`decode`, as TrainConfig::decode) and tells
-  // the source; an Error for --decode gpu where that cannot be. `purpose` ("training",
-  // "evaluation") names the images in those sentences.
+  // the source; an Error for --decode gpu where that cannot be. Images made on the CPU are sent
+  // as uint8 pixels where `send_pixels` and the lane and source can (TrainConfig::send_pixels).
+  // `purpose` ("training", "evaluation") names the images in those sentences.
   BatchFeed(data::BatchSource& batches, InputLane* lane, TensorView host_images, TrainConfig::Decode decode,
-            const std::string& purpose);
+            bool send_pixels, const std::string& purpose);
 
   // The next batch: its labels into `labels` (batch() of them) and its real rows into `filled`
   // when given; the images into the host copy, or sent into the lane (deliver() takes them from
@@ -34,12 +35,12 @@ class BatchFeed {
 
  private:
   // Where an image source's files are decoded; tells the source.
-  void choose_decoding(TrainConfig::Decode decode, const std::string& purpose);
+  void choose_decoding(TrainConfig::Decode decode, bool send_pixels, const std::string& purpose);
 
   data::BatchSource& batches_;
   InputLane* lane_;
   TensorView host_images_;
-  bool device_images_ = false, in_place_ = false;
+  bool device_images_ = false, pixels_ = false, in_place_ = false;
   std::string decoded_by_;
 };
 

@@ -195,7 +195,7 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   std::vector<int32_t> ahead_labels[2];
   if (lane) ahead_labels[0].resize(batch_), ahead_labels[1].resize(batch_);
   int slot = 0;
-  BatchFeed feed(batches, lane, images, config_.decode, "training");
+  BatchFeed feed(batches, lane, images, config_.decode, config_.send_pixels, "training");
   auto fetch = [&] { return feed.fetch(lane ? ahead_labels[slot].data() : labels.as<int32_t>()); };
 
   batches.start_epoch(epoch);
@@ -309,7 +309,8 @@ EvalStats Trainer::evaluate(data::BatchSource& batches) {
   if (config_.upload_ahead && eval_->on_device() && !eval_lane_)
     eval_lane_ = eval_->make_input_lane(eval_->value_id("images"));
   try {
-    return evaluate_executable(*eval_, batches, config_.backend_options.world.get(), eval_lane_.get(), config_.decode);
+    return evaluate_executable(*eval_, batches, config_.backend_options.world.get(), eval_lane_.get(), config_.decode,
+                               config_.send_pixels);
   } catch (...) {
     eval_lane_.reset();  // a batch may be in flight: the next evaluation starts with a new lane
     throw;
@@ -337,7 +338,7 @@ void score_rows(const float* logits, const int32_t* labels, int64_t filled, int6
 }  // namespace
 
 EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world, InputLane* lane,
-                              TrainConfig::Decode decode) {
+                              TrainConfig::Decode decode, bool send_pixels) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const int images_id = exe.value_id("images");
@@ -349,7 +350,7 @@ EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distr
                                     std::vector<int32_t>(static_cast<size_t>(batch))};
   int64_t filled[2] = {0, 0};
   int slot = 0;
-  BatchFeed feed(batches, lane, lane ? TensorView{} : exe.host_view(images_id), decode, "evaluation");
+  BatchFeed feed(batches, lane, lane ? TensorView{} : exe.host_view(images_id), decode, send_pixels, "evaluation");
   batches.start_epoch(0);
   const int64_t classes = logits.shape[1];
   EvalStats st;

@@ -46,6 +46,10 @@ struct TrainConfig {
   // otherwise (decode_notice()); gpu makes that an Error.
   enum class Decode { automatic, gpu, cpu };
   Decode decode = Decode::automatic;
+  // Images the CPU workers made cross the bus as uint8 pixels where the lane normalises them (a
+  // quarter of the bytes; within half a level of 255 of the floats: batch_feed.h). Off, the
+  // loader's floats are sent, and training ahead gives the bits of uploading between steps.
+  bool send_pixels = true;
 };
 // "auto", "gpu", "cpu" ↔ TrainConfig::Decode; an Error names `what` for another word.
 TrainConfig::Decode parse_decode(const std::string& text, const std::string& what);
@@ -146,9 +150,11 @@ class Trainer {
 // `batches` once (their epoch 0), counting only each batch's real rows and of those only the ones
 // labelled (a label of -1 is an image the source could not read): top-1, top-5, mean cross-entropy. With a world, each rank scored its own shard and the sums span them all.
 // With a lane (`exe`'s input lane on a device), each batch is sent ahead while the one before
-// runs, its images decoded where `decode` says (as the training loop's: batch_feed.h).
+// runs, its images decoded where `decode` says and sent as pixels with `send_pixels` (as the
+// training loop's: batch_feed.h).
 EvalStats evaluate_executable(Executable& exe, data::BatchSource& batches, distributed::World* world = nullptr,
-                              InputLane* lane = nullptr, TrainConfig::Decode decode = TrainConfig::Decode::automatic);
+                              InputLane* lane = nullptr, TrainConfig::Decode decode = TrainConfig::Decode::automatic,
+                              bool send_pixels = true);
 
 // Fraction of rows of `logits` [rows, classes] whose arg-max equals the label.
 int64_t count_correct(const float* logits, const int32_t* labels, int64_t rows, int64_t classes);

@@ -268,6 +268,7 @@ TEST(GpuImages, TrainingDecodesOnTheGpu) {
   const double cpu_loss = train(runtime::TrainConfig::Decode::cpu, &by_cpu);
   std::cout << "decoded by " << by_gpu << ": loss " << gpu_loss << "; by " << by_cpu << ": " << cpu_loss << "\n";
   EXPECT_EQ(by_cpu.rfind("the CPU workers", 0), 0u) << by_cpu;
+  EXPECT_NE(by_cpu.find("sent as uint8 pixels"), std::string::npos) << by_cpu;
   if (by_gpu.rfind("the GPU", 0) != 0) GTEST_SKIP() << "no GPU decoding here: " << by_gpu;
   // Both learn the four classes (chance is ln 4 = 1.39). Rows the decoder got wrong carry no
   // class: with half the rows JPEGs, a loss stuck near ln 2 = 0.69 is that (kHardwareJpegMinSide).
@@ -277,18 +278,19 @@ TEST(GpuImages, TrainingDecodesOnTheGpu) {
 }
 
 // Evaluation goes through the evaluation executable's lane: with the loader's floats it scores
-// exactly what evaluating between batches does, and with the images decoded on the GPU it scores
-// them as the CPU path does, within the decoders' differences. The split has 70 images, so the
-// last batch of 16 is padded.
+// exactly what evaluating between batches does; with the images decoded on the GPU, or sent as
+// the CPU's uint8 pixels, it scores them as the CPU path does within those differences. The
+// split has 70 images, so the last batch of 16 is padded.
 TEST(GpuImages, EvaluationGoesThroughTheLane) {
   TRIDENT_REQUIRE_GPU();
   const std::filesystem::path d = test_support::fresh_temp_dir("gpu_images_eval");
   test_support::write_class_images(d, "val", 5, 14, 64, 64);
   const data::ImageFolderSplit split = data::scan_image_folder(d.string(), "val");
   const ir::Graph model = frontend::build_model("resnet_cifar", {16});
-  auto evaluate = [&](bool ahead, runtime::TrainConfig::Decode decode) {
+  auto evaluate = [&](bool ahead, runtime::TrainConfig::Decode decode, bool pixels = false) {
     runtime::TrainConfig cfg = gpu_config(decode);
     cfg.upload_ahead = ahead;
+    cfg.send_pixels = pixels;
     runtime::Trainer t(model, cfg);
     const data::ImageStreamOptions o = two_worker_stream(32, 16, false);
     data::ImageFolderBatches batches(split, o);
@@ -299,14 +301,17 @@ TEST(GpuImages, EvaluationGoesThroughTheLane) {
   };
   using Decode = runtime::TrainConfig::Decode;
   const runtime::EvalStats between = evaluate(false, Decode::automatic), ahead = evaluate(true, Decode::cpu),
-                           on_gpu = evaluate(true, Decode::automatic);
+                           on_gpu = evaluate(true, Decode::automatic),
+                           as_pixels = evaluate(true, Decode::cpu, true);
   EXPECT_EQ(ahead.loss, between.loss);
   EXPECT_EQ(ahead.accuracy, between.accuracy);
   EXPECT_EQ(ahead.top5_accuracy, between.top5_accuracy);
   std::cout << "evaluation loss with the CPU's floats " << between.loss << ", decoded on the GPU " << on_gpu.loss
-            << "\n";
+            << ", the CPU's pixels normalised on the GPU " << as_pixels.loss << "\n";
   EXPECT_NEAR(on_gpu.loss, between.loss, 0.02 * std::max(1.0, std::fabs(between.loss)));
   EXPECT_EQ(on_gpu.samples, 70);
+  EXPECT_NEAR(as_pixels.loss, between.loss, 0.005 * std::max(1.0, std::fabs(between.loss)));
+  EXPECT_EQ(as_pixels.samples, 70);
   std::filesystem::remove_all(d);
 }
 

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -71,6 +72,45 @@ TEST(CudaInputLane, DeliversEachBatchWholeAndInOrder) {
   EXPECT_THROW(exe->take_input(*lane, exe->value_id("labels")), Error) << "a lane fills a tensor of its own size";
 }
 
+// A batch sent as uint8 pixels arrives as x · scale + shift of its channel, each value as the
+// host computes it; the pixels' memory is read only until send_pixels returns.
+TEST(CudaInputLane, PixelsArriveNormalised) {
+  TRIDENT_REQUIRE_GPU();
+  passes::CompileOptions o = runtime::default_compile_options(passes::Mode::Train);
+  o.backend = "cuda";
+  auto exe = runtime::Executable::compile(frontend::build_model("resnet_cifar", {.batch = 8}), o, BackendOptions{});
+  const int images = exe->value_id("images");
+  std::unique_ptr<InputLane> lane = exe->make_input_lane(images);
+  ASSERT_TRUE(lane->takes_pixels());
+  const TensorView h = exe->host_view(images);
+  const size_t count = static_cast<size_t>(h.numel());
+  PixelBatch batch;
+  batch.rows = 8;
+  batch.image_size = 32;
+  ASSERT_EQ(count, size_t{8} * 32 * 32 * 3) << "resnet_cifar takes 32x32 RGB";
+  const float scale[3] = {0.017f, 0.0175f, 0.0174f}, shift[3] = {-2.1f, -2.03f, -1.8f};
+  std::copy(scale, scale + 3, batch.scale);
+  std::copy(shift, shift + 3, batch.shift);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<uint8_t> px(count);
+    for (size_t i = 0; i < count; ++i) px[i] = static_cast<uint8_t>((i * 7 + static_cast<size_t>(k) * 13) % 256);
+    batch.pixels = px.data();
+    lane->send_pixels(batch);
+    std::fill(px.begin(), px.end(), uint8_t{0});  // read already: rewriting it changes nothing sent
+    exe->take_input(*lane, images);
+    exe->download(images);
+    const float* got = h.as<float>();
+    for (size_t i = 0; i < count; ++i) {
+      const float want = static_cast<float>((i * 7 + static_cast<size_t>(k) * 13) % 256) * scale[i % 3] + shift[i % 3];
+      ASSERT_NEAR(got[i], want, 1e-6f * std::max(1.0f, std::abs(want))) << "batch " << k << ", value " << i;
+    }
+    lane->mark_step_end();
+  }
+  batch.rows = 4;
+  EXPECT_THROW(lane->send_pixels(batch), Error) << "a batch of another size is refused";
+  lane->release_host_memory();
+}
+
 // Two runs of the same training, f32 with cuDNN's first plans (so both run the same engines, and
 // recorded steps equal direct ones bit for bit: network_test.cpp).
 TEST(CudaInputLane, UploadingAheadTrainsTheSameParametersAsUploadingBetweenSteps) {
@@ -131,6 +171,7 @@ TEST(CudaInputLane, BatchesSentFromAnImageFoldersRingTrainTheSameParameters) {
     cfg.backend_options.autotune = false;
     cfg.upload_ahead = ahead;
     cfg.decode = runtime::TrainConfig::Decode::cpu;  // the floats the loader made, either way
+    cfg.send_pixels = false;
     runtime::Trainer t(frontend::build_model("resnet_cifar", {16}), cfg);
     data::ImageStreamOptions o;
     o.image_size = 32;

@@ -7,7 +7,8 @@
 // step reads its input only after it landed. The landed events and the step-end marks carry
 // timing, so the device's wait for a batch is the time between the two on the device's clock.
 // send_images() takes the copy's place on the copy stream: the batch is decoded and resampled
-// into the staging buffer there (images/device_image_batcher.h), ordered by the same events.
+// into the staging buffer there (images/device_image_batcher.h), ordered by the same events;
+// send_pixels() copies uint8 pixels and normalises them into it (images/pixel_normalise.h).
 #include "backends/cuda/cuda_input_lane.h"
 
 #include <cuda_runtime.h>
@@ -21,6 +22,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/images/device_image_batcher.h"
+#include "backends/cuda/images/pixel_normalise.h"
 
 namespace trident::cuda {
 namespace {
@@ -66,7 +68,7 @@ class CudaInputLane final : public InputLane {
   }
 
   void send_from(const void* host) override {
-    lock_pages(host);
+    lock_pages(host, bytes_);
     // Events of their own, two in turn: host_buffer() waits on landed_[i] only for copies that
     // read host_[i], and device_wait_seconds() reads the event of the batch before this one.
     const int event = 2 + static_cast<int>(from_sends_++ % 2);
@@ -94,6 +96,31 @@ class CudaInputLane final : public InputLane {
     begin_send();
     batcher_->make(batch, on_host, static_cast<float*>(staging_), copy_stream_);
     end_send(event);
+  }
+
+  bool takes_pixels() const override { return true; }
+
+  // The pixels into a device buffer of their own on the copy stream, then normalised into the
+  // staging buffer there: the copy reads a quarter of the floats' bytes.
+  void send_pixels(const PixelBatch& batch) override {
+    const size_t count = static_cast<size_t>(batch.rows) * batch.image_size * batch.image_size * 3;
+    if (count * sizeof(float) != bytes_)
+      throw Error("an input lane of " + std::to_string(bytes_) + " bytes was sent " + std::to_string(batch.rows) +
+                  " rows of " + std::to_string(batch.image_size) + "x" + std::to_string(batch.image_size) + " pixels");
+    if (!pixels_) {
+      pixels_ = ctx_.allocate(std::max<size_t>(count, 1));
+      // The context zeroes new memory on its compute stream, not the stream that fills it.
+      check(cudaStreamSynchronize(ctx_.stream()), "zeroing the lane's pixel buffer");
+    }
+    lock_pages(batch.pixels, count);
+    const int event = 2 + static_cast<int>(from_sends_++ % 2);
+    begin_send();
+    check(cudaMemcpyAsync(pixels_, batch.pixels, count, cudaMemcpyHostToDevice, copy_stream_),
+          "copying a batch's pixels to the GPU");
+    launch_pixel_normalise(static_cast<const uint8_t*>(pixels_), static_cast<int64_t>(count), batch.scale, batch.shift,
+                           static_cast<float*>(staging_), copy_stream_);
+    end_send(event);
+    check(cudaEventSynchronize(landed_[event]), "the copy of a batch's pixels to the GPU");
   }
 
   void release_host_memory() override {
@@ -157,12 +184,12 @@ class CudaInputLane final : public InputLane {
     last_sent_ = event;
   }
 
-  // Page-locks memory send_from() was given, once. Where the driver refuses (memory that shares
-  // a page with memory locked before, a limit on locked memory), the copy still works, staged
-  // through the driver's buffers.
-  void lock_pages(const void* host) {
+  // Page-locks `bytes` at `host`, memory send_from() or send_pixels() was given, once. Where the
+  // driver refuses (memory that shares a page with memory locked before, a limit on locked
+  // memory), the copy still works, staged through the driver's buffers.
+  void lock_pages(const void* host, size_t bytes) {
     if (locked_.count(host) || refused_.count(host)) return;
-    if (cudaHostRegister(const_cast<void*>(host), bytes_, cudaHostRegisterDefault) == cudaSuccess) {
+    if (cudaHostRegister(const_cast<void*>(host), bytes, cudaHostRegisterDefault) == cudaSuccess) {
       locked_.insert(host);
     } else {
       cudaGetLastError();
@@ -187,6 +214,8 @@ class CudaInputLane final : public InputLane {
     }
     if (taken_) cudaEventDestroy(taken_);
     if (staging_) ctx_.free(staging_);
+    if (pixels_) ctx_.free(pixels_);
+    pixels_ = nullptr;
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
     taken_ = nullptr, staging_ = nullptr, copy_stream_ = nullptr;
   }
@@ -196,6 +225,7 @@ class CudaInputLane final : public InputLane {
   cudaStream_t copy_stream_ = nullptr;
   void* host_[2] = {nullptr, nullptr};
   void* staging_ = nullptr;
+  void* pixels_ = nullptr;  // send_pixels()'s bytes on the device, made on first use
   // landed_[0], [1]: copies from host_[0], [1]; landed_[2], [3]: copies send_from() made.
   cudaEvent_t landed_[4] = {nullptr, nullptr, nullptr, nullptr}, step_end_[2] = {nullptr, nullptr}, taken_ = nullptr;
   bool sent_[2] = {false, false}, delivered_any_ = false, undelivered_ = false;

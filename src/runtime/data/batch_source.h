@@ -49,6 +49,21 @@ class BatchSource {
     (void)take, (void)labels_out, (void)filled;
     throw Error("this batch source cannot hand out image files; use next()");
   }
+  // A source that makes its images on the host can instead hand each batch out as uint8 pixels
+  // before the normalisation (backends/image_batch.h's PixelBatch), for a device that normalises
+  // them itself: a quarter of the bytes to send. can_hand_out_pixels() says whether it can;
+  // hand_out_pixels(true) switches next_pixels() on from the next start_epoch (next(),
+  // next_in_place() and next_images() then refuse). `take` is called once per batch, whose
+  // pixels stay valid and unchanged until it returns.
+  virtual bool can_hand_out_pixels() const { return false; }
+  virtual void hand_out_pixels(bool on) {
+    if (on) throw Error("this batch source cannot hand out its batches as pixels");
+  }
+  virtual bool next_pixels(const std::function<void(const PixelBatch&)>& take, int32_t* labels_out,
+                           int64_t* filled = nullptr) {
+    (void)take, (void)labels_out, (void)filled;
+    throw Error("this batch source cannot hand out its batches as pixels; use next()");
+  }
   // Makes next() write only rows [first, first + count) of each batch (batch() becomes count,
   // `filled` counts the real rows among them), so a data-parallel rank makes only its share
   // (ShardedBatches); called before the first start_epoch. False, changing nothing, where the

@@ -96,7 +96,7 @@ void ImageFolderBatches::start_epoch(int64_t epoch) {
   ready_cv_.wait(lock, [this] { return busy_ == 0; });
   order_ = epoch_order(split_.count(), options_.train, options_.seed, epoch);
   epoch_ = epoch;
-  images_out_ = images_out_next_;
+  form_ = form_next_;
   next_item_ = 0;
   handed_out_ = 0;
   for (Slot& s : ring_) s.rows_done = 0;
@@ -114,7 +114,9 @@ bool ImageFolderBatches::next(float* images_out, int32_t* labels_out, int64_t* f
 
 bool ImageFolderBatches::next_in_place(const std::function<void(const float* images)>& take, int32_t* labels_out,
                                        int64_t* filled) {
-  if (images_out_) throw Error("ImageFolderBatches over " + quoted_name(split_.name) + " hands out image files this epoch; use next_images()");
+  if (form_ != Form::floats)
+    throw Error("ImageFolderBatches over " + quoted_name(split_.name) + " hands out " +
+                (form_ == Form::images ? "image files this epoch; use next_images()" : "pixels this epoch; use next_pixels()"));
   return hand_out([&](Slot& slot) { take(slot.images.data()); }, labels_out, filled);
 }
 
@@ -185,13 +187,18 @@ void ImageFolderBatches::make_row(int64_t batch_index, int64_t row, Slot& slot, 
   // `row` of the slot is row first_row_ + row of the batch; rows past a padded batch's real
   // ones repeat its real samples cyclically.
   const int64_t position = batch_index * options_.batch + (first_row_ + row) % real_rows(batch_index);
-  if (images_out_)
+  if (form_ == Form::images)
     make_image_request(position, row, slot, epoch);
   else
-    make_host_row(position, row, slot, epoch, slot.images.data() + row * sample_size());
+    make_host_row(position, row, slot, epoch, row_out(slot, row));
 }
 
-void ImageFolderBatches::make_host_row(int64_t position, int64_t row, Slot& slot, int64_t epoch, float* out) {
+ImageFolderBatches::RowOut ImageFolderBatches::row_out(Slot& slot, int64_t row) const {
+  if (form_ == Form::pixels) return {nullptr, reinterpret_cast<uint8_t*>(slot.images.data()) + row * sample_size()};
+  return {slot.images.data() + row * sample_size(), nullptr};
+}
+
+void ImageFolderBatches::make_host_row(int64_t position, int64_t row, Slot& slot, int64_t epoch, RowOut out) {
   const DecodeLimits limits{options_.decode_bytes};
   if (options_.train) {
     // The crop is drawn from the header's size, and only the crop is decoded. A file that fails
@@ -210,7 +217,10 @@ void ImageFolderBatches::make_host_row(int64_t position, int64_t row, Slot& slot
     transform_on_host(read_image_bytes(file, limits), quoted_name(file), 0, out);
     slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
   } catch (const Error& e) {
-    std::fill(out, out + sample_size(), 0.0f);
+    if (out.pixels)
+      std::fill(out.pixels, out.pixels + sample_size(), uint8_t{0});
+    else
+      std::fill(out.floats, out.floats + sample_size(), 0.0f);
     slot.labels[static_cast<size_t>(row)] = -1;
     std::lock_guard<std::mutex> lock(mutex_);
     unreadable_.emplace(index, e.what());
@@ -231,7 +241,7 @@ void ImageFolderBatches::make_image_request(int64_t position, int64_t row, Slot&
     request_from_file(split_.files[static_cast<size_t>(index)], 0, row, slot);
     slot.labels[static_cast<size_t>(row)] = split_.labels[static_cast<size_t>(index)];
   } catch (const Error&) {
-    make_host_row(position, row, slot, epoch, slot.images.data() + row * sample_size());  // counts it, label -1
+    make_host_row(position, row, slot, epoch, row_out(slot, row));  // counts it, label -1
     slot.requests[static_cast<size_t>(row)] = {reinterpret_cast<const uint8_t*>(slot.images.data() + row * sample_size()),
                                                static_cast<size_t>(sample_size()) * sizeof(float), false};
   }
@@ -273,14 +283,18 @@ void ImageFolderBatches::request_from_file(const std::string& path, uint64_t see
   // Made here, from the bytes already read, as the host path makes it.
   q.size = room;
   q.jpeg = false;
-  transform_on_host(bytes, what, seed, out);
+  transform_on_host(bytes, what, seed, {out, nullptr});
 }
 
 void ImageFolderBatches::transform_on_host(const std::vector<uint8_t>& bytes, const std::string& what, uint64_t seed,
-                                           float* out) const {
+                                           RowOut out) const {
   const DecodeLimits limits{options_.decode_bytes};
   if (!options_.train) {
-    eval_transform(decode_image(bytes.data(), bytes.size(), what, limits), options_.image_size, options_.norm, out);
+    const RgbImage image = decode_image(bytes.data(), bytes.size(), what, limits);
+    if (out.pixels)
+      eval_pixels(image, options_.image_size, out.pixels);
+    else
+      eval_transform(image, options_.image_size, options_.norm, out.floats);
     return;
   }
   // The crop is drawn from the header's size, and only the crop is decoded.
@@ -292,17 +306,48 @@ void ImageFolderBatches::transform_on_host(const std::vector<uint8_t>& bytes, co
         return crop.box;
       },
       limits);
-  train_transform_region(region, crop, options_.image_size, options_.norm, out);
+  if (out.pixels)
+    train_pixels_region(region, crop, options_.image_size, out.pixels);
+  else
+    train_transform_region(region, crop, options_.image_size, options_.norm, out.floats);
 }
 
 void ImageFolderBatches::hand_out_images(bool on) {
   std::lock_guard<std::mutex> lock(mutex_);
-  images_out_next_ = on;
+  if (on)
+    form_next_ = Form::images;
+  else if (form_next_ == Form::images)
+    form_next_ = Form::floats;
+}
+
+void ImageFolderBatches::hand_out_pixels(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (on)
+    form_next_ = Form::pixels;
+  else if (form_next_ == Form::pixels)
+    form_next_ = Form::floats;
+}
+
+bool ImageFolderBatches::next_pixels(const std::function<void(const PixelBatch&)>& take, int32_t* labels_out,
+                                     int64_t* filled) {
+  if (form_ != Form::pixels)
+    throw Error("ImageFolderBatches::next_pixels over " + quoted_name(split_.name) +
+                " was called without hand_out_pixels(true) before its epoch");
+  return hand_out(
+      [&](Slot& slot) {
+        PixelBatch batch;
+        batch.pixels = reinterpret_cast<const uint8_t*>(slot.images.data());
+        batch.rows = rows_;
+        batch.image_size = options_.image_size;
+        normalisation_affine(options_.norm, batch.scale, batch.shift);
+        take(batch);
+      },
+      labels_out, filled);
 }
 
 bool ImageFolderBatches::next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take,
                                      int32_t* labels_out, int64_t* filled) {
-  if (!images_out_) throw Error("ImageFolderBatches::next_images over " + quoted_name(split_.name) + " was called without hand_out_images(true) before its epoch");
+  if (form_ != Form::images) throw Error("ImageFolderBatches::next_images over " + quoted_name(split_.name) + " was called without hand_out_images(true) before its epoch");
   return hand_out(
       [&](Slot& slot) {
         ImageBatchRequest batch;
@@ -310,7 +355,7 @@ bool ImageFolderBatches::next_images(const std::function<void(const ImageBatchRe
         normalisation_affine(options_.norm, batch.scale, batch.shift);
         batch.rows = slot.requests;
         const HostRowMaker on_host = [&](int row, float* out) {
-          make_host_row(slot.positions[static_cast<size_t>(row)], row, slot, epoch_, out);
+          make_host_row(slot.positions[static_cast<size_t>(row)], row, slot, epoch_, {out, nullptr});
         };
         take(batch, on_host);
       },

@@ -78,6 +78,13 @@ class ImageFolderBatches final : public BatchSource {
   void hand_out_images(bool on) override;
   bool next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take, int32_t* labels_out,
                    int64_t* filled = nullptr) override;
+  // Pixels for a device that normalises them (BatchSource::next_pixels): each row made as for
+  // next() up to the normalisation, rounded to uint8 (image_transform.h's resample_pixels), in
+  // the first quarter of the row's place in the ring.
+  bool can_hand_out_pixels() const override { return true; }
+  void hand_out_pixels(bool on) override;
+  bool next_pixels(const std::function<void(const PixelBatch&)>& take, int32_t* labels_out,
+                   int64_t* filled = nullptr) override;
   // Decodes and augments only rows [first, first + count) of each batch of options.batch; the
   // others are never read. An Error for a range outside the batch or after start_epoch.
   bool keep_rows(int64_t first, int64_t count) override;
@@ -109,9 +116,19 @@ class ImageFolderBatches final : public BatchSource {
 
   void work();
   bool can_claim() const;  // caller holds mutex_
+  // What a batch is handed out as: floats (next, next_in_place), image requests (next_images)
+  // or pixels (next_pixels).
+  enum class Form { floats, images, pixels };
+  // Where a row made on the host goes: floats, or pixels when `pixels` is set.
+  struct RowOut {
+    float* floats = nullptr;
+    uint8_t* pixels = nullptr;
+  };
   void make_row(int64_t batch_index, int64_t row, Slot& slot, int64_t epoch);
-  // The row as floats on the host, from the sample at epoch `position`.
-  void make_host_row(int64_t position, int64_t row, Slot& slot, int64_t epoch, float* out);
+  // Row `row`'s place in the slot, as the epoch's form writes it.
+  RowOut row_out(Slot& slot, int64_t row) const;
+  // The row made on the host, from the sample at epoch `position`.
+  void make_host_row(int64_t position, int64_t row, Slot& slot, int64_t epoch, RowOut out);
   // The row as a request: the file's bytes when a device can decode it, else made on the host.
   void make_image_request(int64_t position, int64_t row, Slot& slot, int64_t epoch);
   // Writes row `row`'s request from the file at `path` (its sample seed `seed`): a plain JPEG
@@ -119,7 +136,7 @@ class ImageFolderBatches final : public BatchSource {
   void request_from_file(const std::string& path, uint64_t seed, int64_t row, Slot& slot);
   // A file's bytes decoded and transformed here (training's crop from `seed`, or evaluation's),
   // the one host transform both ways out use.
-  void transform_on_host(const std::vector<uint8_t>& bytes, const std::string& what, uint64_t seed, float* out) const;
+  void transform_on_host(const std::vector<uint8_t>& bytes, const std::string& what, uint64_t seed, RowOut out) const;
   // Waits for the next batch's slot, calls take on it, copies its labels out and frees it.
   bool hand_out(const std::function<void(Slot&)>& take, int32_t* labels_out, int64_t* filled);
   // Calls decode(file, index) on the image at epoch position `position`, or, while it throws an
@@ -137,7 +154,7 @@ class ImageFolderBatches final : public BatchSource {
   std::vector<int64_t> order_;        // written only while no worker is busy
   int64_t epoch_ = 0, generation_ = 0;
   bool started_ = false, stop_ = false;
-  bool images_out_ = false, images_out_next_ = false;  // next_images() this epoch; from the next
+  Form form_ = Form::floats, form_next_ = Form::floats;  // this epoch's; from the next
   int64_t first_row_ = 0, rows_ = 0;  // the rows of each batch made (keep_rows; all of them)
   int64_t next_item_ = 0;             // batch * rows_ + row of the next sample to claim
   int64_t handed_out_ = 0;            // batches next() has returned this epoch

@@ -1,6 +1,7 @@
 // The image transforms of image_transform.h. Resampling is separable: per output column and row
 // a short list of source taps with normalised triangle weights, a horizontal pass over only the
-// source rows the window needs, then a vertical pass straight into the normalised output.
+// source rows the window needs, then a vertical pass straight into the output: normalised
+// floats, or pixels rounded to uint8 for a device that normalises them itself.
 #include "runtime/data/image_transform.h"
 
 #include <algorithm>
@@ -87,8 +88,13 @@ CropBox random_resized_crop_box(int height, int width, std::mt19937_64& rng, dou
   return {(height - h) / 2, (width - w) / 2, h, w};
 }
 
-void resample_normalised(const RgbImage& image, CropBox box, int out_height, int out_width, CropBox window,
-                         bool flip, const Normalisation& norm, float* out) {
+namespace {
+
+// The resampling both outputs share: `store(d, v)` writes output pixel v (three channels, source
+// units 0..255) at d, the window's flipped position, as a float or a uint8 output wants it.
+template <class T, class Store>
+void resample_into(const RgbImage& image, CropBox box, int out_height, int out_width, CropBox window, bool flip,
+                   T* out, Store store) {
   if (box.top < 0 || box.left < 0 || box.height < 1 || box.width < 1 || box.top + box.height > image.height ||
       box.left + box.width > image.width || out_height < 1 || out_width < 1 || window.top < 0 || window.left < 0 ||
       window.height < 1 || window.width < 1 || window.top + window.height > out_height ||
@@ -123,23 +129,40 @@ void resample_normalised(const RgbImage& image, CropBox box, int out_height, int
     }
   }
 
-  // Vertical pass, flip and normalisation: out = x * (1 / (255 std)) - mean / std.
-  float mul[3], add[3];
-  normalisation_affine(norm, mul, add);
+  // Vertical pass and flip, then the output's own store.
   for (int o = 0; o < window.height; ++o) {
     const float* w = rows.weight.data() + static_cast<size_t>(o) * rows.max_taps;
     const float* base = tmp.data() + static_cast<size_t>(rows.start[o] - row_lo) * W * 3;
-    float* dst = out + static_cast<size_t>(o) * W * 3;
+    T* dst = out + static_cast<size_t>(o) * W * 3;
     for (int x = 0; x < W; ++x) {
       float v[3] = {0, 0, 0};
       for (int k = 0; k < rows.n[o]; ++k) {
         const float* s = base + (static_cast<size_t>(k) * W + x) * 3;
         for (int c = 0; c < 3; ++c) v[c] += w[k] * s[c];
       }
-      float* d = dst + static_cast<size_t>(flip ? W - 1 - x : x) * 3;
-      for (int c = 0; c < 3; ++c) d[c] = v[c] * mul[c] + add[c];
+      store(dst + static_cast<size_t>(flip ? W - 1 - x : x) * 3, v);
     }
   }
+}
+
+}  // namespace
+
+void resample_normalised(const RgbImage& image, CropBox box, int out_height, int out_width, CropBox window,
+                         bool flip, const Normalisation& norm, float* out) {
+  // out = x * (1 / (255 std)) - mean / std.
+  float mul[3], add[3];
+  normalisation_affine(norm, mul, add);
+  resample_into(image, box, out_height, out_width, window, flip, out, [&](float* d, const float* v) {
+    for (int c = 0; c < 3; ++c) d[c] = v[c] * mul[c] + add[c];
+  });
+}
+
+void resample_pixels(const RgbImage& image, CropBox box, int out_height, int out_width, CropBox window, bool flip,
+                     uint8_t* out) {
+  // The taps' weights are positive and sum to one, so v lies in [0, 255] up to rounding.
+  resample_into(image, box, out_height, out_width, window, flip, out, [](uint8_t* d, const float* v) {
+    for (int c = 0; c < 3; ++c) d[c] = static_cast<uint8_t>(std::clamp(v[c] + 0.5f, 0.0f, 255.0f));
+  });
 }
 
 uint64_t augmentation_seed(uint64_t seed, int64_t epoch, int64_t index) {
@@ -166,6 +189,11 @@ void train_transform_region(const RgbRegion& region, TrainCrop crop, int size, c
   resample_normalised(region.image, inside, size, size, {0, 0, size, size}, crop.flip, norm, out);
 }
 
+void train_pixels_region(const RgbRegion& region, TrainCrop crop, int size, uint8_t* out) {
+  const CropBox inside{crop.box.top - region.top, crop.box.left - region.left, crop.box.height, crop.box.width};
+  resample_pixels(region.image, inside, size, size, {0, 0, size, size}, crop.flip, out);
+}
+
 int eval_resize_side(int size) { return round_half_even(size / 0.875); }
 
 EvalGeometry eval_geometry(int height, int width, int size) {
@@ -189,6 +217,11 @@ void eval_transform(const RgbImage& image, int size, const Normalisation& norm, 
   const EvalGeometry g = eval_geometry(image.height, image.width, size);
   resample_normalised(image, {0, 0, image.height, image.width}, g.resize_height, g.resize_width, g.window, false, norm,
                       out);
+}
+
+void eval_pixels(const RgbImage& image, int size, uint8_t* out) {
+  const EvalGeometry g = eval_geometry(image.height, image.width, size);
+  resample_pixels(image, {0, 0, image.height, image.width}, g.resize_height, g.resize_width, g.window, false, out);
 }
 
 }  // namespace trident::data

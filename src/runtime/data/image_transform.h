@@ -32,6 +32,12 @@ CropBox random_resized_crop_box(int height, int width, std::mt19937_64& rng, dou
 // left-right with `flip`, each value (x / 255 - mean) / std.
 void resample_normalised(const RgbImage& image, CropBox box, int out_height, int out_width, CropBox window,
                          bool flip, const Normalisation& norm, float* out);
+// The same resampling with the normalisation left to a device (backends/input_lane.h's
+// send_pixels): each value x rounded to the nearest uint8, a quarter of the floats' bytes. x ·
+// scale + shift of normalisation_affine() is then resample_normalised's output to within half a
+// level (0.5 · scale).
+void resample_pixels(const RgbImage& image, CropBox box, int out_height, int out_width, CropBox window, bool flip,
+                     uint8_t* out);
 
 // The seed of sample `index`'s augmentation in `epoch`: nothing else (thread, order of work)
 // decides what the sample looks like.
@@ -51,6 +57,8 @@ TrainCrop train_crop(int height, int width, uint64_t sample_seed);
 // train_transform of a region decoded for crop.box: the same floats as train_transform of the
 // whole image (the resampling reads only pixels inside the box).
 void train_transform_region(const RgbRegion& region, TrainCrop crop, int size, const Normalisation& norm, float* out);
+// train_transform_region as uint8 pixels (resample_pixels).
+void train_pixels_region(const RgbRegion& region, TrainCrop crop, int size, uint8_t* out);
 
 // The shorter side evaluation resizes to: round(size / 0.875) (256 for 224).
 int eval_resize_side(int size);
@@ -70,5 +78,7 @@ EvalGeometry eval_geometry(int height, int width, int size);
 // Evaluation: Resize(eval_resize_side(size)) (the longer side scaled alike, rounded down, as
 // torchvision does), then CenterCrop(size).
 void eval_transform(const RgbImage& image, int size, const Normalisation& norm, float* out);
+// eval_transform as uint8 pixels (resample_pixels).
+void eval_pixels(const RgbImage& image, int size, uint8_t* out);
 
 }  // namespace trident::data

@@ -45,4 +45,15 @@ bool ShardedBatches::next_images(const std::function<void(const ImageBatchReques
   return global_->next_images(take, labels_out, filled);
 }
 
+void ShardedBatches::hand_out_pixels(bool on) {
+  if (on && !can_hand_out_pixels()) BatchSource::hand_out_pixels(on);  // the sentence
+  if (direct_) global_->hand_out_pixels(on);
+}
+
+bool ShardedBatches::next_pixels(const std::function<void(const PixelBatch&)>& take, int32_t* labels_out,
+                                 int64_t* filled) {
+  if (!can_hand_out_pixels()) return BatchSource::next_pixels(take, labels_out, filled);
+  return global_->next_pixels(take, labels_out, filled);
+}
+
 }  // namespace trident::data

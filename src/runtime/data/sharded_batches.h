@@ -30,6 +30,11 @@ class ShardedBatches final : public BatchSource {
   void hand_out_images(bool on) override;
   bool next_images(const std::function<void(const ImageBatchRequest&, const HostRowMaker&)>& take, int32_t* labels_out,
                    int64_t* filled = nullptr) override;
+  // And its pixels likewise.
+  bool can_hand_out_pixels() const override { return direct_ && global_->can_hand_out_pixels(); }
+  void hand_out_pixels(bool on) override;
+  bool next_pixels(const std::function<void(const PixelBatch&)>& take, int32_t* labels_out,
+                   int64_t* filled = nullptr) override;
 
  private:
   std::unique_ptr<BatchSource> global_;
