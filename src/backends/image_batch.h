@@ -29,6 +29,11 @@ struct ImageBatchRequest {
   int image_size = 0;  // rows are image_size x image_size x 3 floats, NHWC
   float scale[3] = {1, 1, 1}, shift[3] = {0, 0, 0};
   std::vector<ImageRowRequest> rows;
+  // Where every row's bytes lie, when they lie in one block the sender reuses (a loader's ring
+  // slot): the lane page-locks it once, so the decoder's copies of the files run at the bus's
+  // speed. Null where the rows lie apart.
+  const void* memory = nullptr;
+  size_t memory_bytes = 0;
 };
 
 // A batch made on the host as far as its pixels (InputLane::send_pixels): `rows` rows of

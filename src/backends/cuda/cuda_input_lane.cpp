@@ -92,6 +92,8 @@ class CudaInputLane final : public InputLane {
     if (batch.rows.size() * row_bytes != bytes_)
       throw Error("an input lane of " + std::to_string(bytes_) + " bytes was sent " + std::to_string(batch.rows.size()) +
                   " images of " + std::to_string(batch.image_size) + "x" + std::to_string(batch.image_size));
+    // nvJPEG's hardware decoder copies each file to the device from where it lies.
+    if (batch.memory) lock_pages(batch.memory, batch.memory_bytes);
     const int event = 2 + static_cast<int>(from_sends_++ % 2);
     begin_send();
     batcher_->make(batch, on_host, static_cast<float*>(staging_), copy_stream_);

@@ -354,6 +354,8 @@ bool ImageFolderBatches::next_images(const std::function<void(const ImageBatchRe
         batch.image_size = options_.image_size;
         normalisation_affine(options_.norm, batch.scale, batch.shift);
         batch.rows = slot.requests;
+        batch.memory = slot.images.data();
+        batch.memory_bytes = slot.images.size() * sizeof(float);
         const HostRowMaker on_host = [&](int row, float* out) {
           make_host_row(slot.positions[static_cast<size_t>(row)], row, slot, epoch_, {out, nullptr});
         };
