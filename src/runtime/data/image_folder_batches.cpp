@@ -312,19 +312,15 @@ void ImageFolderBatches::transform_on_host(const std::vector<uint8_t>& bytes, co
     train_transform_region(region, crop, options_.image_size, options_.norm, out.floats);
 }
 
-void ImageFolderBatches::hand_out_images(bool on) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (on)
-    form_next_ = Form::images;
-  else if (form_next_ == Form::images)
-    form_next_ = Form::floats;
-}
+void ImageFolderBatches::hand_out_images(bool on) { choose_next_form(Form::images, on); }
 
-void ImageFolderBatches::hand_out_pixels(bool on) {
+void ImageFolderBatches::hand_out_pixels(bool on) { choose_next_form(Form::pixels, on); }
+
+void ImageFolderBatches::choose_next_form(Form form, bool on) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (on)
-    form_next_ = Form::pixels;
-  else if (form_next_ == Form::pixels)
+    form_next_ = form;
+  else if (form_next_ == form)
     form_next_ = Form::floats;
 }
 

@@ -124,6 +124,8 @@ class ImageFolderBatches final : public BatchSource {
     float* floats = nullptr;
     uint8_t* pixels = nullptr;
   };
+  // `form` from the next epoch on; off, floats again if `form` was chosen (the last word wins).
+  void choose_next_form(Form form, bool on);
   void make_row(int64_t batch_index, int64_t row, Slot& slot, int64_t epoch);
   // Row `row`'s place in the slot, as the epoch's form writes it.
   RowOut row_out(Slot& slot, int64_t row) const;
