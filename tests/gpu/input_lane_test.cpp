@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -35,6 +36,16 @@ std::unique_ptr<runtime::Executable> small_training_step() {
   passes::CompileOptions o = runtime::default_compile_options(passes::Mode::Train);
   o.backend = "cuda";
   return runtime::Executable::compile(frontend::build_model("fmnist_cnn", {.batch = 8}), o, BackendOptions{});
+}
+
+// The cuda backend asks the driver for more hardware queues than its default 8 when the process
+// loads (cuda_context.cpp), before any CUDA call: with 8, the kernels of nvJPEG's hardware
+// decoder could queue behind the whole step beside it. Needs no GPU.
+TEST(CudaInputLane, TheProcessAsksForMoreHardwareQueuesThanTheDriversEight) {
+  const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  ASSERT_NE(connections, nullptr);
+  EXPECT_GE(std::atoi(connections), 32) << "CUDA_DEVICE_MAX_CONNECTIONS=" << connections
+                                        << " (set before the tests started?) lets the decoding wait for the step";
 }
 
 TEST(CudaInputLane, DeliversEachBatchWholeAndInOrder) {

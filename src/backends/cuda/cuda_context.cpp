@@ -13,6 +13,19 @@
 
 namespace trident::cuda {
 
+namespace {
+
+// The driver feeds the GPU through CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 unless set) and
+// maps streams onto them in turn, so streams can share a queue and a kernel waits behind another
+// stream's kernels. nvJPEG's hardware decoder runs a short kernel per image on streams of its own
+// and waits for them on the host: where one shared the compute stream's queue, the decode call
+// waited for the whole training step (docs/GPU.md, "Why the hardware decode waits"). 32 is the
+// driver's largest. Set when the process loads, before the first CUDA call; a value the user set
+// is kept.
+const bool kConnectionsChosen = [] { return setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0) == 0; }();
+
+}  // namespace
+
 bool gpu_available(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
