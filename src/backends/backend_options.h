@@ -38,7 +38,8 @@ struct BackendOptions {
   // reductions oneDNN splits by thread (weight gradients, batchnorm statistics and their
   // backward) with cpu_ref's fixed-order loops (backends/cpu/reference_routing.cpp).
   bool deterministic = false;
-  // Where timed choices persist between runs (one file per backend; backends/cpu/plan_cache.h),
+  // Where timed choices persist between runs (one file per backend and machine;
+  // backends/cpu/plan_cache.h, backends/cuda/plan_cache.h),
   // so the next compile of the same shapes on this machine takes them instead of timing again;
   // empty: nothing persists. The command line passes default_plan_cache_dir() unless told off.
   std::string plan_cache_dir{};

@@ -187,12 +187,13 @@ inline void add_winograd_option(CLI::App* sub, DeviceFlags& f) {
 }
 
 // --plan-cache, for the same commands: where the choices timed at start-up persist, so the
-// next run of the same shapes on this machine starts without timing (backends/cpu/plan_cache.h).
+// next run of the same shapes on this machine starts without timing (backends/cpu/plan_cache.h,
+// backends/cuda/plan_cache.h).
 inline void add_plan_cache_option(CLI::App* sub, DeviceFlags& f) {
   f.backend_options.plan_cache_dir = trident::default_plan_cache_dir();
   sub->add_option("--plan-cache", f.backend_options.plan_cache_dir,
-                  "CPU inference: the folder where the implementation choices timed at start-up are kept "
-                  "for the next run on this machine (default: $TRIDENT_PLAN_CACHE, else "
+                  "Where the choices timed at start-up (the CPU's convolution implementations, the GPU's "
+                  "cuDNN plans) are kept for the next run on this machine (default: $TRIDENT_PLAN_CACHE, else "
                   "$XDG_CACHE_HOME/trident, else ~/.cache/trident); off: time them again every run")
       ->transform(CLI::Validator(
           [](std::string& s) -> std::string {

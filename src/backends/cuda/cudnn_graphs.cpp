@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backends/cuda/build_timing.h"
+#include "backends/cuda/plan_cache.h"
 #include "backends/cuda/verbose.h"
 #include "core/error.h"
 
@@ -234,10 +235,24 @@ int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t hand
   return best;
 }
 
+// Builds `known`'s plan alone where cuDNN still proposes a plan of its name at its index; true
+// when it did (plan_index and report then say so).
+bool take_known_plan(fe::graph::Graph& g, const std::optional<PlanChoice>& known, int64_t& plan_index,
+                     std::string& report) {
+  if (!known || known->index >= g.get_execution_plan_count()) return false;
+  std::string name;
+  if (g.get_plan_name_at_index(known->index, name).is_bad() || name != known->note) return false;
+  if (g.build_plan_at_index(known->index).is_bad() || g.prepare_variant_pack_template().is_bad()) return false;
+  plan_index = known->index;
+  report = "plan " + name + " from the plan cache, untimed";
+  return true;
+}
+
 // One attempt at validate → operation graph → plans. Returns "" or the failing step's message.
 // With tuning, `plan_index` is the fastest candidate's index (else -1: the heuristics' choice).
 std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool deterministic_only, int tune_candidates,
-                      fe::graph::Graph& g, int64_t& plan_index, std::string& report, float& best_ms) {
+                      const std::optional<PlanChoice>& known, fe::graph::Graph& g, int64_t& plan_index,
+                      std::string& report, float& best_ms) {
   plan_index = -1;
   if (std::string why = lower(d, g); !why.empty()) return why;
   if (auto e = g.validate(); e.is_bad()) return "validate: " + message(e);
@@ -251,6 +266,7 @@ std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool determinist
       return "build_plans: " + message(e);
     return "";
   }
+  if (take_known_plan(g, known, plan_index, report)) return "";
   std::vector<int64_t> built;
   const int64_t count = g.get_execution_plan_count();
   for (int64_t i = 0; i < count && static_cast<int>(built.size()) < tune_candidates; ++i)
@@ -301,22 +317,24 @@ std::shared_ptr<CudnnGraph> CudnnGraph::build(const GraphDesc& desc, cudnnHandle
   built->purpose_ = desc.purpose;
   const bool only_deterministic = policy.prefer_deterministic || policy.require_deterministic;
   built->deterministic_ = only_deterministic;
-  std::string why = try_build(desc, handle, only_deterministic, policy.tune_candidates, built->impl_->graph,
-                              built->plan_index_, built->tuning_report_, built->tuned_ms_);
+  std::string why = try_build(desc, handle, only_deterministic, policy.tune_candidates, policy.known,
+                              built->impl_->graph, built->plan_index_, built->tuning_report_, built->tuned_ms_);
   if (!why.empty() && policy.require_deterministic) {
     throw Error("cuDNN has no deterministic engine for " + desc.purpose + " (" + why + ")");
   } else if (!why.empty() && policy.prefer_deterministic) {
     // No deterministic engine: take any (re-running may then differ in the last bits).
     built->impl_ = std::make_unique<Impl>();
     built->deterministic_ = false;
-    const std::string second = try_build(desc, handle, false, policy.tune_candidates, built->impl_->graph,
-                                         built->plan_index_, built->tuning_report_, built->tuned_ms_);
+    const std::string second = try_build(desc, handle, false, policy.tune_candidates, policy.known,
+                                         built->impl_->graph, built->plan_index_, built->tuning_report_,
+                                         built->tuned_ms_);
     if (!second.empty()) throw Error("cuDNN cannot run " + desc.purpose + ": " + second);
   } else if (!why.empty()) {
     throw Error("cuDNN cannot run " + desc.purpose + ": " + why);
   }
   fe::graph::Graph& g = built->impl_->graph;
   const bool tuned = built->plan_index_ >= 0;
+  built->from_plan_cache_ = tuned && built->tuned_ms_ == 0.f && policy.known && policy.known->index == built->plan_index_;
   int64_t ws = 0;
   if (auto e = tuned ? g.get_workspace_size_plan_at_index(built->plan_index_, ws) : g.get_workspace_size(ws); e.is_bad())
     throw Error("cuDNN workspace query for " + desc.purpose + ": " + message(e));
@@ -360,7 +378,11 @@ GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc) {
   auto entry = ctx.cached<GraphBuild>(key, [&] {
     auto made = std::make_shared<GraphBuild>();
     try {
+      if (autotune) policy.known = cached_plan(ctx, desc.key());
       made->graph = CudnnGraph::build(desc, ctx.cudnn(), policy);
+      const CudnnGraph& built = *made->graph;
+      if (autotune && built.plan_index() >= 0 && !built.from_plan_cache() && built.tuned_ms() > 0.f)
+        store_plan(ctx, desc.key(), PlanChoice{static_cast<int>(built.plan_index()), built.plan_name()});
       if (verbose())
         verbose_note("built " + desc.purpose + " with plan " + made->graph->plan_name() +
                      (made->graph->deterministic() ? "" : " (no deterministic engine)") + ", workspace " +

@@ -9,11 +9,13 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_context.h"
 #include "core/dtype.h"
+#include "core/plan_cache_file.h"
 
 namespace trident::cuda {
 
@@ -81,6 +83,9 @@ struct PlanPolicy {
   int tune_candidates = 0;
   // Only deterministic engines: a graph that has none fails to build (BackendOptions::deterministic).
   bool require_deterministic = false;
+  // With tuning: the plan an earlier compile timed (plan_cache.h), built alone and untimed while
+  // cuDNN still proposes a plan of that name at that index.
+  std::optional<PlanChoice> known;
 };
 
 // A built graph with its chosen plan. Immutable after build: one graph may serve many
@@ -101,6 +106,10 @@ class CudnnGraph {
   const std::string& tuning_report() const { return tuning_report_; }
   // The chosen plan's time on the scratch tensors (ms); 0 when it was not timed.
   float tuned_ms() const { return tuned_ms_; }
+  // The tuned plan's index among cuDNN's candidates (-1: the heuristics' choice, untuned), and
+  // whether it was PlanPolicy::known rather than timed.
+  int64_t plan_index() const { return plan_index_; }
+  bool from_plan_cache() const { return from_plan_cache_; }
 
   // Runs on the stream bound to `handle`. pointers_by_uid[u] is the device pointer of the
   // tensor with uid u; `workspace` holds at least workspace_bytes(). No synchronisation.
@@ -117,6 +126,7 @@ class CudnnGraph {
   float tuned_ms_ = 0.f;
   std::string plan_name_, purpose_, tuning_report_;
   bool deterministic_ = true;
+  bool from_plan_cache_ = false;
 };
 
 // The outcome of building a description: the graph, or why cuDNN refused it.
