@@ -40,6 +40,7 @@ class CudaInputLane final : public InputLane {
       for (cudaEvent_t& e : landed_) check(cudaEventCreate(&e), "creating a CUDA event");
       for (cudaEvent_t& e : step_end_) check(cudaEventCreate(&e), "creating a CUDA event");
       check(cudaEventCreateWithFlags(&taken_, cudaEventDisableTiming), "creating a CUDA event");
+      check(cudaEventCreateWithFlags(&pixels_read_, cudaEventDisableTiming), "creating a CUDA event");
       staging_ = ctx_.allocate(std::max<size_t>(bytes_, 1));
     } catch (...) {
       release();
@@ -119,10 +120,13 @@ class CudaInputLane final : public InputLane {
     begin_send();
     check(cudaMemcpyAsync(pixels_, batch.pixels, count, cudaMemcpyHostToDevice, copy_stream_),
           "copying a batch's pixels to the GPU");
+    check(cudaEventRecord(pixels_read_, copy_stream_), "recording that a batch's pixels were read");
     launch_pixel_normalise(static_cast<const uint8_t*>(pixels_), static_cast<int64_t>(count), batch.scale, batch.shift,
                            static_cast<float*>(staging_), copy_stream_);
     end_send(event);
-    check(cudaEventSynchronize(landed_[event]), "the copy of a batch's pixels to the GPU");
+    // The caller may rewrite its pixels once the copy has read them; the normalising kernel after
+    // it reads the device's copy, and deliver() waits for it on the device.
+    check(cudaEventSynchronize(pixels_read_), "the copy of a batch's pixels to the GPU");
   }
 
   void release_host_memory() override {
@@ -215,11 +219,12 @@ class CudaInputLane final : public InputLane {
       e = nullptr;
     }
     if (taken_) cudaEventDestroy(taken_);
+    if (pixels_read_) cudaEventDestroy(pixels_read_);
     if (staging_) ctx_.free(staging_);
     if (pixels_) ctx_.free(pixels_);
     pixels_ = nullptr;
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
-    taken_ = nullptr, staging_ = nullptr, copy_stream_ = nullptr;
+    taken_ = nullptr, pixels_read_ = nullptr, staging_ = nullptr, copy_stream_ = nullptr;
   }
 
   CudaContext& ctx_;
@@ -230,6 +235,7 @@ class CudaInputLane final : public InputLane {
   void* pixels_ = nullptr;  // send_pixels()'s bytes on the device, made on first use
   // landed_[0], [1]: copies from host_[0], [1]; landed_[2], [3]: copies send_from() made.
   cudaEvent_t landed_[4] = {nullptr, nullptr, nullptr, nullptr}, step_end_[2] = {nullptr, nullptr}, taken_ = nullptr;
+  cudaEvent_t pixels_read_ = nullptr;  // send_pixels(): its copy has read the caller's pixels
   bool sent_[2] = {false, false}, delivered_any_ = false, undelivered_ = false;
   int next_host_ = 0, last_sent_ = -1;
   int64_t marks_ = 0, from_sends_ = 0;
