@@ -115,7 +115,7 @@ TEST(GpuConvTuning, TimesCandidatesAndKeepsARunningPlan) {
     EXPECT_NE(tuned->tuning_report().find("plans timed"), std::string::npos)
         << d.purpose << ": " << tuned->tuning_report();
     EXPECT_FALSE(tuned->plan_name().empty());
-    auto plain = cuda::CudnnGraph::build(d, ctx.cudnn(), {true, 0});
+    auto plain = cuda::CudnnGraph::build(d, ctx.cudnn(), cuda::PlanPolicy{.prefer_deterministic = true, .tune_candidates = 0});
     EXPECT_TRUE(plain->tuning_report().empty());
   }
   // Whole kernels, tuned (the default) and not, agree with each other.
