@@ -33,6 +33,9 @@ class BackendContext {
 
   // True when tensors live in device memory that the host cannot dereference.
   virtual bool on_device() const { return false; }
+  // Seconds making this context took (a GPU's driver start-up): the part of a compile no cache
+  // can save, reported apart.
+  virtual double startup_seconds() const { return 0; }
   // True when kernels fix the number of host threads they run on when they are built (oneDNN's
   // primitives do), so an executable keeps one set of kernels per thread count it runs with.
   virtual bool kernels_depend_on_threads() const { return false; }

@@ -10,6 +10,9 @@ namespace trident {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
+  // Jumps over `n` draws of next(): the stream is a counter, so block b of a long fill can start
+  // where a sequential fill would be (normal() takes two draws, uniform() one).
+  void skip(uint64_t n) { state_ += n * 0x9E3779B97F4A7C15ull; }
   uint64_t next() {
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -14,6 +14,7 @@
 #include "core/memory_budget.h"
 #include "core/printable.h"
 #include "core/random.h"
+#include "core/verbose.h"
 #include "ir/op_registry.h"
 #include "runtime/host_threads.h"
 #include "runtime/memory_estimate.h"
@@ -42,7 +43,9 @@ CompiledGraph compile_graph(const ir::Graph& model, const passes::CompileOptions
 
 std::unique_ptr<Executable> Executable::compile(const ir::Graph& model, const passes::CompileOptions& options,
                                                 const BackendOptions& backend) {
+  const long long start = now_ns();
   CompiledGraph c = compile_graph(model, options);
+  if (verbose()) verbose_note("compile", "passes and memory plan in " + ms_text(elapsed_ms(start)));
   std::unique_ptr<Executable> exe(new Executable(std::move(c.graph), options));
   exe->loss_ = c.loss;
   exe->logits_ = c.logits;
@@ -76,9 +79,13 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& model, const pa
       exe->ctx_->copy_to_device(exe->buffers_[b].get(), nan.data(), bytes);
     }
   }
+  if (verbose()) verbose_note("compile", "context and buffers ready at " + ms_text(elapsed_ms(start)));
   exe->hoisted_steps_ = exe->build_steps(true);
   exe->active_threads_ = exe->ctx_->kernels_depend_on_threads() ? omp_get_max_threads() : 0;
   exe->steps_ = &(exe->kernel_sets_[exe->active_threads_].steps = exe->build_steps(false));
+  if (verbose())
+    verbose_note("compile", std::to_string(exe->graph_.order().size()) + " kernels built; compile took " +
+                                ms_text(elapsed_ms(start)));
   // Workspaces are reserved while kernels are built and allocated when they first run.
   if (budget) {
     const size_t workspaces = exe->ctx_->workspace_bytes();
@@ -98,7 +105,11 @@ std::vector<Executable::Bound> Executable::build_steps(bool hoisted) {
     KernelArgs args{n, {}, {}};
     for (int in : n.inputs) args.in.push_back(view(in));
     for (int out : n.outputs) args.out.push_back(view(out));
+    const long long start = now_ns();
     steps.push_back({KernelRegistry::make(options_.backend, n, graph_, *ctx_), std::move(args)});
+    // Building a kernel that times its choices shows in a compile's TRIDENT_VERBOSE timeline.
+    if (const double ms = elapsed_ms(start); verbose() && ms >= 5.0)
+      verbose_note("compile", "kernel " + n.op + " for '" + n.name + "' built in " + ms_text(ms));
     // Inference: weights change only between prepare() calls (copy/import/init mark that).
     steps.back().kernel->set_constant_weights(ctx_->kernel_options().constant_weights);
   }
@@ -178,12 +189,14 @@ void Executable::run_until(const std::string& node) {
 }
 
 void Executable::prepare() {
+  const long long start = now_ns();
   ctx_->discard_recording();  // kernels may change what they enqueue with new weights
   runs_ = 0;
   for (Bound& s : hoisted_steps_) s.kernel->run(s.args);
   for (Bound& s : *steps_) s.kernel->prepare(s.args);
   kernel_sets_[active_threads_].prepared_version = ++weights_version_;
   prepared_ = true;
+  if (verbose()) verbose_note("compile", "kernels prepared for these weights in " + ms_text(elapsed_ms(start)));
 }
 
 void Executable::run_profiled(std::vector<double>& seconds_per_node) {
@@ -278,29 +291,50 @@ void fill_init(T* data, int64_t n, const ir::Init& init, Rng& rng) {
 }
 }  // namespace
 
+namespace {
+// One tensor's initial values from its own stream (`rng`), by its declared init.
+void init_tensor(const ir::Value& val, TensorView t, Rng rng) {
+  if (t.dtype == DType::i32) {
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.as<int32_t>()[i] = val.init.kind == ir::Init::Zeros ? 0 : static_cast<int32_t>(static_cast<uint32_t>(rng.next() >> 32));
+  } else if (t.dtype == DType::f32) {
+    fill_init(t.as<float>(), t.numel(), val.init, rng);
+  } else if (t.dtype == DType::f64) {
+    fill_init(t.as<double>(), t.numel(), val.init, rng);
+  } else {  // f16, bf16
+    std::vector<float> f(static_cast<size_t>(t.numel()));
+    fill_init(f.data(), t.numel(), val.init, rng);
+    for (size_t i = 0; i < f.size(); ++i)
+      t.as<uint16_t>()[i] = t.dtype == DType::f16 ? float_to_half(f[i]) : float_to_bf16(f[i]);
+  }
+}
+}  // namespace
+
 void Executable::init_parameters(uint64_t seed) {
   prepared_ = false;
+  // Each tensor has its own stream: filled on every host thread (ResNet-50 has 25 M values),
+  // after the views (which allocate host copies) are taken in order, then uploaded in order.
+  std::vector<std::pair<int, TensorView>> tensors;
   for (int v = 0; v < graph_.num_values(); ++v) {
     const ir::Value& val = graph_.value(v);
     if (val.role != ir::ValueRole::Parameter && val.role != ir::ValueRole::State) continue;
     if (plan_.placement[v].buffer == plan::Buffer::None) continue;
-    Rng rng(seed ^ hash_name(val.name));
-    TensorView t = host_view(v);
-    if (t.dtype == DType::i32) {
-      if (val.init.kind != ir::Init::RandomBits && val.init.kind != ir::Init::Zeros)
-        throw Error("cannot initialise the i32 tensor '" + val.name + "' other than with zeros or random bits");
-      for (int64_t i = 0; i < t.numel(); ++i)
-        t.as<int32_t>()[i] = val.init.kind == ir::Init::Zeros ? 0 : static_cast<int32_t>(static_cast<uint32_t>(rng.next() >> 32));
-    } else if (t.dtype == DType::f32) fill_init(t.as<float>(), t.numel(), val.init, rng);
-    else if (t.dtype == DType::f64) fill_init(t.as<double>(), t.numel(), val.init, rng);
-    else if (t.dtype == DType::f16 || t.dtype == DType::bf16) {
-      std::vector<float> f(static_cast<size_t>(t.numel()));
-      fill_init(f.data(), t.numel(), val.init, rng);
-      for (size_t i = 0; i < f.size(); ++i)
-        t.as<uint16_t>()[i] = t.dtype == DType::f16 ? float_to_half(f[i]) : float_to_bf16(f[i]);
-    } else throw Error("cannot initialise '" + val.name + "' of dtype " + std::string(dtype_name(t.dtype)));
-    upload(v);
+    const DType d = val.dtype;
+    if (d == DType::i32 && val.init.kind != ir::Init::RandomBits && val.init.kind != ir::Init::Zeros)
+      throw Error("cannot initialise the i32 tensor '" + val.name + "' other than with zeros or random bits");
+    if (d != DType::i32 && d != DType::f32 && d != DType::f64 && d != DType::f16 && d != DType::bf16)
+      throw Error("cannot initialise '" + val.name + "' of dtype " + std::string(dtype_name(d)));
+    if (d != DType::i32 && val.init.kind == ir::Init::RandomBits)
+      throw Error("random bits initialise i32 tensors only ('" + val.name + "' is " + std::string(dtype_name(d)) + ")");
+    tensors.emplace_back(v, host_view(v));
   }
+  const int count = static_cast<int>(tensors.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int i = 0; i < count; ++i) {
+    const ir::Value& val = graph_.value(tensors[i].first);
+    init_tensor(val, tensors[i].second, Rng(seed ^ hash_name(val.name)));
+  }
+  for (const auto& [v, t] : tensors) upload(v);
 }
 
 void Executable::copy_weights_from(const Executable& other) {

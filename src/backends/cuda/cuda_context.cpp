@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_input_lane.h"
 #include "backends/cuda/dgrad_beside_wgrad.h"
 #include "backends/cuda/verbose.h"
+#include "core/verbose.h"
 #include "core/world.h"
 
 namespace trident::cuda {
@@ -58,6 +59,7 @@ int device_for(const distributed::World* world) {
 }  // namespace
 
 CudaContext::CudaContext(const BackendOptions& options) {
+  const long long start = now_ns();
   std::string why;
   if (!gpu_available(&why)) throw Error("--device cuda needs a GPU: " + why);
   device_ = device_for(options.world.get());
@@ -68,6 +70,7 @@ CudaContext::CudaContext(const BackendOptions& options) {
   cc_ = prop.major * 10 + prop.minor;
   name_ = prop.name;
   prefix_ = "sm" + std::to_string(cc_) + "/cudnn" + std::to_string(cudnnGetVersion()) + "/";
+  const double device_ms = elapsed_ms(start);
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a CUDA stream");
   check(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "creating a CUDA stream");
   check(cudaStreamCreateWithFlags(&collective_stream_, cudaStreamNonBlocking), "creating a CUDA stream");
@@ -76,6 +79,10 @@ CudaContext::CudaContext(const BackendOptions& options) {
   check(cudnnCreate(&cudnn_side_), "creating the cuDNN handle");
   check(cudnnSetStream(cudnn_side_, side_stream_), "binding cuDNN to its stream");
   check(cublasLtCreate(&cublaslt_), "creating the cuBLASLt handle");
+  startup_s_ = elapsed_ms(start) / 1e3;
+  if (verbose())
+    verbose_note("context on " + name_ + " ready in " + ms_text(elapsed_ms(start)) + " (GPU start " +
+                 ms_text(device_ms) + ", then streams, two cuDNN handles and cuBLASLt)");
 }
 
 CudaContext::~CudaContext() {

@@ -103,6 +103,7 @@ class CudaContext final : public BackendContext {
 
   // Device memory held by this context's allocations and workspaces (bytes).
   size_t peak_device_bytes() const override { return peak_bytes_; }
+  double startup_seconds() const override { return startup_s_; }
   std::optional<uint64_t> free_device_bytes() const override;
   size_t workspace_bytes() const override;
   size_t live_bytes() const { return live_bytes_; }
@@ -113,6 +114,7 @@ class CudaContext final : public BackendContext {
   cudaGraphExec_t recording_ = nullptr;
   int sm_count_ = 0, cc_ = 0;
   std::string name_, prefix_;
+  double startup_s_ = 0;
   cudaStream_t stream_ = nullptr, side_stream_ = nullptr, collective_stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr, cudnn_side_ = nullptr;
   cublasLtHandle_t cublaslt_ = nullptr;

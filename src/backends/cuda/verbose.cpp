@@ -1,24 +1,12 @@
-// The TRIDENT_VERBOSE switch and its stderr lines (verbose.h).
+// The cuda backend's TRIDENT_VERBOSE lines (verbose.h), through core's switch and timeline.
 #include "backends/cuda/verbose.h"
 
-#include <cstdlib>
-#include <iostream>
-#include <mutex>
+#include "core/verbose.h"
 
 namespace trident::cuda {
 
-bool verbose() {
-  static const bool on = [] {
-    const char* v = std::getenv("TRIDENT_VERBOSE");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
-}
+bool verbose() { return trident::verbose(); }
 
-void verbose_note(const std::string& line) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  std::cerr << "trident cuda: " << line << "\n";
-}
+void verbose_note(const std::string& line) { trident::verbose_note("cuda", line); }
 
 }  // namespace trident::cuda
