@@ -119,7 +119,16 @@ def interlaced_png():
 
 
 # --- plan caches (core/plan_cache_file.h): one for the fuzz target's machine line, one of
-# another machine, one with a bad line.
+# another machine, one with a bad line; and a serialized plan.
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
 def plan_cache_corpus():
     head = "trident cpu plans 1\nmachine: onednn 3.0.0; isa 1; cpu fuzz\n"
     write("plan_cache", "two_choices.plans",
@@ -128,6 +137,11 @@ def plan_cache_corpus():
     write("plan_cache", "empty.plans", head.encode())
     write("plan_cache", "foreign.plans", b"trident cpu plans 1\nmachine: onednn 9.9.9; isa 2; cpu other\nk\t0\tn\n")
     write("plan_cache", "bad_line.plans", (head + "key\t99\tnote\n").encode())
+    # A serialized plan (core/plan_blob_file.h) for the fuzz target's machine and key.
+    payload = b"1\tplan fuzz\n\x00\x01ubjson"
+    write("plan_cache", "blob.plan",
+          b"trident plan blob 1\nmachine: onednn 3.0.0; isa 1; cpu fuzz\nkey: conv|fuzz\n"
+          + ("bytes: %d crc32c: %08x\n" % (len(payload), crc32c(payload))).encode() + payload)
 
 
 def image_corpus():

@@ -12,6 +12,7 @@
 #include "backends/cuda/plan_cache.h"
 #include "backends/cuda/verbose.h"
 #include "core/error.h"
+#include "core/verbose.h"
 
 namespace trident::cuda {
 
@@ -235,46 +236,121 @@ int64_t fastest_plan(fe::graph::Graph& g, const GraphDesc& d, cudnnHandle_t hand
   return best;
 }
 
+}  // namespace
+
+// Milliseconds each step of a build took, for TRIDENT_VERBOSE's compile timeline.
+struct BuildTimes {
+  long long start = now_ns();
+  double graph = 0, heuristics = 0, support = 0, plans = 0, timing = 0;
+  // Adds the time since the last mark to `slot`.
+  void mark(double& slot) {
+    const long long t = now_ns();
+    slot += static_cast<double>(t - start) / 1e6;
+    start = t;
+  }
+  std::string text() const {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(1) << "operation graph " << graph << " ms, heuristics " << heuristics
+      << " ms, support " << support << " ms, plan build " << plans << " ms, timing " << timing << " ms";
+    return s.str();
+  }
+};
+
+// What one attempt at building a graph chose, and how long its steps took.
+struct BuildOutcome {
+  int64_t plan_index = -1;  // the tuned or cached plan's index; -1: the heuristics' choice
+  std::string report;       // what tuning measured, or where the plan came from
+  float best_ms = 0.f;      // the chosen plan's time; 0 when untimed
+  bool from_cache = false;  // the plan was PlanPolicy::known's, built untimed
+  BuildTimes times;
+};
+
+namespace {
+
 // Builds `known`'s plan alone where cuDNN still proposes a plan of its name at its index; true
-// when it did (plan_index and report then say so).
-bool take_known_plan(fe::graph::Graph& g, const std::optional<PlanChoice>& known, int64_t& plan_index,
-                     std::string& report) {
-  if (!known || known->index >= g.get_execution_plan_count()) return false;
-  std::string name;
-  if (g.get_plan_name_at_index(known->index, name).is_bad() || name != known->note) return false;
+// when it did (`out` then says so).
+bool take_known_plan(fe::graph::Graph& g, const std::optional<PlanChoice>& known, BuildOutcome& out) {
+  std::string known_name, name;
+  float ms = 0.f;
+  if (!known || known->index >= g.get_execution_plan_count() || !parse_plan_note(known->note, known_name, ms))
+    return false;
+  if (g.get_plan_name_at_index(known->index, name).is_bad() || name != known_name) return false;
   if (g.build_plan_at_index(known->index).is_bad() || g.prepare_variant_pack_template().is_bad()) return false;
-  plan_index = known->index;
-  report = "plan " + name + " from the plan cache, untimed";
+  out.plan_index = known->index;
+  out.best_ms = ms;
+  out.report = "plan " + name + " from the plan cache, untimed (" + plan_note("timed", ms) + " when chosen)";
+  out.from_cache = true;
   return true;
 }
 
 // One attempt at validate → operation graph → plans. Returns "" or the failing step's message.
-// With tuning, `plan_index` is the fastest candidate's index (else -1: the heuristics' choice).
-std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool deterministic_only, int tune_candidates,
-                      const std::optional<PlanChoice>& known, fe::graph::Graph& g, int64_t& plan_index,
-                      std::string& report, float& best_ms) {
-  plan_index = -1;
+// With tuning, out.plan_index is the fastest candidate's index (else -1: the heuristics' choice).
+std::string try_build(const GraphDesc& d, cudnnHandle_t handle, bool deterministic_only, const PlanPolicy& policy,
+                      fe::graph::Graph& g, BuildOutcome& out) {
+  out = BuildOutcome{-1, "", 0.f, false, out.times};
+  BuildTimes& times = out.times;
   if (std::string why = lower(d, g); !why.empty()) return why;
   if (auto e = g.validate(); e.is_bad()) return "validate: " + message(e);
   if (auto e = g.build_operation_graph(handle); e.is_bad()) return "build_operation_graph: " + message(e);
+  times.mark(times.graph);
   if (auto e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}); e.is_bad())
     return "create_execution_plans: " + message(e);
+  times.mark(times.heuristics);
   if (deterministic_only) g.deselect_numeric_notes({fe::NumericalNote_t::NONDETERMINISTIC});
   if (auto e = g.check_support(); e.is_bad()) return "check_support: " + message(e);
-  if (tune_candidates <= 1) {
+  times.mark(times.support);
+  if (policy.tune_candidates <= 1) {
     if (auto e = g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); e.is_bad())
       return "build_plans: " + message(e);
+    times.mark(times.plans);
     return "";
   }
-  if (take_known_plan(g, known, plan_index, report)) return "";
+  const bool known = take_known_plan(g, policy.known, out);
+  times.mark(times.plans);
+  if (known) return "";
   std::vector<int64_t> built;
   const int64_t count = g.get_execution_plan_count();
-  for (int64_t i = 0; i < count && static_cast<int>(built.size()) < tune_candidates; ++i)
+  for (int64_t i = 0; i < count && static_cast<int>(built.size()) < policy.tune_candidates; ++i)
     if (g.build_plan_at_index(i).is_good()) built.push_back(i);
   if (built.empty()) return "build_plans: none of the " + std::to_string(count) + " candidate engines could be built";
   // build_plans() prepares the pointer layout of execute(); building plan by plan does not.
   if (auto e = g.prepare_variant_pack_template(); e.is_bad()) return "variant pack: " + message(e);
-  plan_index = fastest_plan(g, d, handle, built, report, best_ms);
+  times.mark(times.plans);
+  out.plan_index = fastest_plan(g, d, handle, built, out.report, out.best_ms);
+  times.mark(times.timing);
+  return "";
+}
+
+// The built plan as the plan cache keeps it: "<deterministic 0|1> TAB <plan_note>\n", then the
+// frontend's serialization (the plan with its runtime-compiled kernels); "" when it has none.
+std::string serialize_plan(fe::graph::Graph& g, int64_t plan_index, bool deterministic, const std::string& note) {
+  // serialize() writes the frontend's current candidate: building the chosen plan again selects it
+  // (a plan already built is not rebuilt).
+  if (plan_index >= 0 && g.build_plan_at_index(plan_index).is_bad()) return "";
+  std::vector<uint8_t> bytes;
+  try {
+    if (g.serialize(bytes).is_bad()) return "";
+  } catch (const std::exception&) {  // the frontend's json
+    return "";
+  }
+  return std::string(deterministic ? "1" : "0") + "\t" + note + "\n" + std::string(bytes.begin(), bytes.end());
+}
+
+// Loads a plan serialize_plan wrote into the empty graph `g`; "" or why the frontend refused it.
+std::string load_plan(fe::graph::Graph& g, cudnnHandle_t handle, const std::string& payload, bool& deterministic,
+                      std::string& name, float& ms) {
+  const size_t line_end = payload.find('\n');
+  if (line_end == std::string::npos || line_end < 2 || payload[1] != '\t' || (payload[0] != '0' && payload[0] != '1') ||
+      !parse_plan_note(payload.substr(2, line_end - 2), name, ms))
+    return "its first line is not \"<0|1> TAB <plan name> <time> ms\"";
+  deterministic = payload[0] == '1';
+  const std::vector<uint8_t> bytes(payload.begin() + static_cast<std::ptrdiff_t>(line_end) + 1, payload.end());
+  try {
+    if (auto e = g.deserialize(handle, bytes); e.is_bad()) return "deserialize: " + message(e);
+    if (auto e = g.prepare_variant_pack_template(); e.is_bad()) return "variant pack: " + message(e);
+  } catch (const std::exception& e) {  // the frontend's json
+    return e.what();
+  }
   return "";
 }
 
@@ -315,40 +391,74 @@ std::shared_ptr<CudnnGraph> CudnnGraph::build(const GraphDesc& desc, cudnnHandle
                 " deterministically: its genstats engines sum the statistics in an order that changes between runs");
   std::shared_ptr<CudnnGraph> built(new CudnnGraph());
   built->purpose_ = desc.purpose;
-  const bool only_deterministic = policy.prefer_deterministic || policy.require_deterministic;
-  built->deterministic_ = only_deterministic;
-  std::string why = try_build(desc, handle, only_deterministic, policy.tune_candidates, policy.known,
-                              built->impl_->graph, built->plan_index_, built->tuning_report_, built->tuned_ms_);
+  BuildOutcome out;
+  const bool loaded = policy.serialized && built->load(*policy.serialized, handle, policy.require_deterministic, out);
+  if (!loaded) built->build_plans(desc, handle, policy, out);
+  built->plan_index_ = out.plan_index;
+  built->tuned_ms_ = out.best_ms;
+  built->tuning_report_ = out.report;
+  built->from_plan_cache_ = out.from_cache;
+  built->describe_plan(desc, loaded);
+  if (!loaded && policy.serialize && built->tuned_ms_ > 0.f)
+    built->serialized_ = serialize_plan(built->impl_->graph, built->plan_index_, built->deterministic_,
+                                        plan_note(built->plan_name_, built->tuned_ms_));
+  out.times.mark(out.times.plans);
+  built->build_times_ = out.times.text();
+  return built;
+}
+
+bool CudnnGraph::load(const std::string& payload, cudnnHandle_t handle, bool require_deterministic, BuildOutcome& out) {
+  bool deterministic = false;
+  std::string name;
+  float ms = 0.f;
+  const std::string why = load_plan(impl_->graph, handle, payload, deterministic, name, ms);
+  if (why.empty() && (deterministic || !require_deterministic)) {
+    deterministic_ = deterministic;
+    plan_name_ = name;
+    out.best_ms = ms;
+    out.report = "plan " + name + " loaded from the plan cache (" + plan_note("timed", ms) + " when chosen)";
+    out.from_cache = true;
+    return true;
+  }
+  impl_ = std::make_unique<Impl>();
+  out.report = why.empty() ? "" : "the plan cache's plan was not loaded (" + why + "); ";
+  return false;
+}
+
+void CudnnGraph::build_plans(const GraphDesc& desc, cudnnHandle_t handle, const PlanPolicy& policy, BuildOutcome& out) {
+  const std::string not_loaded = out.report;
+  deterministic_ = policy.prefer_deterministic || policy.require_deterministic;
+  std::string why = try_build(desc, handle, deterministic_, policy, impl_->graph, out);
   if (!why.empty() && policy.require_deterministic) {
     throw Error("cuDNN has no deterministic engine for " + desc.purpose + " (" + why + ")");
   } else if (!why.empty() && policy.prefer_deterministic) {
     // No deterministic engine: take any (re-running may then differ in the last bits).
-    built->impl_ = std::make_unique<Impl>();
-    built->deterministic_ = false;
-    const std::string second = try_build(desc, handle, false, policy.tune_candidates, policy.known,
-                                         built->impl_->graph, built->plan_index_, built->tuning_report_,
-                                         built->tuned_ms_);
+    impl_ = std::make_unique<Impl>();
+    deterministic_ = false;
+    const std::string second = try_build(desc, handle, false, policy, impl_->graph, out);
     if (!second.empty()) throw Error("cuDNN cannot run " + desc.purpose + ": " + second);
   } else if (!why.empty()) {
     throw Error("cuDNN cannot run " + desc.purpose + ": " + why);
   }
-  fe::graph::Graph& g = built->impl_->graph;
-  const bool tuned = built->plan_index_ >= 0;
-  built->from_plan_cache_ = tuned && built->tuned_ms_ == 0.f && policy.known && policy.known->index == built->plan_index_;
+  out.report = not_loaded + out.report;
+}
+
+void CudnnGraph::describe_plan(const GraphDesc& desc, bool loaded) {
+  fe::graph::Graph& g = impl_->graph;
+  const bool tuned = plan_index_ >= 0;
   int64_t ws = 0;
-  if (auto e = tuned ? g.get_workspace_size_plan_at_index(built->plan_index_, ws) : g.get_workspace_size(ws); e.is_bad())
+  if (auto e = tuned ? g.get_workspace_size_plan_at_index(plan_index_, ws) : g.get_workspace_size(ws); e.is_bad())
     throw Error("cuDNN workspace query for " + desc.purpose + ": " + message(e));
-  built->workspace_bytes_ = static_cast<size_t>(std::max<int64_t>(ws, 0));
+  workspace_bytes_ = static_cast<size_t>(std::max<int64_t>(ws, 0));
   std::string plan;
-  if ((tuned ? g.get_plan_name_at_index(built->plan_index_, plan) : g.get_plan_name(plan)).is_good())
-    built->plan_name_ = plan;
+  if (!loaded && (tuned ? g.get_plan_name_at_index(plan_index_, plan) : g.get_plan_name(plan)).is_good())
+    plan_name_ = plan;
   for (int64_t uid : g.get_variant_pack_uids_sorted()) {
     if (uid <= 0 || uid > kMaxGraphUid)
       throw Error("cuDNN plan for " + desc.purpose + " reads tensor uid " + std::to_string(uid) +
                   ", which the description never bound");
-    built->user_uids_.push_back(static_cast<int>(uid));
+    user_uids_.push_back(static_cast<int>(uid));
   }
-  return built;
 }
 
 void CudnnGraph::execute(cudnnHandle_t handle, const std::array<void*, kMaxGraphUid + 1>& pointers_by_uid,
@@ -375,19 +485,28 @@ GraphBuild cached_graph(CudaContext& ctx, const GraphDesc& desc) {
   policy.require_deterministic = options.deterministic;
   const std::string key = ctx.signature_prefix() + (options.deterministic ? "deterministic-" : "") +
                           (autotune ? "tuned-graph/" : "graph/") + desc.key();
+  // The plan cache's blob key says which policy chose the plan; its choice key stays the description's.
+  // A serialized plan is the frontend's format: its version is part of the key.
+  const std::string blob_key = "frontend " + std::to_string(CUDNN_FRONTEND_VERSION) + " " +
+                               (options.deterministic ? "deterministic " : "") + desc.key();
   auto entry = ctx.cached<GraphBuild>(key, [&] {
     auto made = std::make_shared<GraphBuild>();
     try {
-      if (autotune) policy.known = cached_plan(ctx, desc.key());
+      if (autotune) {
+        policy.known = cached_plan(ctx, desc.key());
+        policy.serialized = cached_plan_blob(ctx, blob_key);
+        policy.serialize = !policy.serialized && has_plan_cache(ctx);
+      }
       made->graph = CudnnGraph::build(desc, ctx.cudnn(), policy);
       const CudnnGraph& built = *made->graph;
       if (autotune && built.plan_index() >= 0 && !built.from_plan_cache() && built.tuned_ms() > 0.f)
-        store_plan(ctx, desc.key(), PlanChoice{static_cast<int>(built.plan_index()), built.plan_name()});
+        store_plan(ctx, desc.key(), PlanChoice{static_cast<int>(built.plan_index()), plan_note(built.plan_name(), built.tuned_ms())});
+      if (!built.serialized().empty()) store_plan_blob(ctx, blob_key, built.serialized());
       if (verbose())
-        verbose_note("built " + desc.purpose + " with plan " + made->graph->plan_name() +
-                     (made->graph->deterministic() ? "" : " (no deterministic engine)") + ", workspace " +
-                     std::to_string(made->graph->workspace_bytes()) + " bytes" +
-                     (made->graph->tuning_report().empty() ? "" : "; " + made->graph->tuning_report()));
+        verbose_note("built " + desc.purpose + " with plan " + built.plan_name() +
+                     (built.deterministic() ? "" : " (no deterministic engine)") + ", workspace " +
+                     std::to_string(built.workspace_bytes()) + " bytes (" + built.build_times() + ")" +
+                     (built.tuning_report().empty() ? "" : "; " + built.tuning_report()));
     } catch (const Error& e) {
       made->failure = e.what();
       if (verbose()) verbose_note(made->failure);

@@ -86,7 +86,14 @@ struct PlanPolicy {
   // With tuning: the plan an earlier compile timed (plan_cache.h), built alone and untimed while
   // cuDNN still proposes a plan of that name at that index.
   std::optional<PlanChoice> known;
+  // A plan an earlier build serialized (CudnnGraph::serialized()), loaded instead of building
+  // one; a plan the frontend refuses to load is built as if there were none.
+  std::optional<std::string> serialized;
+  // Whether to serialize the plan this build chooses.
+  bool serialize = false;
 };
+
+struct BuildOutcome;
 
 // A built graph with its chosen plan. Immutable after build: one graph may serve many
 // kernels (identical nodes share it through the context's cache) and executes concurrently.
@@ -104,12 +111,19 @@ class CudnnGraph {
   bool deterministic() const { return deterministic_; }
   // What tuning measured ("3 plans timed: name 0.091 ms, ..."); empty without tuning.
   const std::string& tuning_report() const { return tuning_report_; }
-  // The chosen plan's time on the scratch tensors (ms); 0 when it was not timed.
+  // The chosen plan's time on the scratch tensors (ms), measured by this build or, for a plan
+  // from the plan cache, by the build that chose it; 0 when it was never timed.
   float tuned_ms() const { return tuned_ms_; }
   // The tuned plan's index among cuDNN's candidates (-1: the heuristics' choice, untuned), and
   // whether it was PlanPolicy::known rather than timed.
   int64_t plan_index() const { return plan_index_; }
   bool from_plan_cache() const { return from_plan_cache_; }
+  // How long each step of the build took ("operation graph 1.2 ms, heuristics ..."), for
+  // TRIDENT_VERBOSE.
+  const std::string& build_times() const { return build_times_; }
+  // The chosen plan with its compiled kernels, for the plan cache (PlanPolicy::serialize); empty
+  // when not asked for or when the frontend cannot serialize it.
+  const std::string& serialized() const { return serialized_; }
 
   // Runs on the stream bound to `handle`. pointers_by_uid[u] is the device pointer of the
   // tensor with uid u; `workspace` holds at least workspace_bytes(). No synchronisation.
@@ -119,12 +133,17 @@ class CudnnGraph {
  private:
   struct Impl;
   CudnnGraph();
+  // The steps of build(): load a serialized plan (true when it did), or build and choose one,
+  // then read the chosen plan's workspace, name and tensors.
+  bool load(const std::string& payload, cudnnHandle_t handle, bool require_deterministic, BuildOutcome& out);
+  void build_plans(const GraphDesc& desc, cudnnHandle_t handle, const PlanPolicy& policy, BuildOutcome& out);
+  void describe_plan(const GraphDesc& desc, bool loaded);
   std::unique_ptr<Impl> impl_;
   std::vector<int> user_uids_;  // the uids the plan reads, in the order execute passes them
   size_t workspace_bytes_ = 0;
   int64_t plan_index_ = -1;  // the tuned plan's index; -1: the heuristics' choice
   float tuned_ms_ = 0.f;
-  std::string plan_name_, purpose_, tuning_report_;
+  std::string plan_name_, purpose_, tuning_report_, build_times_, serialized_;
   bool deterministic_ = true;
   bool from_plan_cache_ = false;
 };
