@@ -5,8 +5,6 @@
 // cache's is not used and is rewritten. Skipped, with the reason, without a GPU.
 #include <gtest/gtest.h>
 
-#include <cuda_runtime.h>
-
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +18,8 @@
 #include "support/temp_dir.h"
 
 #ifdef TRIDENT_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "backends/cuda/conv_problem.h"
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cudnn_graphs.h"
