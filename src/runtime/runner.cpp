@@ -122,18 +122,9 @@ void Runner::set_input(const HostTensor& t, Layout layout, const std::string& wh
 void Runner::set_random_input(uint64_t seed) {
   TensorView dst = exe_->host_view(input_);
   if (dst.dtype != DType::f32) throw Error("the model's input '" + input_name_ + "' is not f32");
-  // A batch of 256 images is 38.5 M draws: filled in blocks on every host thread, each block
-  // starting where one sequential stream would be, so the values do not depend on the threads.
-  const uint64_t stream = seed ^ hash_name(input_name_);
+  Rng rng(seed ^ hash_name(input_name_));
   float* p = dst.as<float>();
-  const int64_t n = dst.numel();
-  constexpr int64_t kBlock = int64_t{1} << 16;
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < (n + kBlock - 1) / kBlock; ++b) {
-    Rng rng(stream);
-    rng.skip(2 * static_cast<uint64_t>(b * kBlock));  // normal() takes two draws
-    for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) p[i] = static_cast<float>(rng.normal());
-  }
+  draw_normals(rng, dst.numel(), [p](int64_t i, double x) { p[i] = static_cast<float>(x); });
   exe_->upload(input_);
 }
 
