@@ -261,7 +261,7 @@ struct BuildOutcome {
   int64_t plan_index = -1;  // the tuned or cached plan's index; -1: the heuristics' choice
   std::string report;       // what tuning measured, or where the plan came from
   float best_ms = 0.f;      // the chosen plan's time; 0 when untimed
-  bool from_cache = false;  // the plan was PlanPolicy::known's, built untimed
+  bool from_cache = false;  // the plan came from the plan cache (loaded, or known and built untimed)
   BuildTimes times;
 };
 
