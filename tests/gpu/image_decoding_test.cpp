@@ -56,10 +56,12 @@ runtime::TrainConfig gpu_config(runtime::TrainConfig::Decode decode) {
 TEST(GpuImages, ResamplingIsTheCpuTransform) {
   TRIDENT_REQUIRE_GPU();
   cuda::CudaContext ctx;
+  // Large enough that the whole image shrunk to 16 pixels has more taps (27 and 39 a side) than
+  // the kernel's table keeps, so both ways of finding the weights are checked.
   data::RgbImage image;
-  image.height = 53, image.width = 71;
+  image.height = 210, image.width = 300;
   Rng rng(7);
-  image.pixels.resize(53 * 71 * 3);
+  image.pixels.resize(210 * 300 * 3);
   for (uint8_t& p : image.pixels) p = static_cast<uint8_t>(rng.uniform(0, 255.99));
   const int size = 16;
   struct Case {
@@ -68,12 +70,13 @@ TEST(GpuImages, ResamplingIsTheCpuTransform) {
     data::CropBox window;
     bool flip;
   };
-  const data::EvalGeometry g = data::eval_geometry(53, 71, size);
+  const data::EvalGeometry g = data::eval_geometry(210, 300, size);
   const std::vector<Case> cases = {
-      {{3, 5, 40, 60}, size, size, {0, 0, size, size}, false},   // shrink
-      {{10, 20, 7, 9}, size, size, {0, 0, size, size}, true},    // enlarge, mirrored
-      {{0, 0, 53, 71}, size, size, {0, 0, size, size}, false},   // the whole image
-      {{0, 0, 53, 71}, g.resize_height, g.resize_width, g.window, false},  // evaluation
+      {{3, 5, 40, 60}, size, size, {0, 0, size, size}, false},      // shrink
+      {{10, 20, 7, 9}, size, size, {0, 0, size, size}, true},       // enlarge, mirrored
+      {{50, 90, 53, 71}, size, size, {0, 0, size, size}, false},    // shrink ~4x
+      {{0, 0, 210, 300}, size, size, {0, 0, size, size}, false},    // the whole image: beyond the table
+      {{0, 0, 210, 300}, g.resize_height, g.resize_width, g.window, false},  // evaluation
   };
   void* pixels = ctx.allocate(image.pixels.size());
   ctx.copy_to_device(pixels, image.pixels.data(), image.pixels.size());
@@ -82,7 +85,7 @@ TEST(GpuImages, ResamplingIsTheCpuTransform) {
     const Case& c = cases[i];
     cuda::ResampleRow r;
     r.pixels = static_cast<const uint8_t*>(pixels);
-    r.pitch = 71 * 3;
+    r.pitch = 300 * 3;
     r.box_top = c.box.top, r.box_left = c.box.left, r.box_height = c.box.height, r.box_width = c.box.width;
     r.resize_height = c.resize_h, r.resize_width = c.resize_w;
     r.window_top = c.window.top, r.window_left = c.window.left;
@@ -96,8 +99,9 @@ TEST(GpuImages, ResamplingIsTheCpuTransform) {
   void* out = ctx.allocate(cases.size() * floats * sizeof(float));
   float scale[3], shift[3];
   data::normalisation_affine(data::kImageNetNormalisation, scale, shift);
+  void* taps = ctx.allocate(cuda::image_resample_scratch_bytes(static_cast<int>(rows.size()), size));
   cuda::launch_image_resample(static_cast<const cuda::ResampleRow*>(device_rows), static_cast<int>(rows.size()), size,
-                              scale, shift, static_cast<float*>(out), ctx.stream());
+                              scale, shift, static_cast<float*>(out), taps, ctx.stream());
   std::vector<float> got(cases.size() * floats), want(floats);
   ctx.copy_to_host(got.data(), out, got.size() * sizeof(float));
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -108,7 +112,7 @@ TEST(GpuImages, ResamplingIsTheCpuTransform) {
     for (size_t k = 0; k < floats; ++k) worst = std::max(worst, std::abs(double{got[i * floats + k]} - want[k]));
     EXPECT_LE(worst, 2e-5) << "case " << i;
   }
-  for (void* p : {pixels, device_rows, out}) ctx.free(p);
+  for (void* p : {pixels, device_rows, out, taps}) ctx.free(p);
 }
 
 // The lane's batch from the requests, against the CPU path's batch of the same epoch.

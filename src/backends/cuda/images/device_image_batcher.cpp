@@ -1,6 +1,7 @@
 // The batch maker of device_image_batcher.h. Per part of a batch: upload the rows made on the
 // host, place each JPEG's pixels in the arena and decode them there (one nvJPEG batch), make the
-// rows nvJPEG failed on with the host's maker, then one resampling launch over the rest.
+// rows nvJPEG failed on with the host's maker, then the resampling (its taps, then the pixels)
+// over the rest.
 #include "backends/cuda/images/device_image_batcher.h"
 
 #include <algorithm>
@@ -27,6 +28,7 @@ DeviceImageBatcher::DeviceImageBatcher(CudaContext& ctx, std::unique_ptr<JpegBat
 DeviceImageBatcher::~DeviceImageBatcher() {
   if (arena_) ctx_.free(arena_);
   if (device_rows_) ctx_.free(device_rows_);
+  if (taps_) ctx_.free(taps_);
 }
 
 void DeviceImageBatcher::reserve_arena(size_t bytes) {
@@ -43,11 +45,16 @@ void DeviceImageBatcher::reserve_arena(size_t bytes) {
 void DeviceImageBatcher::make(const ImageBatchRequest& batch, const HostRowMaker& on_host, float* out,
                               cudaStream_t stream) {
   const size_t n = batch.rows.size();
-  if (n > device_row_capacity_) {
-    if (device_rows_) ctx_.free(device_rows_);
-    device_rows_ = nullptr;
+  const size_t taps_bytes = image_resample_scratch_bytes(static_cast<int>(n), batch.image_size);
+  if (n > device_row_capacity_ || taps_bytes > taps_bytes_) {
+    for (void* p : {static_cast<void*>(device_rows_), taps_})
+      if (p) ctx_.free(p);
+    device_rows_ = nullptr, taps_ = nullptr;
+    device_row_capacity_ = 0, taps_bytes_ = 0;
     device_rows_ = static_cast<ResampleRow*>(ctx_.allocate(n * sizeof(ResampleRow)));
     device_row_capacity_ = n;
+    taps_ = ctx_.allocate(taps_bytes);
+    taps_bytes_ = taps_bytes;
     check(cudaStreamSynchronize(ctx_.stream()), "zeroing the resampling's rows");
   }
   // Parts of the batch whose pixels fit kArenaBytes together (an image larger than that alone).
@@ -123,7 +130,7 @@ void DeviceImageBatcher::make_part(const ImageBatchRequest& batch, size_t first,
                         stream),
         "copying the resampling's rows to the GPU");
   launch_image_resample(device_rows_, static_cast<int>(resampled.size()), batch.image_size, batch.scale, batch.shift,
-                        out, stream);
+                        out, taps_, stream);
   // The arena, the rows and the host bytes are reused by the next part or batch. A host wait,
   // not an event the stream waits on: nvJPEG's hardware decoder is reported to write its output
   // when it is called, not after the work queued before it on the stream (nvJPEG 12.3–13.2 on

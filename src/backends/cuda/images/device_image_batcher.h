@@ -1,8 +1,8 @@
 // Makes a batch of training or evaluation images on the GPU (backends/image_batch.h): the JPEG
-// rows decoded by nvJPEG, then resampled and normalised into the batch by one kernel; the rows
-// made on the host uploaded as they are. Decoded pixels live in an arena of the context's memory whose size
-// is capped (kArenaBytes): a batch that would need more is made in parts, so device memory is
-// bounded whatever the images' sizes.
+// rows decoded by nvJPEG, then resampled and normalised into the batch by one kernel over a
+// table of taps; the rows made on the host uploaded as they are. Decoded pixels live in an arena
+// of the context's memory whose size is capped (kArenaBytes): a batch that would need more is
+// made in parts, so device memory is bounded whatever the images' sizes.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -52,6 +52,8 @@ class DeviceImageBatcher {
   size_t arena_bytes_ = 0;
   ResampleRow* device_rows_ = nullptr;  // as many as the largest batch so far
   size_t device_row_capacity_ = 0;
+  void* taps_ = nullptr;  // the resampling's table of taps (image_resample_scratch_bytes)
+  size_t taps_bytes_ = 0;
   std::vector<float> host_row_;  // a row made on the host
   int64_t decoded_rows_ = 0, host_rows_ = 0;
 };

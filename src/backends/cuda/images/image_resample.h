@@ -7,6 +7,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace trident::cuda {
@@ -23,8 +24,10 @@ struct ResampleRow {
 };
 
 // Writes rows[i].out_row of `out` (size x size x 3 floats each, NHWC) for the `count` rows
-// described in device memory at `rows`.
+// described in device memory at `rows`. Each output row's and column's taps are worked out once,
+// into `scratch` (device memory of image_resample_scratch_bytes(count, size) bytes), not per pixel.
 void launch_image_resample(const ResampleRow* rows, int count, int size, const float scale[3], const float shift[3],
-                           float* out, cudaStream_t stream);
+                           float* out, void* scratch, cudaStream_t stream);
+size_t image_resample_scratch_bytes(int count, int size);
 
 }  // namespace trident::cuda
