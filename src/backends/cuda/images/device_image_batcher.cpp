@@ -1,10 +1,12 @@
 // The batch maker of device_image_batcher.h. Per part of a batch: upload the rows made on the
-// host, place each JPEG's pixels in the arena and decode them there (one nvJPEG batch), make the
-// rows nvJPEG failed on with the host's maker, then the resampling (its taps, then the pixels)
-// over the rest.
+// host, place each JPEG's pixels in the arena and decode them there (one nvJPEG batch; a row whose
+// crop box is less than its image asks for that box only), make the rows nvJPEG failed on with the
+// host's maker, then the resampling (its taps, then the pixels) over the rest.
 #include "backends/cuda/images/device_image_batcher.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_context.h"
@@ -23,7 +25,10 @@ std::unique_ptr<DeviceImageBatcher> DeviceImageBatcher::make(CudaContext& ctx, s
 }
 
 DeviceImageBatcher::DeviceImageBatcher(CudaContext& ctx, std::unique_ptr<JpegBatchDecoder> decoder)
-    : ctx_(ctx), decoder_(std::move(decoder)) {}
+    : ctx_(ctx), decoder_(std::move(decoder)) {
+  const char* whole = std::getenv("TRIDENT_DECODE_WHOLE_JPEGS");
+  decode_regions_ = whole == nullptr || std::strcmp(whole, "1") != 0;
+}
 
 DeviceImageBatcher::~DeviceImageBatcher() {
   if (arena_) ctx_.free(arena_);
@@ -103,15 +108,27 @@ void DeviceImageBatcher::make_part(const ImageBatchRequest& batch, size_t first,
     r.out_row = static_cast<int>(i);
     files.push_back(q.bytes);
     sizes.push_back(q.size);
-    targets.push_back({arena_ + offset, static_cast<size_t>(r.pitch), q.height, q.width});
+    DeviceRgbImage t{arena_ + offset, static_cast<size_t>(r.pitch), q.height, q.width, {}};
+    const bool inside = q.box_top >= 0 && q.box_left >= 0 && q.box_height > 0 && q.box_width > 0 &&
+                        q.box_top + q.box_height <= q.height && q.box_left + q.box_width <= q.width;
+    if (decode_regions_ && inside && (q.box_height < q.height || q.box_width < q.width))
+      t.region = {q.box_top, q.box_left, q.box_height, q.box_width};
+    targets.push_back(t);
     jpeg_rows.push_back(rows.size());
     rows.push_back(r);
     offset += arena_image_bytes(q.height, q.width);
   }
-  const std::vector<bool> decoded = decoder_->decode(files, sizes, targets, stream);
+  const std::vector<Decoded> decoded = decoder_->decode(files, sizes, targets, stream);
   std::vector<bool> keep(rows.size(), true);
   for (size_t k = 0; k < jpeg_rows.size(); ++k) {
-    if (decoded[k]) continue;
+    if (decoded[k] == Decoded::region) {  // the box's pixels, in rows of their own width, at the same place
+      const PixelBox& got = targets[k].region;
+      ResampleRow& r = rows[jpeg_rows[k]];
+      r.pitch = static_cast<int64_t>(got.width) * 3;
+      r.box_top -= got.top, r.box_left -= got.left;
+      ++region_rows_;
+    }
+    if (decoded[k] != Decoded::no) continue;
     keep[jpeg_rows[k]] = false;
     host_row_.resize(row_floats);
     const int row = rows[jpeg_rows[k]].out_row;

@@ -1,5 +1,5 @@
 // Makes a batch of training or evaluation images on the GPU (backends/image_batch.h): the JPEG
-// rows decoded by nvJPEG, then resampled and normalised into the batch by one kernel over a
+// rows decoded by nvJPEG (only each crop's box where the hardware decoder takes regions), then resampled and normalised into the batch by one kernel over a
 // table of taps; the rows made on the host uploaded as they are. Decoded pixels live in an arena
 // of the context's memory whose size is capped (kArenaBytes): a batch that would need more is
 // made in parts, so device memory is bounded whatever the images' sizes.
@@ -38,6 +38,12 @@ class DeviceImageBatcher {
   // Rows decoded on the GPU, and rows made on the host (sent so, or given back by nvJPEG), so far.
   int64_t decoded_rows() const { return decoded_rows_; }
   int64_t host_rows() const { return host_rows_; }
+  // Of the decoded rows, those whose JPEG was decoded only as far as its crop box.
+  int64_t region_rows() const { return region_rows_; }
+  // Whether a training row's JPEG is decoded only as far as its crop box where the decoder can
+  // (the default, unless TRIDENT_DECODE_WHOLE_JPEGS=1 is set): the same pixels, less of nvJPEG's
+  // GPU time.
+  void decode_regions(bool on) { decode_regions_ = on; }
 
  private:
   DeviceImageBatcher(CudaContext& ctx, std::unique_ptr<JpegBatchDecoder> decoder);
@@ -55,7 +61,8 @@ class DeviceImageBatcher {
   void* taps_ = nullptr;  // the resampling's table of taps (image_resample_scratch_bytes)
   size_t taps_bytes_ = 0;
   std::vector<float> host_row_;  // a row made on the host
-  int64_t decoded_rows_ = 0, host_rows_ = 0;
+  int64_t decoded_rows_ = 0, host_rows_ = 0, region_rows_ = 0;
+  bool decode_regions_;
 };
 
 // Bytes one image of height x width takes in the arena: rows of width * 3 bytes, 256-aligned.

@@ -13,12 +13,23 @@
 
 namespace trident::cuda {
 
-// Where one image's pixels go: height rows of `pitch` bytes, width * 3 of them used.
+// A box of an image's pixels.
+struct PixelBox {
+  int top = 0, left = 0, height = 0, width = 0;
+};
+
+// Where one image's pixels go: height rows of `pitch` bytes, width * 3 of them used. With a
+// region (height > 0) the decoder may write only that box of the image instead, as rows of
+// region.width * 3 bytes from `data`, after widening it to the alignment it needs.
 struct DeviceRgbImage {
   uint8_t* data = nullptr;
   size_t pitch = 0;
   int height = 0, width = 0;
+  PixelBox region;
 };
+
+// What became of one image: not decoded, decoded whole, or only its (possibly widened) region.
+enum class Decoded : uint8_t { no, whole, region };
 
 // Images with a side below this go to the CUDA cores instead of the hardware JPEG engines: on an
 // H100, a network trained on 64x48 JPEGs decoded by the engines (which reported success) learned
@@ -29,10 +40,11 @@ inline constexpr int kHardwareJpegMinSide = 64;
 class JpegBatchDecoder {
  public:
   virtual ~JpegBatchDecoder() = default;
-  // Decodes file i (size[i] bytes of host memory) into out[i] on `stream`; decoded[i] is false
-  // for a file it could not decode. The host bytes may be rewritten once this returns.
-  virtual std::vector<bool> decode(const std::vector<const uint8_t*>& file, const std::vector<size_t>& size,
-                                   const std::vector<DeviceRgbImage>& out, cudaStream_t stream) = 0;
+  // Decodes file i (size[i] bytes of host memory) into out[i] on `stream`, only its region where
+  // it has one and the decoder can (out[i].region then says which box was written). The host
+  // bytes may be rewritten once this returns.
+  virtual std::vector<Decoded> decode(const std::vector<const uint8_t*>& file, const std::vector<size_t>& size,
+                                      std::vector<DeviceRgbImage>& out, cudaStream_t stream) = 0;
   // "nvJPEG 13.0.0 on the hardware JPEG engines" or "... on the CUDA cores".
   virtual std::string description() const = 0;
 };

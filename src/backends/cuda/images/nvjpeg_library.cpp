@@ -42,6 +42,12 @@ Loaded open_library() {
                   resolve(h, "nvjpegDecodeBatchedPreAllocate", &n.batched_pre_allocate, &l.failure) &&
                   resolve(h, "nvjpegDecode", &n.decode, &l.failure);
   if (!ok) return l;
+  std::string optional;  // a missing region entry point only turns region decoding off
+  resolve(h, "nvjpegDecodeParamsCreate", &n.params_create, &optional);
+  resolve(h, "nvjpegDecodeParamsDestroy", &n.params_destroy, &optional);
+  resolve(h, "nvjpegDecodeParamsSetOutputFormat", &n.params_set_output_format, &optional);
+  resolve(h, "nvjpegDecodeParamsSetROI", &n.params_set_roi, &optional);
+  resolve(h, "nvjpegDecodeBatchedEx", &n.decode_batched_ex, &optional);
   int major = 0, minor = 0, patch = 0;
   n.get_property(MAJOR_VERSION, &major);
   n.get_property(MINOR_VERSION, &minor);

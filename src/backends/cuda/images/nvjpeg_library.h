@@ -19,6 +19,16 @@ struct NvjpegLibrary {
   decltype(&nvjpegDecodeBatched) decode_batched = nullptr;
   decltype(&nvjpegDecodeBatchedPreAllocate) batched_pre_allocate = nullptr;
   decltype(&nvjpegDecode) decode = nullptr;
+  // Decoding only a region of each image (the hardware backend's batched call): null where the
+  // library lacks them, and images are then decoded whole.
+  decltype(&nvjpegDecodeParamsCreate) params_create = nullptr;
+  decltype(&nvjpegDecodeParamsDestroy) params_destroy = nullptr;
+  decltype(&nvjpegDecodeParamsSetOutputFormat) params_set_output_format = nullptr;
+  decltype(&nvjpegDecodeParamsSetROI) params_set_roi = nullptr;
+  decltype(&nvjpegDecodeBatchedEx) decode_batched_ex = nullptr;
+  bool decodes_regions() const {
+    return params_create && params_destroy && params_set_output_format && params_set_roi && decode_batched_ex;
+  }
   std::string version;  // "13.0.0"
 };
 
