@@ -251,8 +251,15 @@ TEST(GpuImages, DISABLED_MakingABatchDoesNotWaitForTheStep) {
   batches.start_epoch(0);
   std::vector<int32_t> labels(16);
   void* input = ctx.allocate(bytes);
-  const size_t busy_bytes = size_t{4} << 30;
-  void* busy = ctx.allocate(busy_bytes);
+  // The busy work: the pixel normalisation over 1 GiB of bytes into 4 GiB of floats, a kernel
+  // that fills every multiprocessor, launched back to back.
+  const size_t busy_bytes = size_t{1} << 30;
+  auto* busy = static_cast<uint8_t*>(ctx.allocate(busy_bytes));
+  auto* busy_out = static_cast<float*>(ctx.allocate(busy_bytes * sizeof(float)));
+  const float one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+  auto busy_pass = [&] {
+    cuda::launch_pixel_normalise(busy, static_cast<int64_t>(busy_bytes), one, zero, busy_out, ctx.stream());
+  };
   // Sends the next batch and delivers it; the milliseconds the send took on the host.
   auto send = [&] {
     const auto start = std::chrono::steady_clock::now();
@@ -272,7 +279,7 @@ TEST(GpuImages, DISABLED_MakingABatchDoesNotWaitForTheStep) {
   ASSERT_EQ(cudaEventCreate(&t0), cudaSuccess);
   ASSERT_EQ(cudaEventCreate(&t1), cudaSuccess);
   cudaEventRecord(t0, ctx.stream());
-  for (int i = 0; i < 4; ++i) cudaMemsetAsync(busy, i, busy_bytes, ctx.stream());
+  for (int i = 0; i < 4; ++i) busy_pass();
   cudaEventRecord(t1, ctx.stream());
   cudaEventSynchronize(t1);
   float ms = 0;
@@ -280,7 +287,7 @@ TEST(GpuImages, DISABLED_MakingABatchDoesNotWaitForTheStep) {
   const int passes = std::clamp(static_cast<int>(500.0 / std::max(ms / 4, 0.01f)), 8, 400);
   for (int round = 0; round < 3; ++round) {
     cudaEventRecord(t0, ctx.stream());
-    for (int i = 0; i < passes; ++i) cudaMemsetAsync(busy, i, busy_bytes, ctx.stream());
+    for (int i = 0; i < passes; ++i) busy_pass();
     cudaEventRecord(t1, ctx.stream());
     const double busy_ms = send();
     const bool step_running = cudaEventQuery(t1) == cudaErrorNotReady;
@@ -296,6 +303,7 @@ TEST(GpuImages, DISABLED_MakingABatchDoesNotWaitForTheStep) {
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
   ctx.free(busy);
+  ctx.free(busy_out);
   ctx.free(input);
   std::filesystem::remove_all(d);
 }
