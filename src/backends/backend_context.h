@@ -27,6 +27,17 @@ class Graph;
 void* allocate_host(size_t bytes);
 void free_host(void* p);
 
+// A point in a backend's queue of work (a CUDA event on the GPU): record() marks the work queued
+// so far, wait() blocks the host until that work has run. A loop that queues the next step before
+// it reads the last one back waits on the last step's mark. Host backends run work as it is
+// queued, so their marks are always reached.
+class QueueMark {
+ public:
+  virtual ~QueueMark() = default;
+  virtual void record() {}
+  virtual void wait() {}
+};
+
 class BackendContext {
  public:
   virtual ~BackendContext() = default;
@@ -44,6 +55,14 @@ class BackendContext {
   virtual void free(void* p);
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes);
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes);
+  // The same copies queued behind the work queued so far instead of finished on return (host
+  // backends copy at once): the host memory (from allocate_host_copy) must stay as it is, and a
+  // copy's result is there, only once a QueueMark recorded after the copy has been reached.
+  virtual void queue_copy_to_device(void* dst, const void* host_src, size_t bytes) {
+    copy_to_device(dst, host_src, bytes);
+  }
+  virtual void queue_copy_to_host(void* host_dst, const void* src, size_t bytes) { copy_to_host(host_dst, src, bytes); }
+  virtual std::unique_ptr<QueueMark> make_queue_mark() { return std::make_unique<QueueMark>(); }
   // Zero-filled host memory for the host copies of device tensors (Executable::host_view), which
   // copy_to_device and copy_to_host move: page-locked on the GPU, so that a batch's upload runs
   // at the bus's speed instead of through a staging copy; plain host memory elsewhere.

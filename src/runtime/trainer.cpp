@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "runtime/batch_feed.h"
+#include "runtime/queued_steps.h"
 #include "runtime/data/sharded_batches.h"
 #include "runtime/distributed/world.h"
 
@@ -170,33 +171,27 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
                                 const BatchCallback& on_batch) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
-  // Host copies (the tensors themselves on CPU backends): batches are written there and sent
-  // to the backend; loss and logits come back after each step.
-  const int images_id = train_->value_id("images"), labels_id = train_->value_id("labels"),
-            lr_id = train_->value_id("lr");
+  const int images_id = train_->value_id("images");
   if (train_->graph().value(images_id).dtype != DType::f32) throw Error("training from data needs an f32 model");
-  TensorView labels = train_->host_view(labels_id), lr = train_->host_view(lr_id),
-             loss = train_->host_view(train_->loss()), logits = train_->host_view(train_->logits());
   check_batch_fits(batches, batch_, "training");
   const int64_t per_epoch = batches.batches_per_epoch();
   const int64_t total = per_epoch * epochs_total;
   const int64_t warmup = static_cast<int64_t>(config_.warmup_epochs * per_epoch);
   std::vector<int64_t> milestones;  // the step schedule's epochs, in steps
   for (int64_t e : config_.lr_step_epochs) milestones.push_back(e * per_epoch);
-  const int64_t classes = logits.shape[1];
+  const int64_t classes = train_->view(train_->logits()).shape[1];
 
-  // With a lane, batch k + 1 is sent while step k runs (its labels kept in
-  // ahead_labels[(k + 1) % 2]): from where the source made it when it hands batches out in place
-  // (an image folder's ring), else fetched into the lane's host buffer; without a lane, fetched
-  // into the input's host copy.
+  // Step k's labels, learning rate, loss and logits pass through slot k % 2 (queued_steps.h):
+  // step k + 1 is queued before step k is read back. With a lane, batch k + 1 is also sent while
+  // step k runs: from where the source made it when it hands batches out in place (an image
+  // folder's ring), else fetched into the lane's host buffer; without a lane, fetched into the
+  // input's host copy once step k has been read back.
+  if (!queued_) queued_ = std::make_unique<QueuedSteps>(*train_);
+  QueuedSteps& queued = *queued_;
   if (config_.upload_ahead && train_->on_device() && !lane_) lane_ = train_->make_input_lane(images_id);
   InputLane* lane = config_.upload_ahead ? lane_.get() : nullptr;
-  TensorView images = lane ? TensorView{} : train_->host_view(images_id);
-  std::vector<int32_t> ahead_labels[2];
-  if (lane) ahead_labels[0].resize(batch_), ahead_labels[1].resize(batch_);
-  int slot = 0;
-  BatchFeed feed(batches, lane, images, config_.decode, config_.send_pixels, "training");
-  auto fetch = [&] { return feed.fetch(lane ? ahead_labels[slot].data() : labels.as<int32_t>()); };
+  BatchFeed feed(batches, lane, lane ? TensorView{} : train_->host_view(images_id), config_.decode,
+                 config_.send_pixels, "training");
 
   batches.start_epoch(epoch);
   EpochStats st;
@@ -206,61 +201,66 @@ EpochStats Trainer::train_epoch(data::BatchSource& batches, int64_t epoch, int64
   int64_t correct = 0, seen = 0, done = 0, threads_sum = 0;
   // The first fetch holds up the step either way; later ones only without a lane, whose wait the
   // lane measures on the device instead.
-  auto waited_fetch = [&] {
+  auto waited_fetch = [&](int slot) {
     const auto asked = clock::now();
-    const bool got = fetch();
+    const bool got = feed.fetch(queued.labels(slot));
     st.data_wait_seconds += std::chrono::duration<double>(clock::now() - asked).count();
     return got;
   };
+  // Reads the step that used `slot` back and scores it (it was the `number`th of the run).
+  auto score = [&](int slot, int64_t number) {
+    queued.wait(slot);
+    ++done;
+    // Over every rank's rows: each rank's loss is its batch's mean, and the batches are equal.
+    double step_sums[2] = {queued.loss(slot),
+                           static_cast<double>(count_correct(queued.logits(slot), queued.labels(slot), batch_, classes))};
+    if (distributed::World* w = config_.backend_options.world.get()) w->sum(step_sums, 2);
+    const double l = step_sums[0] / world_size();
+    if (!std::isfinite(l))
+      throw Error("the loss became " + std::to_string(l) + " at step " + std::to_string(number) +
+                  "; lower the learning rate (--lr)");
+    loss_sum += l;
+    correct += static_cast<int64_t>(step_sums[1]);
+    seen += global_batch();
+    if (on_batch) {
+      const double secs = std::chrono::duration<double>(clock::now() - start).count();
+      on_batch(done, per_epoch, loss_sum / done, static_cast<double>(correct) / seen, seen / std::max(secs, 1e-9));
+    }
+  };
   try {
-    bool have = waited_fetch();
+    int slot = 0;
+    int64_t queued_steps = 0;  // of this epoch
+    bool have = waited_fetch(slot);
     while (have) {
       st.lr = milestones.empty() ? learning_rate(step_, total, warmup, config_.lr)
                                  : step_learning_rate(step_, warmup, config_.lr, milestones, config_.lr_gamma);
-      lr.as<float>()[0] = static_cast<float>(st.lr);
-      if (lane) std::copy(ahead_labels[slot].begin(), ahead_labels[slot].end(), labels.as<int32_t>());
-      for (int id : {labels_id, lr_id}) train_->upload(id);
+      queued.send(slot, static_cast<float>(st.lr));
       if (lane)
         train_->take_input(*lane, images_id);
       else
         train_->upload(images_id);
       train_->run();
       if (!train_->on_device()) threads_sum += omp_get_max_threads();
-      if (lane) {
-        lane->mark_step_end();
-        slot ^= 1;
-        have = fetch();  // beside the running step
-      }
-      train_->download(train_->loss());
-      train_->download(train_->logits());
-      if (lane) {
-        // The epoch's first batch was waited for on the host (its wait would otherwise also count
-        // the time since the last step of the epoch before: an evaluation, a checkpoint).
-        const double waited = lane->device_wait_seconds();
-        if (done > 0) st.data_wait_seconds += waited;
-      }
+      if (lane) lane->mark_step_end();
+      queued.read_back(slot);
       ++step_;
-      ++done;
-      // Over every rank's rows: each rank's loss is its batch's mean, and the batches are equal.
-      double step_sums[2] = {loss.as<float>()[0],
-                             static_cast<double>(count_correct(logits.as<float>(), labels.as<int32_t>(), batch_, classes))};
-      if (distributed::World* w = config_.backend_options.world.get()) w->sum(step_sums, 2);
-      const double l = step_sums[0] / world_size();
-      if (!std::isfinite(l))
-        throw Error("the loss became " + std::to_string(l) + " at step " + std::to_string(step_) +
-                    "; lower the learning rate (--lr)");
-      loss_sum += l;
-      correct += static_cast<int64_t>(step_sums[1]);
-      seen += global_batch();
-      if (on_batch) {
-        const double secs = std::chrono::duration<double>(clock::now() - start).count();
-        on_batch(done, per_epoch, loss_sum / done, static_cast<double>(correct) / seen,
-                 seen / std::max(secs, 1e-9));
+      // The step before this one ran while this one was queued: read it back now, and fetch the
+      // next batch into its slot while this step runs.
+      if (queued_steps++ > 0) score(1 - slot, step_ - 1);
+      slot ^= 1;
+      have = lane ? feed.fetch(queued.labels(slot)) : waited_fetch(slot);
+      // The epoch's first batch was waited for on the host (its wait would otherwise also count
+      // the time since the last step of the epoch before: an evaluation, a checkpoint).
+      if (lane) {
+        const double waited = lane->device_wait_seconds();
+        if (queued_steps > 1) st.data_wait_seconds += waited;
       }
-      if (!lane) have = waited_fetch();
     }
+    if (queued_steps > 0) score(1 - slot, step_);
   } catch (...) {
-    lane_.reset();  // a batch may be in flight: a later epoch starts with a new lane
+    // A batch and a step may be in flight: a later epoch starts with a new lane and new slots.
+    lane_.reset();
+    queued_.reset();
     throw;
   }
   // The source's memory may be freed once the epoch is over: unlock it while it still exists.

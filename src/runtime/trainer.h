@@ -14,6 +14,7 @@
 #include "runtime/data/batch_source.h"
 #include "runtime/data/dataset.h"
 #include "runtime/executable.h"
+#include "runtime/queued_steps.h"
 
 namespace trident::runtime {
 
@@ -142,6 +143,8 @@ class Trainer {
   std::unique_ptr<Executable> train_, eval_;
   // The training and the evaluation images' (upload_ahead on a device); freed first.
   std::unique_ptr<InputLane> lane_, eval_lane_;
+  // The host side of the two training steps in flight; made by the first epoch.
+  std::unique_ptr<QueuedSteps> queued_;
   int64_t batch_ = 0, step_ = 0;
   int64_t statistics_averaged_at_ = -1;  // the step average_running_statistics() last ran at
 };

@@ -27,6 +27,7 @@
 #include "runtime/trainer.h"
 #include "support/gpu_compare.h"
 #include "support/image_folder.h"
+#include "support/stepwise_training.h"
 #include "support/temp_dir.h"
 
 namespace trident {
@@ -154,6 +155,18 @@ TEST(CudaInputLane, UploadingAheadTrainsTheSameParametersAsUploadingBetweenSteps
     EXPECT_GE(ahead_epochs[e].data_wait_seconds, 0.0);
     EXPECT_LE(ahead_epochs[e].data_wait_seconds, ahead_epochs[e].seconds);
   }
+}
+
+// The trainer queues step k + 1 before it reads step k back, with the next batch sent through the
+// lane meanwhile: each step is scored with its own loss, logits and labels, and the parameters
+// are those of steps sent and read back one at a time, bit for bit (CUDA graphs on, as by default).
+TEST(CudaInputLane, QueuedStepsScoreAndTrainAsStepsRunOneByOne) {
+  TRIDENT_REQUIRE_GPU();
+  runtime::TrainConfig cfg;
+  cfg.compile.backend = "cuda";
+  cfg.backend_options.autotune = false;
+  const data::Dataset ds = data::make_synthetic(384, 28, 28, 1, 10, 5);
+  test_support::expect_queued_steps_as_one_by_one(frontend::build_model("fmnist_cnn", {64}), cfg, ds, 64, 2);
 }
 
 // The wait an epoch reports is for its own batches: the pause between two epochs (here a second

@@ -6,6 +6,7 @@
 #include "frontend/zoo.h"
 #include "core/error.h"
 #include "runtime/trainer.h"
+#include "support/stepwise_training.h"
 
 using namespace trident;
 
@@ -32,6 +33,15 @@ TEST(Training, LossFallsOnSyntheticData) {
 TEST(Training, SameSeedGivesBitwiseEqualLosses) {
   auto a = train_losses(3, 1), b = train_losses(3, 1);
   EXPECT_EQ(a, b);
+}
+
+// The trainer queues the next step before it reads the last one back: every step is still scored
+// with its own loss, logits and labels, and trains what steps run one by one train.
+TEST(Training, QueuedStepsScoreAndTrainAsStepsRunOneByOne) {
+  const data::Dataset ds = data::make_synthetic(160, 28, 28, 1, 10, 5);
+  runtime::TrainConfig cfg;
+  cfg.lr = 0.05;
+  test_support::expect_queued_steps_as_one_by_one(frontend::build_model("fmnist_cnn", {32}), cfg, ds, 32, 2);
 }
 
 TEST(Training, LearningRateWarmsUpThenDecays) {

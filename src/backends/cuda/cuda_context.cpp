@@ -171,6 +171,33 @@ void CudaContext::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   check(cudaStreamSynchronize(stream_), "the step (a kernel failed while it ran)");
 }
 
+void CudaContext::queue_copy_to_device(void* dst, const void* host_src, size_t bytes) {
+  if (bytes) check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "a host-to-GPU copy");
+}
+
+void CudaContext::queue_copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  if (bytes) check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "a GPU-to-host copy");
+}
+
+namespace {
+class CudaQueueMark final : public QueueMark {
+ public:
+  explicit CudaQueueMark(cudaStream_t stream) : stream_(stream) {
+    check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "making an event");
+  }
+  ~CudaQueueMark() override { cudaEventDestroy(event_); }
+  void record() override { check(cudaEventRecord(event_, stream_), "marking the queued work"); }
+  // An event never recorded counts as reached.
+  void wait() override { check(cudaEventSynchronize(event_), "the step (a kernel failed while it ran)"); }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t event_ = nullptr;
+};
+}  // namespace
+
+std::unique_ptr<QueueMark> CudaContext::make_queue_mark() { return std::make_unique<CudaQueueMark>(stream_); }
+
 void CudaContext::copy_within(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "a GPU-to-GPU copy");

@@ -37,6 +37,9 @@ class CudaContext final : public BackendContext {
   void free(void* p) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void queue_copy_to_device(void* dst, const void* host_src, size_t bytes) override;  // on stream()
+  void queue_copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  std::unique_ptr<QueueMark> make_queue_mark() override;  // an event on stream(), where every step ends
   void copy_within(void* dst, const void* src, size_t bytes) override;
   void* allocate_host_copy(size_t bytes) override;  // cudaHostAlloc (page-locked) + zero fill
   void free_host_copy(void* p) override;
