@@ -47,10 +47,10 @@ int epilogue_start(const ir::Graph& g, const ValueUses& uses, const ops::Backend
   return first.op == "add" || ends_an_epilogue(first, traits) ? first.id : -1;
 }
 
-// "conv-relu", "conv-clip", "conv-silu"... for the op that ends the epilogue.
-std::string pattern_of(const ir::Node& last) {
-  if (last.op == "activation") return std::string("conv-") + ops::activation_fn_name(ops::activation_params(last.attrs).fn);
-  return last.op == "relu" ? "conv-relu" : "conv-clip";
+// "relu", "clip", "silu"... for the op that ends the epilogue.
+std::string last_stage_name(const ir::Node& last) {
+  if (last.op == "activation") return ops::activation_fn_name(ops::activation_params(last.attrs).fn);
+  return last.op == "relu" ? "relu" : "clip";
 }
 
 std::string refusal(const ir::Graph& g, const ValueUses& uses, const ops::BackendTraits& traits, int conv_id,
@@ -58,7 +58,7 @@ std::string refusal(const ir::Graph& g, const ValueUses& uses, const ops::Backen
   const int y = g.node(conv_id).outputs[0];
   const ir::Node& first = g.node(epilogue_start(g, uses, traits, conv_id));
   c.conv = conv_id;
-  c.pattern = first.op == "add" ? "conv-add-relu" : pattern_of(first);
+  c.pattern = first.op == "add" ? "conv-add-relu" : "conv-" + last_stage_name(first);
   if (uses.only_reader(y) < 0) return "the conv output has " + std::to_string(uses.consumers(y)) + " consumers";
   c.group = {first.id};
   c.tail = first.outputs[0];
@@ -98,7 +98,7 @@ FusionRecord build(ir::Graph& g, const Candidate& c) {
   gone.push_back(conv.id);
   replace_nodes(g, {g.value(out).producer}, c.group.back(), gone);
   const bool ends = c.group.size() > 1 || last.op != "add";
-  const std::string tail = ends ? pattern_of(g.node(c.group.back())).substr(5) : "";  // "relu", "clip", "silu"...
+  const std::string tail = ends ? last_stage_name(g.node(c.group.back())) : "";
   const std::string fused_pattern = c.residual >= 0 ? (ends ? "conv-add-" + tail : "conv-add") : "conv-" + tail;
   FusionRecord rec{"fuse_conv_epilogue", fused_pattern, conv.name + ".epilogue", {conv.name}};
   for (int id : c.group) rec.nodes.push_back(g.node(id).name);

@@ -38,9 +38,7 @@ class EltwiseActivation final : public PrimitiveKernel {
   EltwiseActivation(const ir::Node& node, const ir::Graph& g, algorithm alg, float alpha)
       : PrimitiveKernel(node, g) {
     expect_f32(node, g);
-    const int64_t n = trident::numel(in_shape(node, g, 0));
-    for (int id : node.inputs)
-      if (trident::numel(g.value(id).shape) != n) fail(node, "inputs and output must hold the same number of elements");
+    const int64_t n = common_numel(node, g);
     const memory::desc md = flat_md(n);
     const bool backward = node.op == "activation_backward";
     const std::string sig = Signature(backward ? "activation_bwd" : "activation")

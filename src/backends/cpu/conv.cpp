@@ -73,12 +73,27 @@ convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_ki
 
 // The attributes of a forward conv with post-ops, applied in order: sum, then relu (or the
 // activation in its place).
+ConvPostOps conv_post_ops(const ir::Node& node, const ops::ConvStages& stages) {
+  ConvPostOps post{stages.residual != ops::ConvStages::Residual::none, stages.relu, static_cast<float>(stages.relu_max)};
+  if (stages.activation) {
+    const auto onednn = onednn_activation(stages.activation_params.fn);
+    if (!onednn) fail(node, "oneDNN has no post-op for this activation");
+    post.activation = onednn->first;
+    post.activation_alpha = onednn->second;
+  }
+  return post;
+}
+
+void append_post_ops(dnnl::post_ops& chain, const ConvPostOps& post) {
+  if (post.sum) chain.append_sum(1.f);
+  if (post.relu && post.relu_max > 0) chain.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, post.relu_max);
+  else if (post.relu) chain.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  else if (post.activation != dnnl::algorithm::undef) chain.append_eltwise(1.f, post.activation, post.activation_alpha, 0.f);
+}
+
 dnnl::primitive_attr post_ops_attr(const ConvPostOps& post) {
   dnnl::post_ops ops;
-  if (post.sum) ops.append_sum(1.f);
-  if (post.relu && post.relu_max > 0) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, post.relu_max);
-  else if (post.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  else if (post.activation != dnnl::algorithm::undef) ops.append_eltwise(1.f, post.activation, post.activation_alpha, 0.f);
+  append_post_ops(ops, post);
   dnnl::primitive_attr attr = user_scratchpad_attr();
   attr.set_post_ops(ops);
   return attr;

@@ -12,15 +12,6 @@ namespace {
 
 using dnnl::algorithm;
 
-// Throws unless every input and output holds `numel` elements.
-int64_t common_numel(const ir::Node& node, const ir::Graph& g) {
-  const int64_t n = trident::numel(out_shape(node, g, 0));
-  for (int id : node.inputs)
-    if (trident::numel(g.value(id).shape) != n)
-      fail(node, "inputs and output must hold the same number of elements");
-  return n;
-}
-
 // A relu, or with relu_max > 0 the relu clipped there (ReLU6): oneDNN's clip_v2, whose backward
 // from its output passes dy where 0 < y < relu_max, as the clip's own gradient does.
 algorithm relu_algorithm(float relu_max) {
@@ -34,6 +25,14 @@ dnnl::eltwise_forward::primitive_desc relu_forward_pd(const memory::desc& md, al
 }
 
 }  // namespace
+
+int64_t common_numel(const ir::Node& node, const ir::Graph& g) {
+  const int64_t n = trident::numel(out_shape(node, g, 0));
+  for (int id : node.inputs)
+    if (trident::numel(g.value(id).shape) != n)
+      fail(node, "inputs and output must hold the same number of elements");
+  return n;
+}
 
 void append_relu(PrimitiveKernel& k, int64_t n, const Operand& x, const Operand& y, float relu_max) {
   const memory::desc md = flat_md(n);

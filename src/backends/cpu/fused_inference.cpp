@@ -13,19 +13,6 @@ namespace trident::cpu {
 
 namespace {
 
-// The post-ops of an epilogue's stages: the residual sum, then the relu, its clip or an
-// activation oneDNN has (the pass fuses only those: the backend's traits list them).
-ConvPostOps post_ops(const ir::Node& node, const ops::ConvStages& stages) {
-  ConvPostOps post{stages.residual != ops::ConvStages::Residual::none, stages.relu, static_cast<float>(stages.relu_max)};
-  if (stages.activation) {
-    const auto onednn = onednn_activation(stages.activation_params.fn);
-    if (!onednn) fail(node, "oneDNN has no post-op for this activation");
-    post.activation = onednn->first;
-    post.activation_alpha = onednn->second;
-  }
-  return post;
-}
-
 // conv2d_epilogue: inputs x, w, [b (has_bias)], [residual (residual)]; output y. The residual
 // is copied into y before the convolution, whose `sum` post-op then accumulates onto it.
 class ConvEpilogue final : public PrimitiveKernel {
@@ -41,7 +28,7 @@ class ConvEpilogue final : public PrimitiveKernel {
     if (has_bias) conv.bias = in(2);
     append_conv_forward(*this, node, in_shape(node, g, 0), in_shape(node, g, 1),
                         out_shape(node, g, 0), conv,
-                        post_ops(node, stages), ConvAlgorithms::from(ctx));
+                        conv_post_ops(node, stages), ConvAlgorithms::from(ctx));
   }
 
   void run(const KernelArgs& args) override {

@@ -30,10 +30,8 @@ size_t round_up_64(size_t n) { return (n + 63) / 64 * 64; }
 class Int8ConvEpilogue final : public PrimitiveKernel {
  public:
   Int8ConvEpilogue(const ir::Node& node, const ir::Graph& g, const CpuContext& ctx)
-      : PrimitiveKernel(node, g), stages_(ops::ConvStages::of(node)) {
+      : PrimitiveKernel(node, g), stages_(ops::ConvStages::of(node)), post_(conv_post_ops(node, stages_)) {
     expect_f32(node, g);
-    if (stages_.activation && !onednn_activation(stages_.activation_params.fn))
-      fail(node, "oneDNN has no post-op for this activation");
     const Shape &xs = in_shape(node, g, 0), &ws = in_shape(node, g, 1), &ys = out_shape(node, g, 0);
     const DnnlWindow win = conv_window(node, xs, ws, ys);
     K_ = ws[0];
@@ -122,13 +120,7 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
     dnnl::post_ops post;
     scalars_.clear();
     if (stages_.mid_quant.on) append_grid(post, stages_.mid_quant);
-    if (residual()) post.append_sum(1.0f);
-    if (stages_.clipped)
-      post.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, static_cast<float>(stages_.relu_max));
-    else if (stages_.relu)
-      post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    else if (stages_.activation)
-      append_activation(post);
+    append_post_ops(post, post_);
     if (stages_.out_quant.on) append_grid(post, stages_.out_quant);
     attr.set_post_ops(post);
     OnednnContext& onednn = OnednnContext::instance();
@@ -158,11 +150,6 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
     append_scalar(post, dnnl::algorithm::binary_max, grid.lo);
     append_scalar(post, dnnl::algorithm::binary_min, grid.hi);
     append_scalar(post, dnnl::algorithm::binary_mul, s);
-  }
-
-  void append_activation(dnnl::post_ops& post) const {
-    const auto onednn = onednn_activation(stages_.activation_params.fn);  // checked when built
-    post.append_eltwise(1.0f, onednn->first, onednn->second, 0.0f);
   }
 
   void append_scalar(dnnl::post_ops& post, dnnl::algorithm op, float value) {
@@ -215,6 +202,7 @@ class Int8ConvEpilogue final : public PrimitiveKernel {
   }
 
   ops::ConvStages stages_;
+  ConvPostOps post_;  // the residual sum and the relu, clip or activation after the mid grid
   struct Scalar {  // a binary post-op's one-element operand
     int index;
     float value;

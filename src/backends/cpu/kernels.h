@@ -11,6 +11,7 @@
 #include "backends/cpu/onednn_util.h"
 #include "backends/kernel.h"
 #include "ops/activation_math.h"
+#include "ops/conv_stages.h"
 
 namespace trident::cpu {
 
@@ -67,6 +68,11 @@ struct ConvPostOps {
   dnnl::algorithm activation = dnnl::algorithm::undef;
   float activation_alpha = 0;
 };
+// conv.cpp: the post-ops of a conv2d_epilogue's stages (the residual sum, then the relu, its clip
+// or an activation oneDNN has; fails for one it has not), and their oneDNN chain appended to
+// `chain` in that order, for the f32 convolution and the int8 one alike.
+ConvPostOps conv_post_ops(const ir::Node& node, const ops::ConvStages& stages);
+void append_post_ops(dnnl::post_ops& chain, const ConvPostOps& post);
 // How a forward convolution may run: in an inference executable (or with post-ops, which only
 // inference graphs have) the implementation timing chose among oneDNN's direct and, where
 // BackendOptions::winograd allows, Winograd ones (conv_algorithms.h); Winograd's blocked
@@ -138,6 +144,8 @@ void append_relu_backward(PrimitiveKernel& k, int64_t numel, const Operand& y, c
 // relu_after: y = relu(a + b) in one pass (a relu post-op on the binary primitive).
 void append_add(PrimitiveKernel& k, int64_t numel, const Operand& a, const Operand& b,
                 const Operand& y, bool relu_after = false);
+// The element count every input and output of an element-wise node holds; throws where one differs.
+int64_t common_numel(const ir::Node& node, const ir::Graph& g);
 
 // ---- registration ----
 
