@@ -71,9 +71,10 @@ CudaContext::CudaContext(const BackendOptions& options) {
   name_ = prop.name;
   prefix_ = "sm" + std::to_string(cc_) + "/cudnn" + std::to_string(cudnnGetVersion()) + "/";
   const double device_ms = elapsed_ms(start);
-  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a CUDA stream");
-  check(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "creating a CUDA stream");
-  check(cudaStreamCreateWithFlags(&collective_stream_, cudaStreamNonBlocking), "creating a CUDA stream");
+  // Above the input lane's, which fills the gaps the step leaves (cuda_input_lane.h).
+  const int priority = stream_priorities().step;
+  for (cudaStream_t* s : {&stream_, &side_stream_, &collective_stream_})
+    check(cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, priority), "creating a CUDA stream");
   check(cudnnCreate(&cudnn_), "creating the cuDNN handle");
   check(cudnnSetStream(cudnn_, stream_), "binding cuDNN to its stream");
   check(cudnnCreate(&cudnn_side_), "creating the cuDNN handle");

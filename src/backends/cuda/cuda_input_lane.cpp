@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,11 +33,7 @@ class CudaInputLane final : public InputLane {
  public:
   CudaInputLane(CudaContext& ctx, size_t bytes) : ctx_(ctx), bytes_(bytes) {
     try {
-      // The highest priority: the kernels that make a batch of images are few and short, and
-      // should not queue behind the step's for the multiprocessors.
-      int least = 0, greatest = 0;
-      check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "reading the stream priorities");
-      check(cudaStreamCreateWithPriority(&copy_stream_, cudaStreamNonBlocking, greatest),
+      check(cudaStreamCreateWithPriority(&copy_stream_, cudaStreamNonBlocking, stream_priorities().lane),
             "creating the input copy stream");
       for (cudaEvent_t& e : landed_) check(cudaEventCreate(&e), "creating a CUDA event");
       for (cudaEvent_t& e : step_end_) check(cudaEventCreate(&e), "creating a CUDA event");
@@ -248,6 +246,15 @@ class CudaInputLane final : public InputLane {
 };
 
 }  // namespace
+
+StreamPriorities stream_priorities() {
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "reading the stream priorities");
+  const char* choice = std::getenv("TRIDENT_INPUT_LANE_PRIORITY");
+  if (choice != nullptr && std::strcmp(choice, "low") == 0)
+    return {least > greatest ? least - 1 : least, least};  // (greater numbers are lower priorities)
+  return {least, greatest};
+}
 
 std::unique_ptr<InputLane> make_cuda_input_lane(CudaContext& ctx, size_t bytes) {
   return std::make_unique<CudaInputLane>(ctx, bytes);
