@@ -251,9 +251,8 @@ StreamPriorities stream_priorities() {
   int least = 0, greatest = 0;
   check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "reading the stream priorities");
   const char* choice = std::getenv("TRIDENT_INPUT_LANE_PRIORITY");
-  if (choice != nullptr && std::strcmp(choice, "low") == 0)
-    return {least > greatest ? least - 1 : least, least};  // (greater numbers are lower priorities)
-  return {least, greatest};
+  if (choice != nullptr && std::strcmp(choice, "high") == 0) return {least, greatest};
+  return {least > greatest ? least - 1 : least, least};  // (greater numbers are lower priorities)
 }
 
 std::unique_ptr<InputLane> make_cuda_input_lane(CudaContext& ctx, size_t bytes) {
