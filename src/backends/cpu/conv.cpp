@@ -71,8 +71,6 @@ convolution_forward::primitive_desc forward_pd(const ConvSetup& s, dnnl::prop_ki
   return *found;
 }
 
-// The attributes of a forward conv with post-ops, applied in order: sum, then relu (or the
-// activation in its place).
 ConvPostOps conv_post_ops(const ir::Node& node, const ops::ConvStages& stages) {
   ConvPostOps post{stages.residual != ops::ConvStages::Residual::none, stages.relu, static_cast<float>(stages.relu_max)};
   if (stages.activation) {
@@ -91,6 +89,8 @@ void append_post_ops(dnnl::post_ops& chain, const ConvPostOps& post) {
   else if (post.activation != dnnl::algorithm::undef) chain.append_eltwise(1.f, post.activation, post.activation_alpha, 0.f);
 }
 
+// The attributes of a forward conv with post-ops, applied in order: sum, then relu (or the
+// activation in its place).
 dnnl::primitive_attr post_ops_attr(const ConvPostOps& post) {
   dnnl::post_ops ops;
   append_post_ops(ops, post);
