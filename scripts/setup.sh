@@ -19,6 +19,7 @@ done
 
 packages=(
   cmake g++ make pkg-config
+  ccache                     # compiler cache: `pip install .` and a second setup reuse this build's objects
   libgtest-dev googletest    # tests
   libcli11-dev               # command line
   nlohmann-json3-dev         # JSON output
@@ -115,7 +116,11 @@ if { command -v nvcc || [ -x /usr/local/cuda/bin/nvcc ]; } >/dev/null 2>&1; then
 fi
 
 build_dir=${TRIDENT_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release ${TRIDENT_CMAKE_ARGS:-} >/dev/null
+# Through ccache (before TRIDENT_CMAKE_ARGS, which may name another launcher): the Python
+# package's build (`pip install .`, also a test) compiles the same sources with the same flags,
+# and a second run of this script after an edit recompiles only what changed.
+launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" ${TRIDENT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"
 echo "setup: built $build_dir/trident"
 

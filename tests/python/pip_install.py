@@ -18,8 +18,11 @@ command = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no
            "--config-settings", "build-dir=" + os.path.join(work, "build")]
 for define in sys.argv[4:]:
     command += ["--config-settings", "cmake.define." + define]
+# With ccache (scripts/setup.sh builds through it) and the build tree's compilers (passed in as
+# defines), every object compiled here is the build tree's, taken from the cache.
 if shutil.which("ccache"):
-    command += ["--config-settings", "cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+    command += ["--config-settings", "cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache",
+                "--config-settings", "cmake.define.CMAKE_CUDA_COMPILER_LAUNCHER=ccache"]
 result = subprocess.run(command + [source], capture_output=True, text=True)
 if result.returncode != 0:
     sys.exit(f"pip install failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
